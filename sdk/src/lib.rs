@@ -1,0 +1,69 @@
+//! # tributary-sdk
+//!
+//! The contract every Tributary connector implements, and the types they share.
+//!
+//! - [`Source`] and [`Sink`]: micro-batch reading with deterministic replay, idempotent writes
+//!   keyed by batch id. Both are object-safe and used as `Box<dyn Source>` / `Box<dyn Sink>`.
+//! - [`Offset`]: source-defined positions that round-trip exactly through JSON.
+//! - [`ReadLimit`]: how much one batch may take.
+//! - [`Error`] with a stable [`ErrorCode`], and typed [`DataLossEvent`]s with the
+//!   `failOnDataLoss` policy ([`DataLossTracker`]).
+//! - [`Options`] and [`OptionSpec`]: Spark-style, case-insensitive option maps validated against
+//!   one declaration per option.
+//! - [`Secret`], [`SecretRef`], [`SecretStore`]: secrets that never print.
+//! - [`Authenticator`] and [`SchemaProvider`]: credentials and schemas for connectors.
+//! - [`record`]: the Arrow schema of each built-in source.
+//!
+//! ## Delivery guarantees
+//!
+//! The runtime writes a batch's offset range to its checkpoint before reading it and marks it
+//! committed after the sink wrote it. A replayed batch has exactly the same range, so a
+//! deterministic source and a sink whose writes are idempotent per batch id
+//! ([`Delivery::ExactlyOnce`]) give exactly-once end to end; other sinks are at-least-once.
+//!
+//! ## Example
+//!
+//! ```
+//! use tributary_sdk::{OptionSpec, Options, ErrorCode};
+//!
+//! let specs = vec![
+//!     OptionSpec::string("path", "Directory to read.").required(),
+//!     OptionSpec::int("maxFilesPerTrigger", 1, i64::MAX, "Files per batch.").default_value(1000),
+//! ];
+//! let options: Options = [("PATH", "/data"), ("maxFilesPerTriger", "10")].into_iter().collect();
+//! let err = OptionSpec::validate_all(&specs, &options, "files").unwrap_err();
+//! assert_eq!(err.code(), ErrorCode::UnknownOption);
+//! assert!(err.to_string().contains("did you mean 'maxFilesPerTrigger'"));
+//! ```
+
+pub mod auth;
+pub mod connector;
+pub mod data_loss;
+pub mod error;
+pub mod offset;
+pub mod options;
+pub mod read_limit;
+pub mod record;
+pub mod schema_provider;
+pub mod secret;
+pub mod sink;
+pub mod source;
+
+pub use auth::{Authenticator, Credentials, SaslMechanism, TlsMaterial};
+pub use connector::{ConnectorContext, ConnectorKind, SinkFactory, SourceFactory};
+pub use data_loss::{DataLossEvent, DataLossKind, DataLossTracker};
+pub use error::{Domain, Error, ErrorCode, Result, Retry};
+pub use offset::Offset;
+pub use options::{OptionKind, OptionSpec, Options, ParsedOptions};
+pub use read_limit::ReadLimit;
+pub use schema_provider::{
+    ResolvedSchema, SchemaFormat, SchemaProvider, StreamSchemas, WireFormat,
+};
+pub use secret::{
+    ChainSecretStore, EnvSecretStore, FileSecretStore, Secret, SecretRef, SecretStore,
+};
+pub use sink::{Delivery, Sink};
+pub use source::{Source, SourceIdentity, SourceMetrics};
+
+/// The SDK version, compared by hosts when loading plugins.
+pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");

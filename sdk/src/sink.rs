@@ -1,0 +1,44 @@
+//! The sink contract: idempotent writes keyed by batch id.
+//!
+//! The runtime writes batch `n` only after `offsets/n` is durable in the checkpoint, and may write
+//! the same batch again after a crash (with exactly the same records). A sink that makes
+//! [`Sink::write`] idempotent per batch id gives exactly-once end to end and says so with
+//! [`Delivery::ExactlyOnce`]; one that cannot (a Kafka topic) says [`Delivery::AtLeastOnce`].
+
+use std::fmt::Debug;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use async_trait::async_trait;
+
+use crate::error::Result;
+
+/// The end-to-end guarantee a sink gives when its batches are replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Delivery {
+    /// A replayed batch replaces the earlier attempt: no duplicate.
+    ExactlyOnce,
+    /// A replayed batch may be written twice.
+    AtLeastOnce,
+}
+
+/// A destination for record batches.
+#[async_trait]
+pub trait Sink: Send + Debug {
+    /// The guarantee this sink gives under replay.
+    fn delivery(&self) -> Delivery;
+
+    /// Called once before the first write with the schema the batches will have.
+    async fn open(&mut self, schema: SchemaRef) -> Result<()> {
+        let _ = schema;
+        Ok(())
+    }
+
+    /// Writes one micro-batch. Writing the same `batch_id` again replaces the earlier attempt
+    /// when [`Sink::delivery`] is [`Delivery::ExactlyOnce`].
+    async fn write(&mut self, batch_id: u64, batches: &[RecordBatch]) -> Result<()>;
+
+    /// Flushes and releases resources.
+    async fn stop(&mut self) -> Result<()>;
+}

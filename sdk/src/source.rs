@@ -1,0 +1,80 @@
+//! The source contract: a micro-batch stream with replay.
+//!
+//! The runtime drives a [`Source`] the way Spark drives a `MicroBatchStream`:
+//!
+//! 1. [`Source::initial_offset`] resolves the starting position (`startingOffsets`) for a new
+//!    checkpoint. A restart never calls it; it resumes from the checkpoint.
+//! 2. [`Source::latest_offset`] says where the next batch ends, honouring a [`ReadLimit`].
+//!    Returning `start` itself means "no new data".
+//! 3. [`Source::read`] returns the records in `[start, end)`. It is deterministic: the same range
+//!    read again (after a crash) returns the same records. Exactly-once depends on this.
+//! 4. [`Source::commit`] says everything up to `end` is durable downstream.
+//! 5. [`Source::stop`] releases what the source holds.
+//!
+//! Sources are object-safe and used as `Box<dyn Source>` by the runtime, the conformance suite and
+//! the plugin boundary alike.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::offset::Offset;
+use crate::read_limit::ReadLimit;
+
+/// Per-source metrics reported in progress events (`numFilesOutstanding`, `avgMsBehindLatest`, ...).
+pub type SourceMetrics = BTreeMap<String, serde_json::Value>;
+
+/// A stable description of what a source reads, stored in the checkpoint. A checkpoint written for
+/// one identity is refused for another (a different connector, path, topic set, ...).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SourceIdentity {
+    /// The connector name (`files`, `kafka`, ...).
+    pub connector: String,
+    /// What it reads, canonical: a path, a subscription; never a secret.
+    pub target: String,
+}
+
+/// A micro-batch source with deterministic replay.
+#[async_trait]
+pub trait Source: Send + Debug {
+    /// The Arrow schema of the batches [`Source::read`] returns.
+    fn schema(&self) -> SchemaRef;
+
+    /// What this source reads, for checkpoint compatibility checks.
+    fn identity(&self) -> SourceIdentity;
+
+    /// The limit the source's own options ask for (`maxOffsetsPerTrigger`, `maxFilesPerTrigger`).
+    fn default_read_limit(&self) -> ReadLimit {
+        ReadLimit::All
+    }
+
+    /// The first position of a new query (from `startingOffsets` and similar options).
+    async fn initial_offset(&mut self) -> Result<Offset>;
+
+    /// Called once before an `availableNow` run: the source fixes the data it will read in this run
+    /// (later [`Source::latest_offset`] calls never go past that snapshot).
+    async fn prepare_available_now(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// The end of the next batch starting at `start`, at most `limit` away. `start` means no data.
+    async fn latest_offset(&mut self, start: &Offset, limit: &ReadLimit) -> Result<Offset>;
+
+    /// The records in `[start, end)`; the same range always yields the same records.
+    async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>>;
+
+    /// Everything up to `end` is durable downstream.
+    async fn commit(&mut self, end: &Offset) -> Result<()>;
+
+    /// Metrics for the last planned batch (lag, outstanding files, data-loss counts).
+    fn metrics(&self) -> SourceMetrics {
+        SourceMetrics::new()
+    }
+
+    /// Releases connections, consumers and other resources.
+    async fn stop(&mut self) -> Result<()>;
+}
