@@ -1,0 +1,274 @@
+//! JSON lines: one JSON object per line, decoded with `arrow-json`.
+//!
+//! Fast path: the whole file through one strict decoder (unknown fields are an error, numbers
+//! and booleans are accepted into string columns as Spark does). Only when that fails, each
+//! line is checked on its own:
+//!
+//! - it decodes strictly: kept as is;
+//! - it decodes once unknown fields are allowed: kept, and its unknown top-level fields go to
+//!   the rescued data column as a JSON object (Auto Loader's behaviour for columns that are
+//!   not in the schema);
+//! - otherwise (not JSON, not an object, a value that does not fit its column): malformed. In
+//!   PERMISSIVE mode the row is all nulls with the raw line in the rescued data column and it
+//!   is counted; in FAILFAST mode the read stops with `MALFORMED_RECORD` naming file and line.
+//!
+//! The cleaned text (malformed lines replaced by `{}`) is then decoded in one go, so the rows
+//! stay in file order and every line yields exactly one row.
+
+use std::io::Cursor;
+
+use arrow_array::RecordBatch;
+use arrow_json::reader::{infer_json_schema_from_iterator, Decoder, ReaderBuilder};
+use arrow_schema::{ArrowError, Schema};
+use bytes::Bytes;
+use tributary_sdk::{Error, ErrorCode, Result};
+
+use super::{leaves_as_strings, null_as_string, rescued_array, with_rescued, DecodeContext, Decoded, BATCH_SIZE};
+use crate::config::Mode;
+use crate::error::{excerpt, malformed, unreadable};
+
+fn builder(ctx: &DecodeContext, strict: bool) -> ReaderBuilder {
+    ReaderBuilder::new(ctx.file_schema.clone())
+        .with_batch_size(BATCH_SIZE)
+        .with_coerce_primitive(true)
+        .with_strict_mode(strict)
+}
+
+/// Decodes one JSON lines file.
+pub fn decode(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
+    if let Ok(batches) = read_all(ctx, true, bytes) {
+        let batches = batches
+            .into_iter()
+            .map(|b| with_rescued(b, None, ctx))
+            .collect::<Result<Vec<_>>>()?;
+        return Ok(Decoded { batches, malformed: 0 });
+    }
+    slow_path(bytes, path, ctx)
+}
+
+fn read_all(ctx: &DecodeContext, strict: bool, bytes: &[u8]) -> Result<Vec<RecordBatch>, ArrowError> {
+    builder(ctx, strict).build(Cursor::new(bytes))?.collect()
+}
+
+enum Outcome {
+    Good,
+    Extra(Option<String>),
+    Bad(String),
+}
+
+/// Checks single lines, reusing a decoder until one fails (a failed decoder is rebuilt).
+struct LineChecker<'a> {
+    ctx: &'a DecodeContext,
+    strict: Option<Decoder>,
+    lenient: Option<Decoder>,
+}
+
+impl LineChecker<'_> {
+    fn check_with(slot: &mut Option<Decoder>, ctx: &DecodeContext, strict: bool, line: &[u8]) -> Result<(), ArrowError> {
+        let decoder = match slot {
+            Some(d) => d,
+            None => slot.insert(builder(ctx, strict).build_decoder()?),
+        };
+        let result = decoder.decode(line).and_then(|read| {
+            if read != line.len() {
+                return Err(ArrowError::JsonError("more than one JSON value on the line".into()));
+            }
+            match decoder.flush()? {
+                Some(b) if b.num_rows() == 1 => Ok(()),
+                Some(b) => Err(ArrowError::JsonError(format!("{} JSON values on the line", b.num_rows()))),
+                None => Err(ArrowError::JsonError("no JSON value on the line".into())),
+            }
+        });
+        if result.is_err() {
+            *slot = None;
+        }
+        result
+    }
+
+    fn classify(&mut self, line: &[u8]) -> Outcome {
+        if Self::check_with(&mut self.strict, self.ctx, true, line).is_ok() {
+            return Outcome::Good;
+        }
+        match Self::check_with(&mut self.lenient, self.ctx, false, line) {
+            Ok(()) => Outcome::Extra(self.unknown_fields(line)),
+            Err(e) => Outcome::Bad(e.to_string()),
+        }
+    }
+
+    /// The top-level fields of `line` that are not columns, as a JSON object.
+    fn unknown_fields(&self, line: &[u8]) -> Option<String> {
+        let serde_json::Value::Object(map) = serde_json::from_slice(line).ok()? else {
+            return None;
+        };
+        let extra: serde_json::Map<String, serde_json::Value> = map
+            .into_iter()
+            .filter(|(k, _)| self.ctx.file_schema.field_with_name(k).is_err())
+            .collect();
+        (!extra.is_empty()).then(|| serde_json::Value::Object(extra).to_string())
+    }
+}
+
+/// Non-blank lines with their 1-based line numbers.
+fn lines(bytes: &[u8]) -> impl Iterator<Item = (u64, &[u8])> {
+    bytes
+        .split(|b| *b == b'\n')
+        .enumerate()
+        .map(|(i, l)| (i as u64 + 1, l.strip_suffix(b"\r").unwrap_or(l)))
+        .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
+}
+
+fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
+    let mut checker = LineChecker { ctx, strict: None, lenient: None };
+    let mut cleaned = Vec::with_capacity(bytes.len());
+    let mut rescued: Vec<Option<String>> = Vec::new();
+    let mut malformed_rows = 0u64;
+    for (no, line) in lines(bytes) {
+        match checker.classify(line) {
+            Outcome::Good => {
+                cleaned.extend_from_slice(line);
+                rescued.push(None);
+            }
+            Outcome::Extra(extra) => {
+                cleaned.extend_from_slice(line);
+                rescued.push(extra);
+            }
+            Outcome::Bad(reason) => {
+                let text = String::from_utf8_lossy(line).into_owned();
+                if ctx.mode == Mode::FailFast {
+                    return Err(malformed(path, no, format!("{reason}; record: {}", excerpt(&text))));
+                }
+                cleaned.extend_from_slice(b"{}");
+                rescued.push(Some(text));
+                malformed_rows += 1;
+            }
+        }
+        cleaned.push(b'\n');
+    }
+    let batches = read_all(ctx, false, &cleaned).map_err(|e| {
+        // Every line decoded on its own, so this is not the data's fault.
+        Error::new(
+            ErrorCode::Internal,
+            format!("decoding the checked lines of {path} failed"),
+        )
+        .with_context("file", path)
+        .with_cause(e)
+    })?;
+    let mut out = Vec::with_capacity(batches.len());
+    let mut row = 0;
+    for b in batches {
+        let n = b.num_rows();
+        let Some(slice) = rescued.get(row..row + n) else {
+            return Err(unreadable(path, ArrowError::JsonError("row count changed while decoding".into())));
+        };
+        out.push(with_rescued(b, Some(rescued_array(slice)), ctx)?);
+        row += n;
+    }
+    Ok(Decoded { batches: out, malformed: malformed_rows })
+}
+
+/// Infers columns from the first `max_records` JSON objects of the samples (lines that are
+/// not JSON objects are skipped). Columns are sorted by name, as Spark's JSON inference does.
+pub fn infer(samples: &[(String, Bytes)], max_records: usize, infer_types: bool) -> Result<Schema> {
+    let mut values = Vec::new();
+    'files: for (_, bytes) in samples {
+        for (_, line) in lines(bytes) {
+            if values.len() >= max_records {
+                break 'files;
+            }
+            if let Ok(v @ serde_json::Value::Object(_)) = serde_json::from_slice(line) {
+                values.push(v);
+            }
+        }
+    }
+    if values.is_empty() {
+        return Err(Error::new(
+            ErrorCode::Schema,
+            format!(
+                "cannot infer a schema: the {} sampled file(s) hold no JSON object lines; give the \
+                 'schema' option or add data first",
+                samples.len()
+            ),
+        )
+        .with_context("option", crate::config::names::SCHEMA));
+    }
+    let schema = infer_json_schema_from_iterator(values.iter().map(Ok)).map_err(|e| {
+        Error::new(ErrorCode::Schema, "cannot infer a schema from the JSON sample").with_cause(e)
+    })?;
+    let fields: Vec<_> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let dt = if infer_types { null_as_string(f.data_type()) } else { leaves_as_strings(f.data_type()) };
+            f.as_ref().clone().with_data_type(dt).with_nullable(true)
+        })
+        .collect();
+    Ok(Schema::new(fields))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{CsvOptions, Format};
+    use arrow_array::{Array, Int64Array, StringArray};
+    use arrow_schema::{DataType, Field};
+    use std::sync::Arc;
+
+    fn ctx(mode: Mode) -> DecodeContext {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, true),
+            Field::new("name", DataType::Utf8, true),
+        ]));
+        DecodeContext::new(Format::Json, schema, "_rescued_data", mode, CsvOptions { header: false, delimiter: b',' })
+    }
+
+    #[test]
+    fn fast_path_coerces_numbers_into_strings() {
+        let d = decode(b"{\"id\": 1, \"name\": 5}\n\n{\"id\": 2}\n", "f", &ctx(Mode::Permissive)).unwrap();
+        assert_eq!(d.malformed, 0);
+        let b = &d.batches[0];
+        assert_eq!(b.num_rows(), 2);
+        let name = b.column(1).as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(name.value(0), "5");
+        assert!(b.column(2).is_null(0) && b.column(2).is_null(1));
+    }
+
+    #[test]
+    fn bad_lines_become_null_rows_with_rescued_text_and_extra_fields_are_rescued() {
+        let text = b"{\"id\": 1, \"name\": \"a\"}\n{\"id\": \"x\"}\nnot json\r\n{\"id\": 3, \"more\": [1]}\n";
+        let d = decode(text, "f", &ctx(Mode::Permissive)).unwrap();
+        assert_eq!(d.malformed, 2);
+        let b = &d.batches[0];
+        assert_eq!(b.num_rows(), 4);
+        let id = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!(id.value(0), 1);
+        assert!(id.is_null(1) && id.is_null(2));
+        assert_eq!(id.value(3), 3);
+        let r = b.column(2).as_any().downcast_ref::<StringArray>().unwrap();
+        assert!(r.is_null(0));
+        assert_eq!(r.value(1), "{\"id\": \"x\"}");
+        assert_eq!(r.value(2), "not json");
+        assert_eq!(r.value(3), "{\"more\":[1]}");
+    }
+
+    #[test]
+    fn failfast_names_the_line() {
+        let e = decode(b"{\"id\": 1}\n{\"id\": 2}\n{\"id\": tru\n", "/x/f.json", &ctx(Mode::FailFast)).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::MalformedRecord);
+        assert_eq!(e.context_value("file"), Some("/x/f.json"));
+        assert_eq!(e.context_value("row"), Some("3"));
+    }
+
+    #[test]
+    fn inference_sorts_columns_like_spark_and_gives_strings_by_default() {
+        let samples = vec![("a".to_string(), Bytes::from_static(b"{\"b\": 1, \"a\": {\"x\": true}}\nbad\n{\"c\": 1.5}\n"))];
+        let s = infer(&samples, 100, false).unwrap();
+        let names: Vec<_> = s.fields().iter().map(|f| f.name().clone()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(s.field(1).data_type(), &DataType::Utf8);
+        assert!(matches!(s.field(0).data_type(), DataType::Struct(f) if f[0].data_type() == &DataType::Utf8));
+        let s = infer(&samples, 100, true).unwrap();
+        assert_eq!(s.field(1).data_type(), &DataType::Int64);
+        assert_eq!(s.field(2).data_type(), &DataType::Float64);
+        assert_eq!(infer(&[], 10, true).unwrap_err().code(), ErrorCode::Schema);
+    }
+}

@@ -1,0 +1,142 @@
+//! File formats: decoding one file's bytes into Arrow batches with the stream's schema, and
+//! inferring a schema from sample files.
+//!
+//! Each format keeps its fast path fast (the whole file through the Arrow reader) and only when
+//! that fails looks record by record, so a malformed record costs nothing for the files that
+//! have none. JSON and CSV add the rescued data column (values and records that did not fit);
+//! Parquet files are aligned to the schema by column name.
+
+pub mod csv;
+pub mod json;
+pub mod parquet;
+
+use std::sync::Arc;
+
+use arrow_array::{new_null_array, ArrayRef, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use bytes::Bytes;
+use tributary_sdk::Result;
+
+use crate::config::{CsvOptions, Format, Mode};
+
+/// Rows per Arrow batch the readers produce.
+pub const BATCH_SIZE: usize = 8192;
+
+/// What decoding a file needs to know.
+#[derive(Debug, Clone)]
+pub struct DecodeContext {
+    /// The file columns (without rescued data and metadata).
+    pub file_schema: SchemaRef,
+    /// The file columns plus the rescued data column (JSON and CSV), the shape of every
+    /// decoded batch.
+    pub decoded_schema: SchemaRef,
+    /// Malformed record handling.
+    pub mode: Mode,
+    /// CSV options.
+    pub csv: CsvOptions,
+}
+
+impl DecodeContext {
+    /// A context for `file_schema` in `format`, with the rescued column named `rescued`.
+    pub fn new(
+        format: Format,
+        file_schema: SchemaRef,
+        rescued: &str,
+        mode: Mode,
+        csv: CsvOptions,
+    ) -> DecodeContext {
+        let mut fields: Vec<Field> = file_schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        if format.has_rescued_column() {
+            fields.push(Field::new(rescued, DataType::Utf8, true));
+        }
+        DecodeContext {
+            file_schema,
+            decoded_schema: Arc::new(Schema::new(fields)),
+            mode,
+            csv,
+        }
+    }
+}
+
+/// One decoded file.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    /// Batches with [`DecodeContext::decoded_schema`].
+    pub batches: Vec<RecordBatch>,
+    /// Records that did not fit (nulls + rescued text).
+    pub malformed: u64,
+}
+
+/// Decodes one file. `path` names the file in errors.
+pub fn decode(format: Format, bytes: Bytes, path: &str, ctx: &DecodeContext) -> Result<Decoded> {
+    match format {
+        Format::Json => json::decode(&bytes, path, ctx),
+        Format::Csv => csv::decode(&bytes, path, ctx),
+        Format::Parquet => parquet::decode(bytes, path, ctx),
+    }
+}
+
+/// Infers the file columns from sample files `(path, bytes)`.
+pub fn infer(
+    format: Format,
+    samples: &[(String, Bytes)],
+    max_records: usize,
+    infer_types: bool,
+    csv: CsvOptions,
+) -> Result<Schema> {
+    match format {
+        Format::Json => json::infer(samples, max_records, infer_types),
+        Format::Csv => csv::infer(samples, max_records, infer_types, csv),
+        Format::Parquet => parquet::infer(samples),
+    }
+}
+
+/// Appends a rescued data column to batches of file columns (all null on the fast path).
+pub(crate) fn with_rescued(
+    batch: RecordBatch,
+    rescued: Option<ArrayRef>,
+    ctx: &DecodeContext,
+) -> Result<RecordBatch> {
+    let rows = batch.num_rows();
+    let mut columns = batch.columns().to_vec();
+    columns.push(rescued.unwrap_or_else(|| new_null_array(&DataType::Utf8, rows)));
+    Ok(RecordBatch::try_new(ctx.decoded_schema.clone(), columns)?)
+}
+
+/// A rescued column from per-row texts.
+pub(crate) fn rescued_array(values: &[Option<String>]) -> ArrayRef {
+    Arc::new(StringArray::from_iter(values.iter().map(|v| v.as_deref())))
+}
+
+/// Leaf types turned into strings, nesting kept (`cloudFiles.inferColumnTypes=false`).
+pub(crate) fn leaves_as_strings(dt: &DataType) -> DataType {
+    match dt {
+        DataType::Struct(fields) => DataType::Struct(
+            fields
+                .iter()
+                .map(|f| f.as_ref().clone().with_data_type(leaves_as_strings(f.data_type())))
+                .collect(),
+        ),
+        DataType::List(f) => DataType::List(Arc::new(
+            f.as_ref().clone().with_data_type(leaves_as_strings(f.data_type())),
+        )),
+        _ => DataType::Utf8,
+    }
+}
+
+/// `Null` (a column only ever seen empty) becomes a string column, as in Spark.
+pub(crate) fn null_as_string(dt: &DataType) -> DataType {
+    match dt {
+        DataType::Null => DataType::Utf8,
+        DataType::Struct(fields) => DataType::Struct(
+            fields
+                .iter()
+                .map(|f| f.as_ref().clone().with_data_type(null_as_string(f.data_type())))
+                .collect(),
+        ),
+        DataType::List(f) => DataType::List(Arc::new(
+            f.as_ref().clone().with_data_type(null_as_string(f.data_type())),
+        )),
+        other => other.clone(),
+    }
+}

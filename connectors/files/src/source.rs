@@ -1,0 +1,286 @@
+//! The files source: [`FilesSourceFactory`] builds a [`FilesSource`], which drives discovery,
+//! the file-state store and the format decoders through the SDK's micro-batch contract.
+//!
+//! Offsets are `{"seq": N}`: the next file sequence number to read. A batch `[start, end)` is
+//! exactly the files queued under those sequence numbers, so replaying it reads the same files
+//! in the same order.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray, StructArray, TimestampMillisecondArray};
+use arrow_schema::SchemaRef;
+use async_trait::async_trait;
+use object_store::ObjectStoreExt;
+use serde::{Deserialize, Serialize};
+use tributary_sdk::record::file_metadata_fields;
+use tributary_sdk::{
+    ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode, Offset,
+    OptionSpec, Options, ReadLimit, Result, Source, SourceFactory, SourceIdentity, SourceMetrics,
+};
+
+use crate::config::{option_specs, FilesConfig};
+use crate::discovery::{now_ms, Discovery};
+use crate::error::unreadable;
+use crate::format::{self, DecodeContext};
+use crate::schema::{output_schema, resolve_file_schema};
+use crate::state::{FileStateStore, QueuedFile};
+
+/// The connector name.
+pub const CONNECTOR: &str = "files";
+
+/// Builds [`FilesSource`]s (connector name `files`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FilesSourceFactory;
+
+impl SourceFactory for FilesSourceFactory {
+    fn name(&self) -> &str {
+        CONNECTOR
+    }
+
+    fn options(&self) -> Vec<OptionSpec> {
+        option_specs()
+    }
+
+    fn validate(&self, options: &Options) -> Result<()> {
+        FilesConfig::parse(options).map(|_| ())
+    }
+
+    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Source>> {
+        Ok(Box::new(FilesSource::new(options, context)?))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+struct SeqOffset {
+    seq: u64,
+}
+
+/// The sequence number an offset of the files source denotes (the first file it does not
+/// cover). The runtime uses it to map file-state entries to batch ids.
+pub fn seq_range(offset: &Offset) -> Result<u64> {
+    offset.to_typed::<SeqOffset>().map(|o| o.seq)
+}
+
+fn offset(seq: u64) -> Result<Offset> {
+    Offset::from_typed(&SeqOffset { seq })
+}
+
+/// An incremental file source (see the crate documentation).
+#[derive(Debug)]
+pub struct FilesSource {
+    config: FilesConfig,
+    discovery: Discovery,
+    state: FileStateStore,
+    state_dir: Option<PathBuf>,
+    decode: DecodeContext,
+    schema: SchemaRef,
+    available_now_end: Option<u64>,
+    outstanding: (u64, u64),
+    data_loss: DataLossTracker,
+    malformed: u64,
+}
+
+impl FilesSource {
+    /// Validates the options, resolves the path, opens the file-state store and resolves the
+    /// schema (inferring and storing it on first use).
+    pub fn new(options: &Options, context: &ConnectorContext) -> Result<FilesSource> {
+        let config = FilesConfig::parse(options)?;
+        let discovery = Discovery::new(&config)?;
+        let state_dir = context.state_dir.clone();
+        let state = FileStateStore::open(state_dir.as_deref())?;
+        let identity = target(&config, &discovery);
+        match state.meta("identity")? {
+            Some(stored) if stored != identity => {
+                return Err(Error::new(
+                    ErrorCode::CheckpointIncompatible,
+                    format!(
+                        "the file state in this checkpoint was written for '{stored}', the options now say '{identity}'"
+                    ),
+                )
+                .with_context("expected", stored)
+                .with_context("actual", identity));
+            }
+            Some(_) => {}
+            None => state.set_meta("identity", &identity)?,
+        }
+        let file_schema = resolve_file_schema(&config, &discovery, state_dir.as_deref())?;
+        let decode = DecodeContext::new(
+            config.format,
+            file_schema,
+            &config.rescued_column,
+            config.mode,
+            config.csv,
+        );
+        let schema = output_schema(&decode.decoded_schema);
+        Ok(FilesSource {
+            data_loss: DataLossTracker::new(!config.ignore_missing_files),
+            config,
+            discovery,
+            state,
+            state_dir,
+            decode,
+            schema,
+            available_now_end: None,
+            outstanding: (0, 0),
+            malformed: 0,
+        })
+    }
+
+    /// Lists the input and queues the new files (durably) before any offset covers them.
+    async fn discover(&mut self) -> Result<usize> {
+        let listed = self.discovery.list().await?;
+        let n = self
+            .state
+            .record_listing(listed, self.config.allow_overwrites, now_ms())?;
+        if n > 0 {
+            tracing::debug!(new_files = n, path = %self.discovery.root().display(), "files discovered");
+        }
+        Ok(n)
+    }
+
+    async fn read_file(&mut self, file: &QueuedFile, out: &mut Vec<RecordBatch>) -> Result<()> {
+        let location = self.discovery.location(&file.path)?;
+        let bytes = match self.discovery.store().get(&location).await {
+            Ok(r) => r.bytes().await.map_err(|e| unreadable(&file.path, e))?,
+            Err(object_store::Error::NotFound { .. }) => {
+                return self.data_loss.report(
+                    DataLossEvent::new(
+                        DataLossKind::FileVanished,
+                        &file.path,
+                        format!(
+                            "file (seq {}) was discovered but no longer exists when its batch is read; \
+                             set ignoreMissingFiles=true to skip it",
+                            file.seq
+                        ),
+                    ),
+                );
+            }
+            Err(e) => return Err(unreadable(&file.path, e)),
+        };
+        let decoded = format::decode(self.config.format, bytes, &file.path, &self.decode)?;
+        self.malformed += decoded.malformed;
+        for batch in decoded.batches {
+            if batch.num_rows() == 0 {
+                continue;
+            }
+            let mut columns = batch.columns().to_vec();
+            columns.push(metadata_column(file, batch.num_rows()));
+            out.push(RecordBatch::try_new(self.schema.clone(), columns)?);
+        }
+        Ok(())
+    }
+}
+
+fn target(config: &FilesConfig, discovery: &Discovery) -> String {
+    format!(
+        "{}?format={}&pathGlobFilter={}",
+        discovery.target(),
+        config.format.as_str(),
+        discovery.name_glob().unwrap_or("")
+    )
+}
+
+fn metadata_column(file: &QueuedFile, rows: usize) -> ArrayRef {
+    let name = file.path.rsplit('/').next().unwrap_or(&file.path);
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(&file.path, rows))),
+        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(name, rows))),
+        Arc::new(Int64Array::from_value(file.size as i64, rows)),
+        Arc::new(
+            TimestampMillisecondArray::from_value(file.modification_time_ms, rows)
+                .with_timezone("UTC"),
+        ),
+    ];
+    Arc::new(StructArray::new(file_metadata_fields(), columns, None))
+}
+
+#[async_trait]
+impl Source for FilesSource {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn identity(&self) -> SourceIdentity {
+        SourceIdentity {
+            connector: CONNECTOR.into(),
+            target: target(&self.config, &self.discovery),
+        }
+    }
+
+    fn default_read_limit(&self) -> ReadLimit {
+        self.config.read_limit()
+    }
+
+    async fn initial_offset(&mut self) -> Result<Offset> {
+        if self.config.include_existing_files {
+            return offset(0);
+        }
+        // The files present now are recorded (so they are never queued later) and skipped.
+        self.discover().await?;
+        offset(self.state.next_seq())
+    }
+
+    async fn prepare_available_now(&mut self) -> Result<()> {
+        self.discover().await?;
+        self.available_now_end = Some(self.state.next_seq());
+        Ok(())
+    }
+
+    async fn latest_offset(&mut self, start: &Offset, limit: &ReadLimit) -> Result<Offset> {
+        let start = seq_range(start)?;
+        if self.available_now_end.is_none() {
+            self.discover().await?;
+        }
+        let end = self.state.plan(
+            start,
+            self.available_now_end,
+            limit.max_files(),
+            limit.max_bytes(),
+        )?;
+        self.outstanding = self.state.outstanding(end)?;
+        offset(end)
+    }
+
+    async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
+        let (start, end) = (seq_range(start)?, seq_range(end)?);
+        if end < start {
+            return Err(DataLossEvent::new(
+                DataLossKind::EndBeforeStart,
+                self.discovery.target(),
+                "the batch's end offset is before its start",
+            )
+            .with_positions(start, end)
+            .into_error());
+        }
+        let files = self.state.files_in(start, end).map_err(|e| match &self.state_dir {
+            Some(dir) => e.with_context("path", dir.display()),
+            None => e,
+        })?;
+        let mut out = Vec::new();
+        for file in &files {
+            self.read_file(file, &mut out).await?;
+        }
+        Ok(out)
+    }
+
+    async fn commit(&mut self, end: &Offset) -> Result<()> {
+        let end = seq_range(end)?;
+        self.state.commit(end, now_ms())?;
+        Ok(())
+    }
+
+    fn metrics(&self) -> SourceMetrics {
+        let mut m = SourceMetrics::new();
+        m.insert("numFilesOutstanding".into(), self.outstanding.0.into());
+        m.insert("numBytesOutstanding".into(), self.outstanding.1.into());
+        m.insert("numMalformedRecords".into(), self.malformed.into());
+        m.insert("numFilesTracked".into(), (self.state.next_seq()).into());
+        self.data_loss.write_metrics(&mut m);
+        m
+    }
+
+    async fn stop(&mut self) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,448 @@
+//! The file-state store: which files were discovered, with which sequence number, and whether
+//! their batch was committed.
+//!
+//! One SQLite database (`files.db`, WAL journal, `synchronous=FULL`) in the connector's state
+//! directory inside the checkpoint; in memory when the run has no checkpoint. Every discovered
+//! file gets the next sequence number (`seq`) and is written in one transaction before the source
+//! hands out an offset that covers it, so a replayed range `[start, end)` always names the same
+//! files. A path already known is never queued again, unless `cloudFiles.allowOverwrites` is set
+//! and its modification time changed (then it is queued again under a new `seq`).
+//!
+//! The database is the queryable file state of the stream ([`crate::read_file_state`], used by
+//! `tributary files-state <checkpoint>`), in the manner of Auto Loader's `cloud_files_state`.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use serde::Serialize;
+use tributary_sdk::{Error, ErrorCode, Result};
+
+use crate::error::state_err;
+
+/// The database file name inside the state directory.
+pub const STATE_DB: &str = "files.db";
+
+/// One row of the file state: a file and the sequence number it was queued under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileStateEntry {
+    /// Absolute path of the file.
+    pub path: String,
+    /// Size in bytes at discovery.
+    pub size: u64,
+    /// Modification time at discovery, milliseconds since the epoch.
+    pub modification_time_ms: i64,
+    /// When the file was discovered, milliseconds since the epoch.
+    pub discovery_time_ms: i64,
+    /// The sequence number; offsets are ranges of these.
+    pub seq: u64,
+    /// True once the batch that read the file was committed.
+    pub committed: bool,
+    /// When that batch was committed.
+    pub commit_time_ms: Option<i64>,
+}
+
+/// A file as listed, before it has a sequence number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedFile {
+    /// Absolute path of the file.
+    pub path: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, milliseconds since the epoch.
+    pub modification_time_ms: i64,
+}
+
+/// A queued file: what `read` needs to know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedFile {
+    /// Sequence number.
+    pub seq: u64,
+    /// Absolute path.
+    pub path: String,
+    /// Size in bytes at discovery.
+    pub size: u64,
+    /// Modification time at discovery (ms).
+    pub modification_time_ms: i64,
+}
+
+/// The SQLite-backed store plus an in-memory index of the latest entry per path.
+#[derive(Debug)]
+pub struct FileStateStore {
+    conn: Connection,
+    /// path -> modification time of its latest entry.
+    known: HashMap<String, i64>,
+    next_seq: u64,
+}
+
+const SCHEMA_SQL: &str = "
+CREATE TABLE IF NOT EXISTS files (
+    seq INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ms INTEGER NOT NULL,
+    discovery_ms INTEGER NOT NULL,
+    committed INTEGER NOT NULL DEFAULT 0,
+    commit_ms INTEGER
+);
+CREATE INDEX IF NOT EXISTS files_path ON files(path);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+";
+
+impl FileStateStore {
+    /// Opens (creating if needed) the store in `state_dir`, or an in-memory store.
+    pub fn open(state_dir: Option<&Path>) -> Result<FileStateStore> {
+        let conn = match state_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    Error::new(
+                        ErrorCode::Checkpoint,
+                        format!("cannot create the files source state directory {}", dir.display()),
+                    )
+                    .with_context("path", dir.display())
+                    .with_cause(e)
+                })?;
+                let db = dir.join(STATE_DB);
+                let conn = Connection::open(&db)
+                    .map_err(state_err(format!("cannot open {}", db.display())))?;
+                conn.pragma_update(None, "journal_mode", "WAL")
+                    .map_err(state_err("cannot enable the WAL journal"))?;
+                conn.pragma_update(None, "synchronous", "FULL")
+                    .map_err(state_err("cannot set synchronous=FULL"))?;
+                conn
+            }
+            None => Connection::open_in_memory().map_err(state_err("cannot open in memory"))?,
+        };
+        conn.execute_batch(SCHEMA_SQL)
+            .map_err(state_err("cannot create the tables"))?;
+        let mut known = HashMap::new();
+        let mut next_seq = 0u64;
+        {
+            let mut stmt = conn
+                .prepare("SELECT path, mtime_ms, seq FROM files ORDER BY seq")
+                .map_err(state_err("cannot load the known files"))?;
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+                })
+                .map_err(state_err("cannot load the known files"))?;
+            for row in rows {
+                let (path, mtime, seq) = row.map_err(state_err("cannot load the known files"))?;
+                known.insert(path, mtime);
+                next_seq = next_seq.max(seq as u64 + 1);
+            }
+        }
+        Ok(FileStateStore {
+            conn,
+            known,
+            next_seq,
+        })
+    }
+
+    /// The sequence number the next new file will get.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Number of entries (paths re-queued by `allowOverwrites` count once per queueing).
+    pub fn len(&self) -> usize {
+        self.known.len()
+    }
+
+    /// True when nothing was ever discovered.
+    pub fn is_empty(&self) -> bool {
+        self.known.is_empty()
+    }
+
+    /// A metadata value (`identity`, ...).
+    pub fn meta(&self, key: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(state_err(format!("cannot read meta '{key}'")))
+    }
+
+    /// Sets a metadata value.
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT INTO meta(key, value) VALUES (?1, ?2) \
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [key, value],
+            )
+            .map(|_| ())
+            .map_err(state_err(format!("cannot write meta '{key}'")))
+    }
+
+    /// Queues the files of one listing that are new (or, with `allow_overwrites`, whose
+    /// modification time changed), ordered by modification time then path, in one transaction.
+    /// Returns how many were queued.
+    pub fn record_listing(
+        &mut self,
+        mut listed: Vec<ListedFile>,
+        allow_overwrites: bool,
+        now_ms: i64,
+    ) -> Result<usize> {
+        listed.retain(|f| match self.known.get(&f.path) {
+            None => true,
+            Some(mtime) => allow_overwrites && *mtime != f.modification_time_ms,
+        });
+        if listed.is_empty() {
+            return Ok(0);
+        }
+        listed.sort_by(|a, b| {
+            (a.modification_time_ms, &a.path).cmp(&(b.modification_time_ms, &b.path))
+        });
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(state_err("cannot begin a transaction"))?;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT INTO files(seq, path, size, mtime_ms, discovery_ms) \
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
+                .map_err(state_err("cannot prepare the insert"))?;
+            let mut seq = self.next_seq;
+            for f in &listed {
+                stmt.execute(params![
+                    seq as i64,
+                    f.path,
+                    f.size as i64,
+                    f.modification_time_ms,
+                    now_ms
+                ])
+                .map_err(state_err(format!("cannot record {}", f.path)))?;
+                seq += 1;
+            }
+        }
+        tx.commit()
+            .map_err(state_err("cannot commit the discovered files"))?;
+        for f in &listed {
+            self.known.insert(f.path.clone(), f.modification_time_ms);
+        }
+        self.next_seq += listed.len() as u64;
+        Ok(listed.len())
+    }
+
+    /// Plans a batch: files with `seq >= start` (and `< cap`), in order, at most `max_files`,
+    /// and about `max_bytes` (always at least one file). Returns the end offset (`start` when
+    /// nothing is queued).
+    pub fn plan(
+        &self,
+        start: u64,
+        cap: Option<u64>,
+        max_files: Option<u64>,
+        max_bytes: Option<u64>,
+    ) -> Result<u64> {
+        let cap = cap.unwrap_or(u64::MAX).min(i64::MAX as u64) as i64;
+        let limit = max_files.unwrap_or(u64::MAX).min(i64::MAX as u64) as i64;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT seq, size FROM files WHERE seq >= ?1 AND seq < ?2 ORDER BY seq LIMIT ?3")
+            .map_err(state_err("cannot plan a batch"))?;
+        let mut rows = stmt
+            .query(params![start.min(i64::MAX as u64) as i64, cap, limit])
+            .map_err(state_err("cannot plan a batch"))?;
+        let mut end = start;
+        let mut bytes = 0u64;
+        while let Some(row) = rows.next().map_err(state_err("cannot plan a batch"))? {
+            let seq: i64 = row.get(0).map_err(state_err("cannot plan a batch"))?;
+            let size: i64 = row.get(1).map_err(state_err("cannot plan a batch"))?;
+            if let Some(max) = max_bytes {
+                if end > start && bytes.saturating_add(size as u64) > max {
+                    break;
+                }
+            }
+            bytes = bytes.saturating_add(size as u64);
+            end = seq as u64 + 1;
+        }
+        Ok(end)
+    }
+
+    /// The files with `seq` in `[start, end)`, in seq order. Fails when the store does not know
+    /// all of them (the state directory was lost or belongs to another checkpoint).
+    pub fn files_in(&self, start: u64, end: u64) -> Result<Vec<QueuedFile>> {
+        if end <= start {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT seq, path, size, mtime_ms FROM files WHERE seq >= ?1 AND seq < ?2 ORDER BY seq",
+            )
+            .map_err(state_err("cannot look up a batch's files"))?;
+        let files = stmt
+            .query_map(params![start as i64, end as i64], |r| {
+                Ok(QueuedFile {
+                    seq: r.get::<_, i64>(0)? as u64,
+                    path: r.get(1)?,
+                    size: r.get::<_, i64>(2)? as u64,
+                    modification_time_ms: r.get(3)?,
+                })
+            })
+            .map_err(state_err("cannot look up a batch's files"))?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(state_err("cannot look up a batch's files"))?;
+        if (files.len() as u64) != end - start {
+            return Err(Error::new(
+                ErrorCode::Checkpoint,
+                format!(
+                    "the file state store knows {} of the {} files in offset range [{start}, {end}); \
+                     its state directory was removed or belongs to another checkpoint",
+                    files.len(),
+                    end - start
+                ),
+            )
+            .with_context("offset", format!("{start}..{end}")));
+        }
+        Ok(files)
+    }
+
+    /// Files and bytes queued at or after `from` (not yet planned).
+    pub fn outstanding(&self, from: u64) -> Result<(u64, u64)> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM files WHERE seq >= ?1",
+                [from.min(i64::MAX as u64) as i64],
+                |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+            )
+            .map_err(state_err("cannot count outstanding files"))
+    }
+
+    /// Marks every file below `end` committed, with `now_ms` as commit time.
+    pub fn commit(&mut self, end: u64, now_ms: i64) -> Result<usize> {
+        self.conn
+            .execute(
+                "UPDATE files SET committed = 1, commit_ms = ?2 WHERE seq < ?1 AND committed = 0",
+                params![end.min(i64::MAX as u64) as i64, now_ms],
+            )
+            .map_err(state_err("cannot mark files committed"))
+    }
+
+    /// Every entry, in seq order.
+    pub fn entries(&self) -> Result<Vec<FileStateEntry>> {
+        entries(&self.conn)
+    }
+}
+
+fn entries(conn: &Connection) -> Result<Vec<FileStateEntry>> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT path, size, mtime_ms, discovery_ms, seq, committed, commit_ms \
+             FROM files ORDER BY seq",
+        )
+        .map_err(state_err("cannot list the file state"))?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(FileStateEntry {
+                path: r.get(0)?,
+                size: r.get::<_, i64>(1)? as u64,
+                modification_time_ms: r.get(2)?,
+                discovery_time_ms: r.get(3)?,
+                seq: r.get::<_, i64>(4)? as u64,
+                committed: r.get::<_, i64>(5)? != 0,
+                commit_time_ms: r.get(6)?,
+            })
+        })
+        .map_err(state_err("cannot list the file state"))?;
+    rows.collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(state_err("cannot list the file state"))
+}
+
+/// Reads the file state of a stream from its state directory, read-only (safe while the stream
+/// runs: SQLite's WAL lets readers and the writer work at once).
+pub fn read_file_state(state_dir: &Path) -> Result<Vec<FileStateEntry>> {
+    let db = state_dir.join(STATE_DB);
+    if !db.is_file() {
+        return Err(Error::new(
+            ErrorCode::Checkpoint,
+            format!(
+                "no file state at {}: the directory is not a files source's state directory",
+                db.display()
+            ),
+        )
+        .with_context("path", db.display()));
+    }
+    let conn = Connection::open_with_flags(
+        &db,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(state_err(format!("cannot open {}", db.display())))?;
+    entries(&conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(path: &str, size: u64, mtime: i64) -> ListedFile {
+        ListedFile {
+            path: path.into(),
+            size,
+            modification_time_ms: mtime,
+        }
+    }
+
+    #[test]
+    fn new_files_get_consecutive_seqs_in_mtime_order_and_are_never_requeued() {
+        let mut s = FileStateStore::open(None).unwrap();
+        let n = s
+            .record_listing(vec![f("/b", 1, 20), f("/a", 1, 10), f("/c", 1, 20)], false, 99)
+            .unwrap();
+        assert_eq!(n, 3);
+        let e = s.entries().unwrap();
+        let order: Vec<_> = e.iter().map(|e| (e.seq, e.path.as_str())).collect();
+        assert_eq!(order, vec![(0, "/a"), (1, "/b"), (2, "/c")]);
+        // Same listing, even with a changed mtime: nothing new without allowOverwrites.
+        assert_eq!(s.record_listing(vec![f("/a", 5, 11), f("/b", 1, 20)], false, 100).unwrap(), 0);
+        // With allowOverwrites the changed file is queued again under a new seq.
+        assert_eq!(s.record_listing(vec![f("/a", 5, 11), f("/b", 1, 20)], true, 100).unwrap(), 1);
+        assert_eq!(s.next_seq(), 4);
+        assert_eq!(s.files_in(3, 4).unwrap()[0].path, "/a");
+    }
+
+    #[test]
+    fn plan_honours_hard_file_limit_and_soft_byte_limit() {
+        let mut s = FileStateStore::open(None).unwrap();
+        let files = (0..10).map(|i| f(&format!("/f{i:02}"), 100, i)).collect();
+        s.record_listing(files, false, 0).unwrap();
+        assert_eq!(s.plan(0, None, Some(3), None).unwrap(), 3);
+        assert_eq!(s.plan(3, None, Some(3), None).unwrap(), 6);
+        assert_eq!(s.plan(9, None, Some(3), None).unwrap(), 10);
+        assert_eq!(s.plan(10, None, Some(3), None).unwrap(), 10, "nothing new: start");
+        assert_eq!(s.plan(0, None, None, Some(250)).unwrap(), 2);
+        assert_eq!(s.plan(0, None, None, Some(1)).unwrap(), 1, "soft: at least one file");
+        assert_eq!(s.plan(0, Some(4), None, None).unwrap(), 4, "capped by a snapshot");
+        assert_eq!(s.outstanding(6).unwrap(), (4, 400));
+    }
+
+    #[test]
+    fn missing_range_is_a_checkpoint_error() {
+        let s = FileStateStore::open(None).unwrap();
+        let e = s.files_in(0, 2).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Checkpoint);
+    }
+
+    #[test]
+    fn state_survives_reopen_and_reads_back_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut s = FileStateStore::open(Some(dir.path())).unwrap();
+            s.record_listing(vec![f("/a", 3, 1), f("/b", 4, 2)], false, 7).unwrap();
+            s.commit(1, 42).unwrap();
+        }
+        let s = FileStateStore::open(Some(dir.path())).unwrap();
+        assert_eq!(s.next_seq(), 2);
+        let e = read_file_state(dir.path()).unwrap();
+        assert_eq!(e.len(), 2);
+        assert!(e[0].committed && e[0].commit_time_ms == Some(42));
+        assert!(!e[1].committed && e[1].commit_time_ms.is_none());
+        let json = serde_json::to_value(&e[0]).unwrap();
+        assert_eq!(json["modificationTimeMs"], 1);
+        assert_eq!(json["discoveryTimeMs"], 7);
+        assert!(read_file_state(&dir.path().join("nope")).is_err());
+    }
+}
