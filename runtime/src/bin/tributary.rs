@@ -1,0 +1,175 @@
+//! The `tributary` command: run and check pipelines, inspect checkpoints.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use tributary_runtime::checkpoint::Checkpoint;
+use tributary_runtime::engine::{self, Pipeline};
+use tributary_runtime::files_state;
+use tributary_runtime::pipeline::PipelineSpec;
+use tributary_runtime::progress::{JsonLinesListener, TerminalListener};
+use tributary_runtime::registry::Registry;
+use tributary_sdk::{ChainSecretStore, EnvSecretStore, Error, FileSecretStore};
+
+#[derive(Parser)]
+#[command(name = "tributary", version, about = "Run streaming ingestion pipelines (files, Kafka, Kinesis) with exactly-once checkpoints.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a pipeline until its trigger stops it (availableNow, once) or Ctrl-C.
+    ///
+    /// Example: tributary run examples/quickstart.toml --progress-json progress.jsonl
+    Run {
+        /// The pipeline file (TOML).
+        pipeline: PathBuf,
+        /// Also write one JSON progress event per batch to this file ("-" for stderr).
+        #[arg(long, value_name = "FILE")]
+        progress_json: Option<PathBuf>,
+        /// Directory of file secrets: {{secrets/<scope>/<key>}} reads <dir>/<scope>/<key>.
+        /// Scope "env" always reads environment variables.
+        #[arg(long, value_name = "DIR", env = "TRIBUTARY_SECRETS_DIR")]
+        secrets_dir: Option<PathBuf>,
+        /// No progress line on stderr.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Validate a pipeline file and its connector options without connecting to anything.
+    ///
+    /// Example: tributary check examples/quickstart.toml
+    Check {
+        /// The pipeline file (TOML).
+        pipeline: PathBuf,
+    },
+    /// List every file the files source discovered in a checkpoint, with its batch and commit
+    /// state (like Databricks' cloud_files_state).
+    ///
+    /// Example: tributary files-state examples/out/checkpoint --format json
+    FilesState {
+        /// The checkpoint directory.
+        checkpoint: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+        format: OutputFormat,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OutputFormat {
+    Table,
+    Json,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TRIBUTARY_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Error> {
+    match cli.command {
+        Command::Run {
+            pipeline,
+            progress_json,
+            secrets_dir,
+            quiet,
+        } => {
+            let spec = PipelineSpec::load(&pipeline)?;
+            let mut secrets = ChainSecretStore::new().with(EnvSecretStore);
+            if let Some(dir) = secrets_dir {
+                secrets = secrets.with(FileSecretStore::new(dir));
+            }
+            let rt = tokio::runtime::Runtime::new()?;
+            rt.block_on(async move {
+                let mut p = Pipeline::build(&spec, &Registry::builtin(), Arc::new(secrets))?;
+                if !quiet {
+                    p.add_listener(Box::new(TerminalListener::new()));
+                }
+                if let Some(path) = progress_json {
+                    let out: Box<dyn std::io::Write + Send> = if path.as_os_str() == "-" {
+                        Box::new(std::io::stderr())
+                    } else {
+                        Box::new(std::fs::File::create(&path)?)
+                    };
+                    p.add_listener(Box::new(JsonLinesListener::new(out)));
+                }
+                let stop = p.shutdown_handle();
+                tokio::spawn(async move {
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        eprintln!("stopping after the current batch (Ctrl-C again to abort)");
+                        stop.trigger();
+                        if tokio::signal::ctrl_c().await.is_ok() {
+                            std::process::exit(130);
+                        }
+                    }
+                });
+                let summary = p.run().await?;
+                if !quiet {
+                    eprintln!(
+                        "{} rows in {} batches ({}); last batch {}",
+                        summary.rows,
+                        summary.batches,
+                        match p.delivery() {
+                            tributary_sdk::Delivery::ExactlyOnce => "exactly-once",
+                            tributary_sdk::Delivery::AtLeastOnce => "at-least-once",
+                        },
+                        summary
+                            .last_batch_id
+                            .map(|b| b.to_string())
+                            .unwrap_or_else(|| "-".into())
+                    );
+                }
+                Ok(())
+            })
+        }
+        Command::Check { pipeline } => {
+            let spec = PipelineSpec::load(&pipeline)?;
+            engine::validate(&spec, &Registry::builtin())?;
+            println!(
+                "{}: ok ({} -> {}, trigger {:?})",
+                pipeline.display(),
+                spec.source,
+                spec.sinks
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                spec.trigger
+            );
+            Ok(())
+        }
+        Command::FilesState { checkpoint, format } => {
+            let ck = Checkpoint::open_existing(&checkpoint)?;
+            let rows = files_state::file_state(&ck)?;
+            match format {
+                OutputFormat::Table => print!("{}", files_state::to_table(&rows)),
+                OutputFormat::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&rows).map_err(|e| Error::new(
+                        tributary_sdk::ErrorCode::Internal,
+                        "cannot format file state"
+                    )
+                    .with_cause(e))?
+                ),
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! # tributary-runtime
+//!
+//! The host that runs Tributary pipelines, and the `tributary` command.
+//!
+//! A pipeline is one source, one or more sinks and a trigger, described in a TOML file
+//! ([`pipeline`]). The [`engine`] runs micro-batches with a write-ahead log in the checkpoint
+//! ([`checkpoint`]): a batch's offset range is logged before it is read and committed after the
+//! sinks wrote it, so a crash replays exactly the same range. With the built-in files source and
+//! the Parquet sink this is exactly-once end to end. Every batch emits a [`progress`] event.
+//!
+//! ## Example
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use tributary_runtime::{engine::Pipeline, pipeline::PipelineSpec, registry::Registry};
+//!
+//! # async fn run() -> tributary_sdk::Result<()> {
+//! let spec = PipelineSpec::load("examples/quickstart.toml".as_ref())?;
+//! let mut pipeline = Pipeline::build(&spec, &Registry::builtin(), Arc::new(tributary_sdk::EnvSecretStore))?;
+//! let summary = pipeline.run().await?;
+//! println!("{} rows in {} batches", summary.rows, summary.batches);
+//! # Ok(()) }
+//! ```
+
+pub mod checkpoint;
+pub mod engine;
+pub mod files_state;
+pub mod pipeline;
+pub mod progress;
+pub mod registry;
+pub mod trigger;

@@ -1,0 +1,249 @@
+//! Pipeline files (TOML): one source, its decoding, one or more sinks, a trigger, a checkpoint.
+//!
+//! ```toml
+//! name = "quickstart"
+//! checkpoint = "examples/out/checkpoint"
+//!
+//! [source]
+//! connector = "files"
+//! options = { path = "examples/data", "cloudFiles.format" = "json", "cloudFiles.maxFilesPerTrigger" = 2 }
+//!
+//! [[sink]]
+//! connector = "console"
+//! options = { format = "table", numRows = 5 }
+//!
+//! [[sink]]
+//! connector = "parquet"
+//! options = { path = "examples/out/parquet" }
+//!
+//! [trigger]
+//! kind = "availableNow"
+//! ```
+//!
+//! Unknown keys are refused. Option values may be strings, numbers or booleans; they reach the
+//! connector as strings (Spark-style option maps). Relative paths are relative to the working
+//! directory, as with Spark.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use tributary_sdk::{Error, ErrorCode, Options, Result};
+
+use crate::trigger::{Trigger, TriggerSpec};
+
+/// A connector section: its name and options.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConnectorSection {
+    /// Connector name (`files`, `kafka`, `console`, `parquet`, or a plugin's connector).
+    pub connector: String,
+    /// Options passed to the connector.
+    #[serde(default)]
+    pub options: BTreeMap<String, toml::Value>,
+    /// Decoding of binary key/payload columns (schema options); sources only.
+    #[serde(default)]
+    pub decode: Option<BTreeMap<String, toml::Value>>,
+}
+
+/// The parsed pipeline file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineFile {
+    /// Pipeline name (progress events, group ids).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Checkpoint directory.
+    pub checkpoint: PathBuf,
+    /// Directories searched for connector plugins.
+    #[serde(default)]
+    pub plugin_path: Vec<PathBuf>,
+    /// The source.
+    pub source: ConnectorSection,
+    /// The sinks (at least one).
+    pub sink: Vec<ConnectorSection>,
+    /// The trigger.
+    #[serde(default)]
+    pub trigger: TriggerSpec,
+}
+
+/// A pipeline ready to build: options as Spark-style maps, trigger parsed.
+#[derive(Debug, Clone)]
+pub struct PipelineSpec {
+    /// Pipeline name.
+    pub name: String,
+    /// Checkpoint directory.
+    pub checkpoint: PathBuf,
+    /// Plugin directories.
+    pub plugin_path: Vec<PathBuf>,
+    /// Source connector name.
+    pub source: String,
+    /// Source options.
+    pub source_options: Options,
+    /// Decode options, if any.
+    pub decode_options: Option<Options>,
+    /// Sinks: connector name and options.
+    pub sinks: Vec<(String, Options)>,
+    /// Trigger.
+    pub trigger: Trigger,
+}
+
+fn to_options(section: &str, table: &BTreeMap<String, toml::Value>) -> Result<Options> {
+    let mut o = Options::new();
+    for (k, v) in table {
+        let text = match v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            other => {
+                return Err(Error::new(
+                    ErrorCode::InvalidPipeline,
+                    format!(
+                        "option '{k}' in [{section}] must be a string, number or boolean, not a {}",
+                        other.type_str()
+                    ),
+                )
+                .with_context("option", k))
+            }
+        };
+        if o.contains(k) {
+            return Err(Error::new(
+                ErrorCode::InvalidPipeline,
+                format!("option '{k}' appears twice in [{section}] (option names ignore case)"),
+            )
+            .with_context("option", k));
+        }
+        o.set(k.clone(), text);
+    }
+    Ok(o)
+}
+
+impl PipelineSpec {
+    /// Parses pipeline TOML text. `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<PipelineSpec> {
+        let file: PipelineFile = toml::from_str(text).map_err(|e| {
+            Error::new(
+                ErrorCode::InvalidPipeline,
+                format!("{origin}: {}", e.message().trim()),
+            )
+            .with_context("file", origin)
+            .with_context(
+                "detail",
+                e.span()
+                    .map(|s| line_of(text, s.start))
+                    .map(|l| format!("line {l}"))
+                    .unwrap_or_default(),
+            )
+        })?;
+        if file.sink.is_empty() {
+            return Err(Error::new(
+                ErrorCode::InvalidPipeline,
+                format!("{origin}: a pipeline needs at least one [[sink]]"),
+            ));
+        }
+        let mut sinks = Vec::new();
+        for (i, s) in file.sink.iter().enumerate() {
+            if s.decode.is_some() {
+                return Err(Error::new(
+                    ErrorCode::InvalidPipeline,
+                    format!("{origin}: 'decode' belongs to [source], not to sink {i}"),
+                ));
+            }
+            sinks.push((s.connector.clone(), to_options("sink", &s.options)?));
+        }
+        let name = file.name.clone().unwrap_or_else(|| {
+            Path::new(origin)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "pipeline".into())
+        });
+        Ok(PipelineSpec {
+            name,
+            checkpoint: file.checkpoint.clone(),
+            plugin_path: file.plugin_path.clone(),
+            source: file.source.connector.clone(),
+            source_options: to_options("source", &file.source.options)?,
+            decode_options: file
+                .source
+                .decode
+                .as_ref()
+                .map(|d| to_options("source.decode", d))
+                .transpose()?,
+            sinks,
+            trigger: file.trigger.parse().map_err(|e| {
+                Error::new(e.code(), format!("{origin}: {}", e.message()))
+                    .with_context("file", origin)
+            })?,
+        })
+    }
+
+    /// Reads and parses a pipeline file.
+    pub fn load(path: &Path) -> Result<PipelineSpec> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::new(
+                ErrorCode::InvalidPipeline,
+                format!("cannot read pipeline file {}", path.display()),
+            )
+            .with_context("file", path.display())
+            .with_cause(e)
+        })?;
+        Self::parse(&text, &path.display().to_string())
+    }
+}
+
+fn line_of(text: &str, byte: usize) -> usize {
+    text[..byte.min(text.len())].matches('\n').count() + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+checkpoint = "/tmp/ck"
+[source]
+connector = "files"
+options = { path = "data", "cloudFiles.format" = "json", "cloudFiles.maxFilesPerTrigger" = 2 }
+[[sink]]
+connector = "console"
+[[sink]]
+connector = "parquet"
+options = { path = "out" }
+[trigger]
+kind = "availableNow"
+"#;
+
+    #[test]
+    fn parses_a_pipeline_with_two_sinks() {
+        let p = PipelineSpec::parse(GOOD, "quickstart.toml").unwrap();
+        assert_eq!(p.name, "quickstart");
+        assert_eq!(p.source, "files");
+        assert_eq!(p.source_options.get("cloudfiles.maxfilespertrigger"), Some("2"));
+        assert_eq!(p.sinks.len(), 2);
+        assert_eq!(p.trigger, Trigger::AvailableNow);
+    }
+
+    #[test]
+    fn unknown_key_is_refused_with_its_name() {
+        let text = GOOD.replace("[trigger]", "colour = \"red\"\n[trigger]");
+        let e = PipelineSpec::parse(&text, "p.toml").unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidPipeline);
+        assert!(e.message().contains("colour"), "{}", e.message());
+    }
+
+    #[test]
+    fn missing_sink_and_bad_toml_are_refused() {
+        let e = PipelineSpec::parse("checkpoint = \"x\"\n[source]\nconnector = \"files\"\nsink = []\n", "p.toml");
+        assert!(e.is_err());
+        let e = PipelineSpec::parse("checkpoint = ", "p.toml").unwrap_err();
+        assert!(e.message().starts_with("p.toml:"), "{}", e.message());
+    }
+
+    #[test]
+    fn nested_option_values_are_refused() {
+        let text = GOOD.replace("options = { path = \"out\" }", "options = { path = [\"a\"] }");
+        let e = PipelineSpec::parse(&text, "p.toml").unwrap_err();
+        assert!(e.message().contains("must be a string, number or boolean"));
+    }
+}

@@ -1,0 +1,185 @@
+//! Progress events: one JSON document per batch, like Spark's `StreamingQueryProgress`.
+//!
+//! Listeners receive every event. Built in: [`JsonLinesListener`] (one JSON object per line to a
+//! file or stderr) and [`TerminalListener`] (an indicatif progress line on a terminal, plain
+//! summary lines otherwise). Secrets never appear: events carry offsets, counts and metrics only.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use serde::Serialize;
+use tributary_sdk::{Offset, SourceMetrics};
+
+/// Durations of the phases of one batch, in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Durations {
+    /// Asking the source where the batch ends.
+    pub latest_offset: u64,
+    /// Writing `offsets/<n>` and `commits/<n>`.
+    pub wal_commit: u64,
+    /// Reading (and decoding) the batch.
+    pub get_batch: u64,
+    /// Writing the batch to the sinks.
+    pub add_batch: u64,
+    /// The whole batch.
+    pub trigger_execution: u64,
+}
+
+/// The source part of a progress event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceProgress {
+    /// Connector and target.
+    pub description: String,
+    /// Start of the batch.
+    pub start_offset: Offset,
+    /// End of the batch.
+    pub end_offset: Offset,
+    /// Rows read.
+    pub num_input_rows: u64,
+    /// Source metrics (lag, outstanding files, data-loss and malformed-record counts).
+    pub metrics: SourceMetrics,
+}
+
+/// The sink part of a progress event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SinkProgress {
+    /// Connector name.
+    pub description: String,
+    /// Rows written.
+    pub num_output_rows: u64,
+}
+
+/// One batch's progress.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressEvent {
+    /// Checkpoint id (stable across restarts).
+    pub id: String,
+    /// Pipeline name.
+    pub name: String,
+    /// Batch id.
+    pub batch_id: u64,
+    /// True when this batch was a replay of an uncommitted batch after a restart.
+    pub replayed: bool,
+    /// Wall-clock time the batch finished, RFC 3339.
+    pub timestamp: String,
+    /// Rows read.
+    pub num_input_rows: u64,
+    /// Rows per second of wall time since the previous batch.
+    pub input_rows_per_second: f64,
+    /// Rows per second of processing time in this batch.
+    pub processed_rows_per_second: f64,
+    /// Phase durations.
+    pub duration_ms: Durations,
+    /// Source details.
+    pub sources: Vec<SourceProgress>,
+    /// Sink details.
+    pub sinks: Vec<SinkProgress>,
+}
+
+/// Receives progress events.
+pub trait ProgressListener: Send {
+    /// A batch finished.
+    fn on_progress(&mut self, event: &ProgressEvent);
+    /// The query stopped (normally or with an error).
+    fn on_terminated(&mut self, _error: Option<&tributary_sdk::Error>) {}
+}
+
+/// Writes each event as one JSON line.
+pub struct JsonLinesListener {
+    out: Box<dyn Write + Send>,
+}
+
+impl JsonLinesListener {
+    /// Writes to any writer.
+    pub fn new(out: Box<dyn Write + Send>) -> Self {
+        JsonLinesListener { out }
+    }
+}
+
+impl ProgressListener for JsonLinesListener {
+    fn on_progress(&mut self, event: &ProgressEvent) {
+        if let Ok(line) = serde_json::to_string(event) {
+            let _ = writeln!(self.out, "{line}");
+            let _ = self.out.flush();
+        }
+    }
+}
+
+/// A progress line on stderr: an indicatif spinner on a terminal, plain lines otherwise.
+pub struct TerminalListener {
+    bar: Option<indicatif::ProgressBar>,
+    total_rows: u64,
+}
+
+impl TerminalListener {
+    /// Chooses the form from whether stderr is a terminal.
+    pub fn new() -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        TerminalListener { bar, total_rows: 0 }
+    }
+}
+
+impl Default for TerminalListener {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn outstanding(metrics: &SourceMetrics) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = metrics.get("numFilesOutstanding") {
+        parts.push(format!("{n} files outstanding"));
+    }
+    if let Some(n) = metrics.get("maxOffsetsBehindLatest") {
+        parts.push(format!("{n} offsets behind"));
+    }
+    parts.join(", ")
+}
+
+impl ProgressListener for TerminalListener {
+    fn on_progress(&mut self, e: &ProgressEvent) {
+        self.total_rows += e.num_input_rows;
+        let rest = e
+            .sources
+            .first()
+            .map(|s| outstanding(&s.metrics))
+            .filter(|s| !s.is_empty())
+            .map(|s| format!(", {s}"))
+            .unwrap_or_default();
+        let msg = format!(
+            "batch {}{}: {} rows in {} ms ({:.0} rows/s), {} rows in total{}",
+            e.batch_id,
+            if e.replayed { " (replayed)" } else { "" },
+            e.num_input_rows,
+            e.duration_ms.trigger_execution,
+            e.processed_rows_per_second,
+            self.total_rows,
+            rest
+        );
+        match &self.bar {
+            Some(bar) => bar.set_message(msg),
+            None => eprintln!("{msg}"),
+        }
+    }
+
+    fn on_terminated(&mut self, error: Option<&tributary_sdk::Error>) {
+        if let Some(bar) = self.bar.take() {
+            match error {
+                None => bar.finish_with_message(format!("done: {} rows", self.total_rows)),
+                Some(_) => bar.abandon(),
+            }
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! The console sink: prints micro-batches to standard output.
+//!
+//! Options (Spark's console sink names): `format` = `json` (JSON lines, default) or `table`;
+//! `numRows` = rows printed per batch (default 20); `truncate` = cut table cells to 20 characters
+//! (default true). A replayed batch is printed again: at-least-once.
+
+use std::io::Write;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use async_trait::async_trait;
+use tributary_sdk::{
+    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, Options, Result, Sink, SinkFactory,
+};
+
+/// Output layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConsoleFormat {
+    /// One JSON object per row.
+    Json,
+    /// A pretty table per batch, with a batch header as Spark prints it.
+    Table,
+}
+
+/// Prints batches to stdout (or any writer).
+pub struct ConsoleSink {
+    format: ConsoleFormat,
+    num_rows: usize,
+    truncate: bool,
+    out: Box<dyn Write + Send>,
+}
+
+impl std::fmt::Debug for ConsoleSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsoleSink")
+            .field("format", &self.format)
+            .field("num_rows", &self.num_rows)
+            .finish()
+    }
+}
+
+impl ConsoleSink {
+    /// A sink writing to stdout.
+    pub fn new(format: ConsoleFormat, num_rows: usize) -> Self {
+        Self::to_writer(format, num_rows, Box::new(std::io::stdout()))
+    }
+
+    /// A sink writing to any writer (tests capture output this way).
+    pub fn to_writer(format: ConsoleFormat, num_rows: usize, out: Box<dyn Write + Send>) -> Self {
+        ConsoleSink {
+            format,
+            num_rows,
+            truncate: true,
+            out,
+        }
+    }
+
+    fn render(&self, batch_id: u64, batches: &[RecordBatch]) -> Result<Vec<u8>> {
+        let mut left = self.num_rows;
+        let mut shown = Vec::new();
+        for b in batches {
+            if left == 0 {
+                break;
+            }
+            let n = b.num_rows().min(left);
+            shown.push(b.slice(0, n));
+            left -= n;
+        }
+        let mut buf = Vec::new();
+        match self.format {
+            ConsoleFormat::Json => {
+                let mut w = arrow::json::LineDelimitedWriter::new(&mut buf);
+                let refs: Vec<&RecordBatch> = shown.iter().collect();
+                w.write_batches(&refs).map_err(write_err)?;
+                w.finish().map_err(write_err)?;
+            }
+            ConsoleFormat::Table => {
+                let shown = if self.truncate {
+                    shown.iter().map(truncate_cells).collect::<Result<Vec<_>>>()?
+                } else {
+                    shown
+                };
+                let table =
+                    arrow::util::pretty::pretty_format_batches(&shown).map_err(write_err)?;
+                let dashes = "-".repeat(44);
+                buf.extend_from_slice(
+                    format!("{dashes}\nBatch: {batch_id}\n{dashes}\n{table}\n").as_bytes(),
+                );
+                let total: usize = batches.iter().map(|b| b.num_rows()).sum();
+                if total > self.num_rows {
+                    buf.extend_from_slice(
+                        format!("only showing top {} rows\n", self.num_rows).as_bytes(),
+                    );
+                }
+            }
+        }
+        Ok(buf)
+    }
+}
+
+/// Renders every column as text and cuts cells longer than 20 characters, as Spark's
+/// `show(truncate = true)` does.
+fn truncate_cells(batch: &RecordBatch) -> Result<RecordBatch> {
+    use arrow::array::{Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use arrow::util::display::{ArrayFormatter, FormatOptions};
+    use std::sync::Arc;
+    let opts = FormatOptions::default().with_null("null");
+    let mut cols = Vec::with_capacity(batch.num_columns());
+    for col in batch.columns() {
+        let f = ArrayFormatter::try_new(col.as_ref(), &opts)?;
+        let cut: StringArray = (0..col.len())
+            .map(|i| {
+                if col.is_null(i) {
+                    return None;
+                }
+                let v = f.value(i).to_string();
+                Some(if v.chars().count() > 20 {
+                    format!("{}...", v.chars().take(17).collect::<String>())
+                } else {
+                    v
+                })
+            })
+            .collect();
+        cols.push(Arc::new(cut) as Arc<dyn Array>);
+    }
+    let schema = Schema::new(
+        batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| Field::new(f.name(), DataType::Utf8, true))
+            .collect::<Vec<_>>(),
+    );
+    Ok(RecordBatch::try_new(Arc::new(schema), cols)?)
+}
+
+fn write_err(e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::new(ErrorCode::SinkWrite, "console sink cannot format the batch").with_cause(e)
+}
+
+#[async_trait]
+impl Sink for ConsoleSink {
+    fn delivery(&self) -> Delivery {
+        Delivery::AtLeastOnce
+    }
+
+    async fn write(&mut self, batch_id: u64, batches: &[RecordBatch]) -> Result<()> {
+        let buf = self.render(batch_id, batches)?;
+        self.out.write_all(&buf)?;
+        self.out.flush()?;
+        Ok(())
+    }
+
+    async fn open(&mut self, _schema: SchemaRef) -> Result<()> {
+        Ok(())
+    }
+
+    async fn stop(&mut self) -> Result<()> {
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
+/// Factory for the `console` sink.
+#[derive(Debug, Default)]
+pub struct ConsoleSinkFactory;
+
+impl SinkFactory for ConsoleSinkFactory {
+    fn name(&self) -> &str {
+        "console"
+    }
+
+    fn options(&self) -> Vec<OptionSpec> {
+        vec![
+            OptionSpec::one_of("format", &["json", "table"], "How rows are printed: JSON lines or a table.")
+                .default_value("json"),
+            OptionSpec::int("numRows", 1, i64::MAX, "Rows printed per batch.").default_value(20),
+            OptionSpec::bool("truncate", "Cut table cells longer than 20 characters.")
+                .default_value(true),
+        ]
+    }
+
+    fn create(&self, options: &Options, _context: &ConnectorContext) -> Result<Box<dyn Sink>> {
+        let p = OptionSpec::validate_all(&self.options(), options, self.name())?;
+        let format = match p.word("format")?.as_deref() {
+            Some("table") => ConsoleFormat::Table,
+            _ => ConsoleFormat::Json,
+        };
+        let num_rows = p.i64("numRows")?.unwrap_or(20).max(1) as usize;
+        let mut sink = ConsoleSink::new(format, num_rows);
+        sink.truncate = p.bool("truncate")?.unwrap_or(true);
+        Ok(Box::new(sink))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int64Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn batch() -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("name", DataType::Utf8, true),
+        ]));
+        RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int64Array::from(vec![1, 2, 3])),
+                Arc::new(StringArray::from(vec![Some("a"), None, Some("a very long name that goes on")])),
+            ],
+        )
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn json_lines_respect_num_rows() {
+        let out = Shared::default();
+        let mut s = ConsoleSink::to_writer(ConsoleFormat::Json, 2, Box::new(out.clone()));
+        s.write(0, &[batch()]).await.unwrap();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text, "{\"id\":1,\"name\":\"a\"}\n{\"id\":2}\n");
+    }
+
+    #[tokio::test]
+    async fn table_has_batch_header_and_truncates() {
+        let out = Shared::default();
+        let mut s = ConsoleSink::to_writer(ConsoleFormat::Table, 20, Box::new(out.clone()));
+        s.write(7, &[batch()]).await.unwrap();
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert!(text.contains("Batch: 7"), "{text}");
+        assert!(text.contains("a very long name ..."), "{text}");
+    }
+
+    #[test]
+    fn bad_format_is_refused_with_allowed_values() {
+        let o: Options = [("format", "xml")].into_iter().collect();
+        let e = ConsoleSinkFactory.create(&o, &ConnectorContext::default()).unwrap_err();
+        assert!(e.to_string().contains("one of json, table"), "{e}");
+    }
+}
