@@ -1,0 +1,316 @@
+//! librdkafka clients: the client context and the metadata/offsets client ([`Admin`]).
+//!
+//! [`KafkaContext`] keeps the last error librdkafka reported on its own threads (to explain a
+//! timeout as an authentication or TLS failure) and supplies MSK IAM tokens. [`Admin`] is a
+//! consumer that never subscribes: it lists topics, asks for earliest/latest offsets and offsets
+//! by timestamp in one batched request each, and commits offsets to the group for monitoring.
+//! Every call is blocking, bounded by `fetchOffset.timeoutMs` and retried
+//! `fetchOffset.numRetries` times, so unreachable brokers are reported in bounded time.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rdkafka::client::OAuthToken;
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
+use rdkafka::error::KafkaError;
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use tributary_sdk::{Error, Result};
+
+use crate::auth::MskIamAuthenticator;
+use crate::config::Subscription;
+use crate::connection::ConnectionProfile;
+use crate::error::{config_error, request_error, ClientFailure};
+use crate::offsets::PartitionOffsets;
+
+/// The client context of every consumer and producer the connector creates.
+pub(crate) struct KafkaContext {
+    last_failure: Mutex<Option<ClientFailure>>,
+    msk_iam: Option<std::sync::Arc<MskIamAuthenticator>>,
+}
+
+impl KafkaContext {
+    pub(crate) fn new(msk_iam: Option<std::sync::Arc<MskIamAuthenticator>>) -> Self {
+        KafkaContext {
+            last_failure: Mutex::new(None),
+            msk_iam,
+        }
+    }
+
+    /// The last error librdkafka reported through the error callback.
+    pub(crate) fn last_failure(&self) -> Option<ClientFailure> {
+        self.last_failure.lock().ok().and_then(|g| g.clone())
+    }
+}
+
+impl ClientContext for KafkaContext {
+    const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
+
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        match level {
+            RDKafkaLogLevel::Emerg
+            | RDKafkaLogLevel::Alert
+            | RDKafkaLogLevel::Critical
+            | RDKafkaLogLevel::Error
+            | RDKafkaLogLevel::Warning => {
+                tracing::debug!(target: "librdkafka", "{fac} {message}")
+            }
+            _ => tracing::trace!(target: "librdkafka", "{fac} {message}"),
+        }
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        tracing::debug!(target: "librdkafka", "client error: {error}: {reason}");
+        if let Ok(mut g) = self.last_failure.lock() {
+            *g = Some(ClientFailure {
+                code: error.rdkafka_error_code(),
+                message: reason.to_string(),
+            });
+        }
+    }
+
+    fn generate_oauth_token(
+        &self,
+        _config: Option<&str>,
+    ) -> std::result::Result<OAuthToken, Box<dyn std::error::Error>> {
+        let auth = self
+            .msk_iam
+            .as_ref()
+            .ok_or("OAUTHBEARER is only supported with auth.mechanism=AWS_MSK_IAM")?;
+        let (token, expires) = auth.token_blocking()?;
+        let lifetime_ms = expires
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or_default();
+        Ok(OAuthToken {
+            token: token.expose().to_string(),
+            principal_name: crate::auth::msk_iam_principal().to_string(),
+            lifetime_ms,
+        })
+    }
+}
+
+impl ConsumerContext for KafkaContext {}
+
+/// Creates a consumer with the profile's configuration plus `extra` properties.
+pub(crate) fn create_consumer(
+    profile: &ConnectionProfile,
+    extra: &[(&str, &str)],
+) -> Result<BaseConsumer<KafkaContext>> {
+    let mut cfg = profile.client_config();
+    for (k, v) in extra {
+        cfg.set(*k, *v);
+    }
+    let consumer: BaseConsumer<KafkaContext> = cfg
+        .create_with_context(profile.context())
+        .map_err(|e| config_error(e, "kafka."))?;
+    if profile.needs_token() {
+        // Serve the OAUTHBEARER token refresh event before the first request needs it.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            let _ = consumer.poll(Duration::from_millis(100));
+        }
+    }
+    Ok(consumer)
+}
+
+/// Timeouts and retries of metadata and offset requests.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RequestPolicy {
+    pub timeout: Duration,
+    pub attempts: u32,
+    pub interval: Duration,
+}
+
+/// The metadata and offsets client.
+pub(crate) struct Admin {
+    consumer: BaseConsumer<KafkaContext>,
+    bootstrap: String,
+    policy: RequestPolicy,
+}
+
+impl Admin {
+    pub(crate) fn new(
+        profile: &ConnectionProfile,
+        group_id: &str,
+        policy: RequestPolicy,
+    ) -> Result<Admin> {
+        let consumer = create_consumer(
+            profile,
+            &[
+                ("group.id", group_id),
+                ("enable.auto.commit", "false"),
+                ("enable.auto.offset.store", "false"),
+            ],
+        )?;
+        Ok(Admin {
+            consumer,
+            bootstrap: profile.bootstrap_servers().to_string(),
+            policy,
+        })
+    }
+
+    fn retry<T>(
+        &self,
+        what: &str,
+        mut f: impl FnMut(Duration) -> std::result::Result<T, KafkaError>,
+    ) -> Result<T> {
+        let mut last = None;
+        for attempt in 0..self.policy.attempts {
+            if attempt > 0 {
+                std::thread::sleep(self.policy.interval);
+            }
+            // Serve queued events (token refresh, commit results) between requests.
+            let _ = self.consumer.poll(Duration::ZERO);
+            match f(self.policy.timeout) {
+                Ok(v) => return Ok(v),
+                Err(e) => {
+                    tracing::debug!("{what} failed (attempt {}): {e}", attempt + 1);
+                    let auth = self
+                        .consumer
+                        .context()
+                        .last_failure()
+                        .filter(ClientFailure::is_authentication);
+                    last = Some(e);
+                    if auth.is_some() {
+                        break;
+                    }
+                }
+            }
+        }
+        let err = last.unwrap_or(KafkaError::Canceled);
+        Err(request_error(
+            &format!(
+                "{what} ({} attempt(s) of {} ms)",
+                self.policy.attempts,
+                self.policy.timeout.as_millis()
+            ),
+            &self.bootstrap,
+            &err,
+            self.consumer.context().last_failure(),
+        ))
+    }
+
+    /// The partitions of every topic the subscription covers, as it stands now.
+    pub(crate) fn partitions(&self, sub: &Subscription) -> Result<BTreeMap<String, Vec<i32>>> {
+        let md = self.retry("fetching topic metadata", |t| {
+            self.consumer.fetch_metadata(None, t)
+        })?;
+        let mut out = BTreeMap::new();
+        for topic in md.topics() {
+            if topic.error().is_some() || !sub.matches_topic(topic.name()) {
+                continue;
+            }
+            let mut parts: Vec<i32> = topic.partitions().iter().map(|p| p.id()).collect();
+            parts.sort_unstable();
+            if let Subscription::Assign(a) = sub {
+                let wanted = a.get(topic.name()).cloned().unwrap_or_default();
+                parts.retain(|p| wanted.contains(p));
+            }
+            if !parts.is_empty() {
+                out.insert(topic.name().to_string(), parts);
+            }
+        }
+        Ok(out)
+    }
+
+    /// One ListOffsets request for all partitions: `Offset::Beginning` (earliest),
+    /// `Offset::End` (latest) or `Offset::Offset(ts)` (first offset at or after a timestamp).
+    /// `None` for a timestamp means no record is at or after it.
+    fn list_offsets(
+        &self,
+        what: &str,
+        query: &[(String, i32, Offset)],
+    ) -> Result<BTreeMap<(String, i32), Option<i64>>> {
+        if query.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let mut tpl = TopicPartitionList::new();
+        for (t, p, o) in query {
+            tpl.add_partition_offset(t, *p, *o).map_err(|e| {
+                Error::new(tributary_sdk::ErrorCode::Internal, "bad partition list").with_cause(e)
+            })?;
+        }
+        let res = self.retry(what, |timeout| {
+            self.consumer.offsets_for_times(tpl.clone(), timeout)
+        })?;
+        let mut out = BTreeMap::new();
+        for e in res.elements() {
+            if let Err(err) = e.error() {
+                return Err(request_error(what, &self.bootstrap, &err, None)
+                    .with_context("topic", e.topic())
+                    .with_context("partition", e.partition()));
+            }
+            let v = match e.offset() {
+                Offset::Offset(o) => Some(o),
+                _ => None,
+            };
+            out.insert((e.topic().to_string(), e.partition()), v);
+        }
+        Ok(out)
+    }
+
+    /// Earliest and latest offsets of every partition.
+    pub(crate) fn watermarks(
+        &self,
+        parts: &BTreeMap<String, Vec<i32>>,
+    ) -> Result<(PartitionOffsets, PartitionOffsets)> {
+        let tps: Vec<(String, i32)> = parts
+            .iter()
+            .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p)))
+            .collect();
+        let q = |o: Offset| {
+            tps.iter()
+                .map(|(t, p)| (t.clone(), *p, o))
+                .collect::<Vec<_>>()
+        };
+        let low = self.list_offsets("fetching earliest offsets", &q(Offset::Beginning))?;
+        let high = self.list_offsets("fetching latest offsets", &q(Offset::End))?;
+        let mut lo = PartitionOffsets::new();
+        let mut hi = PartitionOffsets::new();
+        for (t, p) in &tps {
+            let key = (t.clone(), *p);
+            let l = low.get(&key).copied().flatten().unwrap_or(0);
+            let h = high.get(&key).copied().flatten().unwrap_or(l);
+            lo.set(t, *p, l);
+            hi.set(t, *p, h.max(l));
+        }
+        Ok((lo, hi))
+    }
+
+    /// The first offset at or after each timestamp (ms); `None` when no record is that late.
+    pub(crate) fn offsets_for_times(
+        &self,
+        query: &[(String, i32, i64)],
+    ) -> Result<BTreeMap<(String, i32), Option<i64>>> {
+        let q: Vec<(String, i32, Offset)> = query
+            .iter()
+            .map(|(t, p, ts)| (t.clone(), *p, Offset::Offset(*ts)))
+            .collect();
+        let mut res = self.list_offsets("fetching offsets by timestamp", &q)?;
+        // librdkafka reports "no such record" as offset -1 (End).
+        for v in res.values_mut() {
+            if matches!(v, Some(o) if *o < 0) {
+                *v = None;
+            }
+        }
+        Ok(res)
+    }
+
+    /// Commits offsets to the consumer group (for monitoring only; failures are logged).
+    pub(crate) fn commit(&self, offsets: &PartitionOffsets) {
+        let mut tpl = TopicPartitionList::new();
+        for (t, p, o) in offsets.iter() {
+            if o >= 0 && tpl.add_partition_offset(t, p, Offset::Offset(o)).is_err() {
+                return;
+            }
+        }
+        let _ = self.consumer.poll(Duration::ZERO);
+        if let Err(e) = self.consumer.commit(&tpl, CommitMode::Async) {
+            tracing::warn!(
+                "committing offsets to the consumer group failed (monitoring only): {e}"
+            );
+        }
+    }
+}

@@ -1,0 +1,537 @@
+//! The Kafka source: micro-batches of offset ranges with deterministic replay.
+//!
+//! - [`KafkaSource::initial_offset`] resolves `startingOffsets` / `startingTimestamp` /
+//!   `startingOffsetsByTimestamp` for the partitions that exist now. A restart never calls it.
+//! - [`KafkaSource::latest_offset`] lists the subscription's partitions (new topics and
+//!   partitions join at their earliest offset), asks for the latest offsets, caps them at
+//!   `endingOffsets` or the `availableNow` snapshot, applies `minOffsetsPerTrigger` /
+//!   `maxOffsetsPerTrigger`, and reports lag metrics.
+//! - [`KafkaSource::read`] reads exactly `[start, end)` of every partition (assign + seek, never a
+//!   group subscription), in parallel pieces when `minPartitions` / `maxRecordsPerPartition` ask.
+//! - [`KafkaSource::commit`] publishes the offsets to the consumer group, for monitoring only:
+//!   the checkpoint is the truth.
+//!
+//! Data loss (`failOnDataLoss`): a deleted partition, a recreated topic (offsets went back), a
+//! new partition that does not start at 0, a start below the earliest offset, a gap inside a
+//! range and an end before the start become typed [`DataLossEvent`]s: an error with a stable
+//! code naming topic, partition and offsets, or (false) a warning, a count in the metrics and a
+//! read from the earliest available offset.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use async_trait::async_trait;
+use tributary_sdk::{
+    ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode, Offset,
+    OptionSpec, Options, ReadLimit, Result, Source, SourceFactory, SourceIdentity, SourceMetrics,
+};
+
+use crate::client::{Admin, RequestPolicy};
+use crate::config::{source_option_specs, Position, SourceConfig, Subscription};
+use crate::connection::{check_pass_through, ConnectionProfile};
+use crate::metrics::{lag_metrics, ByteWindow};
+use crate::offsets::{PartitionOffsets, EARLIEST, LATEST};
+use crate::planner::{rate_limit, split_ranges, OffsetRange};
+use crate::reader::{RangeReader, ReadSettings};
+
+/// Builds Kafka sources (connector name `kafka`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KafkaSourceFactory;
+
+impl SourceFactory for KafkaSourceFactory {
+    fn name(&self) -> &str {
+        "kafka"
+    }
+
+    fn options(&self) -> Vec<OptionSpec> {
+        source_option_specs()
+    }
+
+    fn validate(&self, options: &Options) -> Result<()> {
+        let (_, parsed) = SourceConfig::parse(options)?;
+        check_pass_through(&parsed)
+    }
+
+    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Source>> {
+        Ok(Box::new(KafkaSource::new(options, context)?))
+    }
+}
+
+/// The Kafka source.
+pub struct KafkaSource {
+    config: SourceConfig,
+    profile: Arc<ConnectionProfile>,
+    group_id: String,
+    schema: SchemaRef,
+    admin: Option<Arc<Admin>>,
+    reader: Option<RangeReader>,
+    tracker: DataLossTracker,
+    last_trigger: Option<Instant>,
+    /// Upper bound of reading: `endingOffsets` or the `availableNow` snapshot.
+    cap: Option<PartitionOffsets>,
+    window: ByteWindow,
+    metrics: SourceMetrics,
+}
+
+impl std::fmt::Debug for KafkaSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KafkaSource")
+            .field("subscription", &self.config.subscription.describe())
+            .field("profile", &self.profile)
+            .field("group_id", &self.group_id)
+            .finish()
+    }
+}
+
+/// A stable 64-bit FNV-1a hash (group ids must not change between builds).
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        Error::new(
+            ErrorCode::Internal,
+            "a Kafka client call panicked or was cancelled",
+        )
+        .with_cause(e)
+    })?
+}
+
+impl KafkaSource {
+    /// Validates the options, resolves secrets, checks key material. Nothing connects yet.
+    pub fn new(options: &Options, context: &ConnectorContext) -> Result<KafkaSource> {
+        let (config, parsed) = SourceConfig::parse(options)?;
+        let profile = Arc::new(ConnectionProfile::from_options(
+            &parsed,
+            context.secrets.as_ref(),
+        )?);
+        let group_id = parsed
+            .prefixed("kafka.")
+            .into_iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("group.id"))
+            .map(|(_, v)| v)
+            .unwrap_or_else(|| {
+                format!(
+                    "{}-{}-{:016x}",
+                    config.group_id_prefix,
+                    context.pipeline,
+                    fnv1a(&config.subscription.describe())
+                )
+            });
+        Ok(KafkaSource {
+            schema: tributary_sdk::record::kafka_schema(config.include_headers),
+            tracker: DataLossTracker::new(config.fail_on_data_loss),
+            window: ByteWindow::new(config.bytes_estimate_window),
+            config,
+            profile,
+            group_id,
+            admin: None,
+            reader: None,
+            last_trigger: None,
+            cap: None,
+            metrics: SourceMetrics::new(),
+        })
+    }
+
+    /// The consumer group progress is published to.
+    pub fn group_id(&self) -> &str {
+        &self.group_id
+    }
+
+    fn admin(&mut self) -> Result<Arc<Admin>> {
+        if let Some(a) = &self.admin {
+            return Ok(a.clone());
+        }
+        let a = Arc::new(Admin::new(
+            &self.profile,
+            &self.group_id,
+            RequestPolicy {
+                timeout: self.config.request_timeout,
+                attempts: self.config.request_attempts,
+                interval: self.config.request_retry_interval,
+            },
+        )?);
+        self.admin = Some(a.clone());
+        Ok(a)
+    }
+
+    /// Partitions now, with earliest and latest offsets.
+    async fn snapshot(&mut self) -> Result<(PartitionOffsets, PartitionOffsets)> {
+        let admin = self.admin()?;
+        let sub = self.config.subscription.clone();
+        blocking(move || {
+            let parts = match &sub {
+                // Assigned partitions are asked for even if missing: a clear error beats silence.
+                Subscription::Assign(a) => {
+                    let existing = admin.partitions(&sub)?;
+                    let missing: Vec<String> = a
+                        .iter()
+                        .flat_map(|(t, ps)| ps.iter().map(move |p| (t, *p)))
+                        .filter(|(t, p)| !existing.get(*t).is_some_and(|e| e.contains(p)))
+                        .map(|(t, p)| format!("{t}-{p}"))
+                        .collect();
+                    if !missing.is_empty() && existing.is_empty() {
+                        return Err(Error::new(
+                            ErrorCode::SourceRead,
+                            format!("assigned partitions do not exist: {}", missing.join(", ")),
+                        )
+                        .with_context("option", "assign"));
+                    }
+                    existing
+                }
+                _ => admin.partitions(&sub)?,
+            };
+            admin.watermarks(&parts)
+        })
+        .await
+    }
+
+    /// Resolves a starting or ending position against the partitions that exist now.
+    async fn resolve(
+        &mut self,
+        position: Position,
+        option: &'static str,
+        starting: bool,
+    ) -> Result<PartitionOffsets> {
+        let (low, high) = self.snapshot().await?;
+        let mut out = PartitionOffsets::new();
+        match position {
+            Position::Earliest => return Ok(low),
+            Position::Latest => return Ok(high),
+            Position::Offsets(given) => {
+                for (t, p, h) in high.iter() {
+                    let v = match given.get(t, p) {
+                        Some(EARLIEST) => low.get(t, p).unwrap_or(0),
+                        Some(LATEST) => h,
+                        Some(v) => v,
+                        None => {
+                            return Err(Error::new(
+                                ErrorCode::InvalidOption,
+                                format!("option '{option}' gives no offset for partition {t}-{p}; specific offsets must cover every partition"),
+                            )
+                            .with_context("option", option)
+                            .with_context("topic", t)
+                            .with_context("partition", p))
+                        }
+                    };
+                    out.set(t, p, v);
+                }
+                if let Some((t, p, _)) = given.iter().find(|(t, p, _)| high.get(t, *p).is_none()) {
+                    return Err(Error::new(
+                        ErrorCode::InvalidOption,
+                        format!("option '{option}' names partition {t}-{p}, which the subscription does not have"),
+                    )
+                    .with_context("option", option));
+                }
+            }
+            Position::Timestamp(_) | Position::Timestamps(_) => {
+                let mut query = Vec::new();
+                for (t, p, _) in high.iter() {
+                    let ts = match &position {
+                        Position::Timestamp(ts) => *ts,
+                        Position::Timestamps(m) => m.get(t, p).ok_or_else(|| {
+                            Error::new(
+                                ErrorCode::InvalidOption,
+                                format!(
+                                    "option '{option}' gives no timestamp for partition {t}-{p}"
+                                ),
+                            )
+                            .with_context("option", option)
+                        })?,
+                        _ => 0,
+                    };
+                    query.push((t.to_string(), p, ts));
+                }
+                let admin = self.admin()?;
+                let found = blocking(move || admin.offsets_for_times(&query)).await?;
+                for (t, p, h) in high.iter() {
+                    match found.get(&(t.to_string(), p)).copied().flatten() {
+                        Some(o) => out.set(t, p, o),
+                        None if !starting || self.config.timestamp_strategy_latest => out.set(t, p, h),
+                        None => {
+                            return Err(Error::new(
+                                ErrorCode::InvalidOption,
+                                format!("no record of partition {t}-{p} has a timestamp at or after the one in '{option}'; set startingOffsetsByTimestampStrategy=latest to start at the latest offset instead"),
+                            )
+                            .with_context("option", option)
+                            .with_context("topic", t)
+                            .with_context("partition", p))
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn report(&mut self, event: DataLossEvent) -> Result<()> {
+        self.tracker.report(event)
+    }
+}
+
+fn min_rows(limit: &ReadLimit) -> Option<(u64, u64)> {
+    match limit {
+        ReadLimit::MinRows { rows, max_delay_ms } => Some((*rows, *max_delay_ms)),
+        ReadLimit::Composite(ls) => ls.iter().find_map(min_rows),
+        _ => None,
+    }
+}
+
+fn location(t: &str, p: i32) -> String {
+    format!("{t}-{p}")
+}
+
+#[async_trait]
+impl Source for KafkaSource {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn identity(&self) -> SourceIdentity {
+        SourceIdentity {
+            connector: "kafka".into(),
+            target: self.config.subscription.describe(),
+        }
+    }
+
+    fn default_read_limit(&self) -> ReadLimit {
+        self.config.read_limit()
+    }
+
+    async fn initial_offset(&mut self) -> Result<Offset> {
+        let start = self
+            .resolve(self.config.starting.clone(), "startingOffsets", true)
+            .await?;
+        start.to_offset()
+    }
+
+    async fn prepare_available_now(&mut self) -> Result<()> {
+        let (_, high) = self.snapshot().await?;
+        let snapshot = match self.cap.take() {
+            Some(cap) => {
+                let mut s = PartitionOffsets::new();
+                for (t, p, h) in high.iter() {
+                    s.set(t, p, cap.get(t, p).map_or(h, |c| c.min(h)));
+                }
+                s
+            }
+            None => high,
+        };
+        self.cap = Some(snapshot);
+        Ok(())
+    }
+
+    async fn latest_offset(&mut self, start: &Offset, limit: &ReadLimit) -> Result<Offset> {
+        let start_offsets = PartitionOffsets::from_offset(start)?;
+        if self.cap.is_none() {
+            if let Some(ending) = self.config.ending.clone() {
+                self.cap = Some(self.resolve(ending, "endingOffsets", false).await?);
+            }
+        }
+        let (low, high) = self.snapshot().await?;
+        if self.tracker.fails() {
+            for (t, p, s) in start_offsets.iter() {
+                match high.get(t, p) {
+                    None => {
+                        return Err(DataLossEvent::new(DataLossKind::PartitionDeleted, location(t, p), format!("Partition {t}-{p} was deleted"))
+                            .with_positions(s, "none")
+                            .into_error()
+                            .with_context("topic", t)
+                            .with_context("partition", p))
+                    }
+                    Some(h) if h < s => {
+                        return Err(DataLossEvent::new(DataLossKind::PartitionRecreated, location(t, p), format!("Partition {t}-{p}'s offset was changed from {s} to {h} (topic deleted and recreated?)"))
+                            .with_positions(s, h)
+                            .into_error()
+                            .with_context("topic", t)
+                            .with_context("partition", p))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // Where each current partition's next batch starts (new partitions: earliest).
+        let mut begin = PartitionOffsets::new();
+        let mut latest = PartitionOffsets::new();
+        for (t, p, h) in high.iter() {
+            let l = low.get(t, p).unwrap_or(0);
+            let b = match start_offsets.get(t, p) {
+                Some(s) if s <= h => s,
+                _ => l,
+            };
+            let top = match &self.cap {
+                Some(cap) => cap.get(t, p).map_or(b, |c| c.min(h)),
+                None => h,
+            };
+            begin.set(t, p, b);
+            latest.set(t, p, top.max(b));
+        }
+        let available: u64 = latest
+            .iter()
+            .map(|(t, p, l)| (l - begin.get(t, p).unwrap_or(l)).max(0) as u64)
+            .sum();
+        if let Some((rows, max_delay_ms)) = min_rows(limit) {
+            let waited = self
+                .last_trigger
+                .map_or(u128::MAX, |t| t.elapsed().as_millis());
+            if available < rows && waited < max_delay_ms as u128 {
+                self.metrics = lag_metrics(&start_offsets, &high, self.window.average());
+                return Ok(start.clone());
+            }
+        }
+        let mut end = match limit.max_rows() {
+            Some(n) => rate_limit(&begin, &latest, n),
+            None => latest,
+        };
+        // Recreated partitions keep their (lower) end so that read() reports them.
+        for (t, p, s) in start_offsets.iter() {
+            if let Some(h) = high.get(t, p) {
+                if h < s {
+                    end.set(t, p, h);
+                }
+            }
+        }
+        self.metrics = lag_metrics(&end, &high, self.window.average());
+        let end_offset = end.to_offset()?;
+        if &end_offset != start {
+            self.last_trigger = Some(Instant::now());
+        }
+        Ok(end_offset)
+    }
+
+    async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
+        let start = PartitionOffsets::from_offset(start)?;
+        let end = PartitionOffsets::from_offset(end)?;
+        for (t, p, s) in start.iter() {
+            if end.get(t, p).is_none() {
+                self.report(
+                    DataLossEvent::new(
+                        DataLossKind::PartitionDeleted,
+                        location(t, p),
+                        format!("Partition {t}-{p} was deleted"),
+                    )
+                    .with_positions(s, "none"),
+                )?;
+            }
+        }
+        // Partitions that need their earliest offset: new ones and recreated ones.
+        let need_low: Vec<(String, i32)> = end
+            .iter()
+            .filter(|(t, p, e)| start.get(t, *p).is_none_or(|s| *e < s))
+            .map(|(t, p, _)| (t.to_string(), p))
+            .collect();
+        let low = if need_low.is_empty() {
+            PartitionOffsets::new()
+        } else {
+            let admin = self.admin()?;
+            let mut parts = std::collections::BTreeMap::<String, Vec<i32>>::new();
+            for (t, p) in need_low {
+                parts.entry(t).or_default().push(p);
+            }
+            blocking(move || admin.watermarks(&parts)).await?.0
+        };
+        let mut ranges = Vec::new();
+        for (t, p, e) in end.iter() {
+            let s = match start.get(t, p) {
+                None => {
+                    let l = low.get(t, p).unwrap_or(0);
+                    if l > 0 {
+                        self.report(
+                            DataLossEvent::new(
+                                DataLossKind::AddedPartitionNotFromStart,
+                                location(t, p),
+                                format!("Added partition {t}-{p} starts from {l} instead of 0"),
+                            )
+                            .with_positions(0, l),
+                        )?;
+                    }
+                    l
+                }
+                Some(s) if e < s => {
+                    self.report(
+                        DataLossEvent::new(
+                            DataLossKind::PartitionRecreated,
+                            location(t, p),
+                            format!("Partition {t}-{p}'s offset was changed from {s} to {e} (topic deleted and recreated?)"),
+                        )
+                        .with_positions(s, e),
+                    )?;
+                    low.get(t, p).unwrap_or(0).min(e)
+                }
+                Some(s) => s,
+            };
+            ranges.push(OffsetRange {
+                topic: t.to_string(),
+                partition: p,
+                start: s,
+                end: e,
+            });
+        }
+        let ranges = split_ranges(
+            ranges,
+            self.config.min_partitions,
+            self.config.max_records_per_partition,
+        );
+        let settings = ReadSettings {
+            schema: self.schema.clone(),
+            include_headers: self.config.include_headers,
+            fail_on_data_loss: self.config.fail_on_data_loss,
+            poll_timeout: self.config.poll_timeout,
+            request_timeout: self.config.request_timeout,
+            group_id: self.group_id.clone(),
+        };
+        let mut reader = self
+            .reader
+            .take()
+            .unwrap_or_else(|| RangeReader::new(self.profile.clone()));
+        let (reader, result) = tokio::task::spawn_blocking(move || {
+            let r = reader.read(ranges, &settings);
+            (reader, r)
+        })
+        .await
+        .map_err(|e| {
+            Error::new(ErrorCode::Internal, "the Kafka read thread panicked").with_cause(e)
+        })?;
+        self.reader = Some(reader);
+        let out = result?;
+        for ev in out.events {
+            self.report(ev)?;
+        }
+        self.window.record(out.records, out.bytes, Instant::now());
+        Ok(out.batches)
+    }
+
+    async fn commit(&mut self, end: &Offset) -> Result<()> {
+        let end = PartitionOffsets::from_offset(end)?;
+        if let Some(admin) = self.admin.clone() {
+            blocking(move || {
+                admin.commit(&end);
+                Ok(())
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    fn metrics(&self) -> SourceMetrics {
+        let mut m = self.metrics.clone();
+        self.tracker.write_metrics(&mut m);
+        m
+    }
+
+    async fn stop(&mut self) -> Result<()> {
+        let admin = self.admin.take();
+        let reader = self.reader.take();
+        blocking(move || {
+            drop(admin);
+            drop(reader);
+            Ok(())
+        })
+        .await
+    }
+}

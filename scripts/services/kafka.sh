@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# Starts (or stops) the real Kafka peers the tributary-kafka integration tests use.
+#
+#   scripts/services/kafka.sh start   # install what is missing, start, write kafka.env
+#   scripts/services/kafka.sh stop    # stop everything `start` started (pid files)
+#
+# What runs, all bound to 127.0.0.1 (ports overridable with TRIBUTARY_KAFKA_PORT_BASE, default 19092):
+#   base+0  plain      tansu on sqlite (the faithful engine)              TRIBUTARY_KAFKA_BOOTSTRAP
+#   base+1  scram      tansu on sqlite with --authentication, SCRAM users  TRIBUTARY_KAFKA_SCRAM_BOOTSTRAP
+#   base+2  tls        stunnel (server cert from a test CA) -> tansu       TRIBUTARY_KAFKA_TLS_BOOTSTRAP
+#   base+3  mtls       stunnel requiring a client cert -> tansu            TRIBUTARY_KAFKA_MTLS_BOOTSTRAP
+#   base+102/103       the tansu instances behind the two stunnels (each advertises its stunnel port)
+# and writes ${TRIBUTARY_SERVICES_DIR:-target/services}/kafka.env with `export VAR=value` lines.
+#
+# tansu 0.6.0 facts this relies on (verified on these machines, see shared TESTING.md):
+# - the memory engine answers ListOffsets(latest) wrongly after a multi-record batch, so every
+#   instance here uses sqlite (`sqlite://data/tansu.db?maintenance_interval=1s`, path relative to
+#   the working directory; an absolute path fails). maintenance_interval makes retention run:
+#   a topic with cleanup.policy=delete and a small retention.ms loses its old records (the tests'
+#   way to move the earliest offset past a checkpoint).
+# - no DeleteRecords (it panics the broker), no CreatePartitions, no native TLS, no PLAIN SASL.
+# - a consumer below the earliest offset is not told OFFSET_OUT_OF_RANGE; it gets the next record.
+# - SCRAM users are created against a broker started without --authentication, which is then
+#   restarted with --authentication on the same database.
+# - a consumer-group join takes about half of session.timeout.ms: tests use
+#   session.timeout.ms=6000 and heartbeat.interval.ms=500.
+set -euo pipefail
+
+cmd=${1:-start}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+TOOLS=${TRIBUTARY_TOOLS_DIR:-$HOME/.cache/tributary}
+SERVICES=${TRIBUTARY_SERVICES_DIR:-$ROOT/target/services}
+mkdir -p "$SERVICES"
+SERVICES=$(cd "$SERVICES" && pwd)
+DIR=$SERVICES/kafka
+ENV_FILE=$SERVICES/kafka.env
+TANSU=$TOOLS/tansu/bin/tansu
+BASE=${TRIBUTARY_KAFKA_PORT_BASE:-19092}
+P_PLAIN=$BASE
+P_SCRAM=$((BASE + 1))
+P_TLS=$((BASE + 2))
+P_MTLS=$((BASE + 3))
+P_TLS_INNER=$((BASE + 102))
+P_MTLS_INNER=$((BASE + 103))
+SCRAM256_USER=tributary256
+SCRAM256_PASSWORD=scram-256-secret
+SCRAM512_USER=tributary512
+SCRAM512_PASSWORD=scram-512-secret
+P12_PASSWORD=changeit
+
+log() { echo "kafka.sh: $*" >&2; }
+
+stop_all() {
+  [ -d "$DIR" ] || return 0
+  for pidfile in "$DIR"/*.pid; do
+    [ -e "$pidfile" ] || continue
+    pid=$(cat "$pidfile" 2>/dev/null || true)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$pidfile"
+  done
+}
+
+install_packages() {
+  local missing=()
+  command -v cmake >/dev/null || missing+=(cmake)
+  command -v stunnel4 >/dev/null || command -v stunnel >/dev/null || missing+=(stunnel4)
+  command -v openssl >/dev/null || missing+=(openssl)
+  dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing+=(libcurl4-openssl-dev)
+  dpkg -s libssl-dev >/dev/null 2>&1 || missing+=(libssl-dev)
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+install_tansu() {
+  if [ -x "$TANSU" ]; then return 0; fi
+  log "building tansu 0.6.0 into $TOOLS/tansu (about 16 minutes, once)"
+  mkdir -p "$TOOLS"
+  cargo install tansu --version 0.6.0 --locked --features dynostore,libsql --root "$TOOLS/tansu"
+}
+
+wait_port() { # port seconds name
+  local port=$1 secs=$2 name=$3
+  for _ in $(seq 1 $((secs * 10))); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  log "$name did not listen on 127.0.0.1:$port within ${secs}s"
+  for f in "$DIR"/*.log; do echo "--- $f" >&2; tail -20 "$f" >&2 || true; done
+  return 1
+}
+
+start_tansu() { # name listen_port advertised_port [extra args...]
+  local name=$1 port=$2 adv=$3
+  shift 3
+  mkdir -p "$DIR/$name/data"
+  (
+    cd "$DIR/$name"
+    env -u LISTENER_URL -u ADVERTISED_LISTENER_URL -u STORAGE_ENGINE -u CLUSTER_ID \
+      -u OTEL_EXPORTER_OTLP_ENDPOINT -u SCHEMA_REGISTRY -u DATA_LAKE \
+      nohup "$TANSU" broker \
+      --listener-url "tcp://127.0.0.1:$port" \
+      --advertised-listener-url "tcp://127.0.0.1:$adv" \
+      --storage-engine 'sqlite://data/tansu.db?maintenance_interval=1s' \
+      "$@" >"$DIR/$name.log" 2>&1 &
+    echo $! >"$DIR/$name.pid"
+  )
+  wait_port "$port" 60 "tansu $name"
+}
+
+start_stunnel() { # name accept connect verify(yes/no)
+  local name=$1 accept=$2 connect=$3 verify=$4
+  local conf=$DIR/stunnel-$name.conf
+  {
+    echo "foreground = yes"
+    echo "debug = notice"
+    echo "[kafka-$name]"
+    echo "accept = 127.0.0.1:$accept"
+    echo "connect = 127.0.0.1:$connect"
+    echo "cert = $DIR/tls/server.pem"
+    echo "key = $DIR/tls/server.key"
+    if [ "$verify" = yes ]; then
+      echo "CAfile = $DIR/tls/ca.pem"
+      echo "verifyChain = yes"
+      echo "requireCert = yes"
+    fi
+  } >"$conf"
+  local bin
+  bin=$(command -v stunnel4 || command -v stunnel)
+  nohup "$bin" "$conf" >"$DIR/stunnel-$name.log" 2>&1 &
+  echo $! >"$DIR/stunnel-$name.pid"
+  wait_port "$accept" 20 "stunnel $name"
+}
+
+make_certs() {
+  local t=$DIR/tls
+  mkdir -p "$t"
+  cd "$t"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 \
+    -subj "/CN=Tributary Test CA" 2>/dev/null
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout wrong-ca.key -out wrong-ca.pem -days 3650 \
+    -subj "/CN=Some Other CA" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr \
+    -subj "/CN=localhost" 2>/dev/null
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
+  openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem \
+    -days 3650 -extfile server.ext 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr \
+    -subj "/CN=tributary-client" 2>/dev/null
+  printf 'extendedKeyUsage=clientAuth\n' >client.ext
+  openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem \
+    -days 3650 -extfile client.ext 2>/dev/null
+  # The same client identity as a password-protected PKCS#12 keystore, the CA as a PKCS#12
+  # truststore, and an encrypted PEM key.
+  openssl pkcs12 -export -in client.pem -inkey client.key -certfile ca.pem -out client.p12 \
+    -passout "pass:$P12_PASSWORD" 2>/dev/null
+  openssl pkcs12 -export -nokeys -in ca.pem -out ca.p12 -passout "pass:$P12_PASSWORD" 2>/dev/null
+  openssl pkcs8 -topk8 -in client.key -out client-encrypted.key -passout "pass:$P12_PASSWORD" 2>/dev/null
+  chmod 600 ./*.key ./*.p12
+  cd - >/dev/null
+}
+
+start_all() {
+  install_packages
+  install_tansu
+  stop_all
+  rm -rf "$DIR"
+  mkdir -p "$DIR"
+  make_certs
+
+  start_tansu plain "$P_PLAIN" "$P_PLAIN"
+
+  # SCRAM: create the users without authentication, then restart with it on the same database.
+  start_tansu scram "$P_SCRAM" "$P_SCRAM"
+  "$TANSU" user create --broker "tcp://127.0.0.1:$P_SCRAM" "$SCRAM256_USER" "$SCRAM256_PASSWORD" \
+    --mechanism scram256 >"$DIR/scram-users.log" 2>&1
+  "$TANSU" user create --broker "tcp://127.0.0.1:$P_SCRAM" "$SCRAM512_USER" "$SCRAM512_PASSWORD" \
+    --mechanism scram512 >>"$DIR/scram-users.log" 2>&1
+  kill "$(cat "$DIR/scram.pid")"
+  for _ in $(seq 1 50); do kill -0 "$(cat "$DIR/scram.pid")" 2>/dev/null || break; sleep 0.1; done
+  start_tansu scram "$P_SCRAM" "$P_SCRAM" --authentication
+
+  start_tansu tls "$P_TLS_INNER" "$P_TLS"
+  start_stunnel tls "$P_TLS" "$P_TLS_INNER" no
+  start_tansu mtls "$P_MTLS_INNER" "$P_MTLS"
+  start_stunnel mtls "$P_MTLS" "$P_MTLS_INNER" yes
+
+  local t=$DIR/tls
+  cat >"$ENV_FILE" <<EOF
+export TRIBUTARY_KAFKA_BOOTSTRAP=127.0.0.1:$P_PLAIN
+export TRIBUTARY_KAFKA_SCRAM_BOOTSTRAP=127.0.0.1:$P_SCRAM
+export TRIBUTARY_KAFKA_SCRAM256_USER=$SCRAM256_USER
+export TRIBUTARY_KAFKA_SCRAM256_PASSWORD=$SCRAM256_PASSWORD
+export TRIBUTARY_KAFKA_SCRAM512_USER=$SCRAM512_USER
+export TRIBUTARY_KAFKA_SCRAM512_PASSWORD=$SCRAM512_PASSWORD
+export TRIBUTARY_KAFKA_TLS_BOOTSTRAP=127.0.0.1:$P_TLS
+export TRIBUTARY_KAFKA_MTLS_BOOTSTRAP=127.0.0.1:$P_MTLS
+export TRIBUTARY_KAFKA_CA=$t/ca.pem
+export TRIBUTARY_KAFKA_WRONG_CA=$t/wrong-ca.pem
+export TRIBUTARY_KAFKA_CA_P12=$t/ca.p12
+export TRIBUTARY_KAFKA_CLIENT_CERT=$t/client.pem
+export TRIBUTARY_KAFKA_CLIENT_KEY=$t/client.key
+export TRIBUTARY_KAFKA_CLIENT_KEY_ENCRYPTED=$t/client-encrypted.key
+export TRIBUTARY_KAFKA_CLIENT_P12=$t/client.p12
+export TRIBUTARY_KAFKA_P12_PASSWORD=$P12_PASSWORD
+EOF
+  log "ready; environment in $ENV_FILE"
+}
+
+case "$cmd" in
+  start) start_all ;;
+  stop) stop_all; rm -f "$ENV_FILE"; log "stopped" ;;
+  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+esac
