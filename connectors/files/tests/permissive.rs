@@ -1,0 +1,109 @@
+//! Permissive and FAILFAST decoding through the source.
+
+mod common;
+
+use common::*;
+use tributary_sdk::{ErrorCode, ReadLimit};
+
+/// 100 lines, every 10th malformed: alternately not JSON and a value that does not fit.
+fn ten_percent_malformed(dir: &std::path::Path) -> Vec<String> {
+    let mut bad = Vec::new();
+    let mut text = String::new();
+    for i in 0..100 {
+        let line = if i % 10 == 9 {
+            let l = if i % 20 == 9 {
+                format!("{{\"id\": {i}, \"name\": \"broken")
+            } else {
+                format!("{{\"id\": \"not-a-number-{i}\", \"name\": \"n{i}\", \"price\": 1.0}}")
+            };
+            bad.push(l.clone());
+            l
+        } else {
+            format!("{{\"id\": {i}, \"name\": \"n{i}\", \"price\": {}.5}}", i)
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    std::fs::write(dir.join("mixed.json"), text).unwrap();
+    bad
+}
+
+#[tokio::test]
+async fn permissive_json_keeps_good_rows_nulls_bad_ones_and_counts_them() {
+    let input = tempfile::tempdir().unwrap();
+    let bad = ten_percent_malformed(input.path());
+    let mut src = source(input.path(), None, &[("schema", "id BIGINT, name STRING, price DOUBLE")]);
+    let start = src.initial_offset().await.unwrap();
+    let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
+    assert_eq!(rows(&batches), 100);
+    let ids = strings(&batches, "id");
+    let names = strings(&batches, "name");
+    let prices = strings(&batches, "price");
+    let rescued = strings(&batches, "_rescued_data");
+    let mut bad_seen = Vec::new();
+    for i in 0..100 {
+        if i % 10 == 9 {
+            assert_eq!((&ids[i], &names[i], &prices[i]), (&None, &None, &None), "row {i}");
+            bad_seen.push(rescued[i].clone().unwrap());
+        } else {
+            assert_eq!(ids[i], Some(i.to_string()));
+            assert_eq!(names[i], Some(format!("n{i}")));
+            assert_eq!(prices[i], Some(format!("{i}.5")));
+            assert_eq!(rescued[i], None);
+        }
+    }
+    assert_eq!(bad_seen, bad);
+    assert_eq!(src.metrics()["numMalformedRecords"], 10);
+    assert_eq!(file_names(&batches).len(), 100, "every row has its _metadata");
+}
+
+#[tokio::test]
+async fn failfast_stops_with_malformed_record_naming_file_and_line() {
+    let input = tempfile::tempdir().unwrap();
+    ten_percent_malformed(input.path());
+    let mut src = source(
+        input.path(),
+        None,
+        &[("schema", "id BIGINT, name STRING, price DOUBLE"), ("mode", "FAILFAST")],
+    );
+    let start = src.initial_offset().await.unwrap();
+    let end = src.latest_offset(&start, &ReadLimit::All).await.unwrap();
+    let err = src.read(&start, &end).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::MalformedRecord);
+    let file = input.path().canonicalize().unwrap().join("mixed.json");
+    assert_eq!(err.context_value("file"), Some(file.display().to_string().as_str()));
+    assert_eq!(err.context_value("row"), Some("10"));
+    assert!(err.message().contains("line 10"), "{}", err.message());
+}
+
+#[tokio::test]
+async fn permissive_csv_rescues_values_that_do_not_fit() {
+    let input = tempfile::tempdir().unwrap();
+    std::fs::write(input.path().join("a.csv"), "id,price\n1,2.5\nx,3.5\n3\n4,5.5\n").unwrap();
+    let mut src = source(
+        input.path(),
+        None,
+        &[("cloudFiles.format", "csv"), ("header", "true"), ("schema", "id INT, price DOUBLE")],
+    );
+    let start = src.initial_offset().await.unwrap();
+    let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
+    assert_eq!(strings(&batches, "id"), vec![Some("1".into()), None, None, Some("4".into())]);
+    assert_eq!(strings(&batches, "price"), vec![Some("2.5".into()), Some("3.5".into()), None, Some("5.5".into())]);
+    let rescued = strings(&batches, "_rescued_data");
+    let file = input.path().canonicalize().unwrap().join("a.csv");
+    assert_eq!(rescued[1], Some(format!("{{\"_file_path\":\"{}\",\"id\":\"x\"}}", file.display())));
+    assert_eq!(rescued[2].as_deref(), Some("3"));
+    assert_eq!(src.metrics()["numMalformedRecords"], 2);
+}
+
+#[tokio::test]
+async fn inferred_string_columns_accept_any_scalar() {
+    let input = tempfile::tempdir().unwrap();
+    std::fs::write(input.path().join("a.json"), "{\"a\": 1, \"b\": true}\n{\"a\": \"x\", \"b\": null}\n").unwrap();
+    let mut src = source(input.path(), None, &[]);
+    let start = src.initial_offset().await.unwrap();
+    let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
+    assert_eq!(strings(&batches, "a"), vec![Some("1".into()), Some("x".into())]);
+    assert_eq!(strings(&batches, "b"), vec![Some("true".into()), None]);
+    assert_eq!(src.metrics()["numMalformedRecords"], 0);
+}
