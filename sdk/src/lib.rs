@@ -39,6 +39,13 @@
 pub mod auth;
 pub mod connector;
 pub mod data_loss;
+#[cfg(any(
+    feature = "json",
+    feature = "avro",
+    feature = "protobuf",
+    feature = "registry"
+))]
+pub mod decode;
 pub mod error;
 pub mod offset;
 pub mod options;

@@ -1,0 +1,2 @@
+//! Decoder benchmarks (being written).
+fn main() {}

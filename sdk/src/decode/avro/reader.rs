@@ -1,0 +1,379 @@
+//! The Avro binary reader: one datum per record, written straight into column builders.
+//!
+//! Follows the Avro specification's binary encoding: zig-zag varints for int and long
+//! (at most 5 and 10 bytes), little-endian IEEE floats, length-prefixed bytes and strings,
+//! arrays and maps as blocks (a negative block count is followed by the block's byte size),
+//! unions as a branch index then the value. Every length is checked against the bytes left
+//! before anything is allocated.
+
+use arrow_array::ArrayRef;
+use arrow_schema::DataType;
+
+use super::ANode;
+use crate::decode::columns::Col;
+use crate::decode::metrics::{Bad, Malformed};
+use crate::decode::RowDecoder;
+use crate::error::{Error, ErrorCode, Result};
+
+/// Decodes Avro binary datums (one per record) into a column.
+#[derive(Debug)]
+pub(crate) struct AvroDecoder {
+    data_type: DataType,
+    plan: ANode,
+    col: Col,
+}
+
+impl AvroDecoder {
+    /// A decoder for Avro schema JSON.
+    pub(crate) fn new(schema: &str) -> Result<AvroDecoder> {
+        let (data_type, plan) = super::compile(schema)?;
+        if !matches!(data_type, DataType::Struct(_)) {
+            return Err(Error::new(
+                ErrorCode::Schema,
+                format!(
+                    "the Avro schema must be a record (or a union of records), found {data_type}"
+                ),
+            ));
+        }
+        let col = Col::new(&data_type)?;
+        Ok(AvroDecoder {
+            data_type,
+            plan,
+            col,
+        })
+    }
+}
+
+impl RowDecoder for AvroDecoder {
+    fn data_type(&self) -> DataType {
+        self.data_type.clone()
+    }
+
+    fn decode(&mut self, bytes: &[u8]) -> std::result::Result<(), Bad> {
+        let n = self.col.len();
+        let mut r = Reader { b: bytes, i: 0 };
+        let result = r.value(&self.plan, &mut self.col).and_then(|_| {
+            if r.i == bytes.len() {
+                Ok(())
+            } else {
+                Err(Bad::new(
+                    Malformed::AvroTrailingBytes,
+                    "bytes left after the record (written with another schema?)",
+                    r.i,
+                ))
+            }
+        });
+        if result.is_err() {
+            self.col.truncate(n);
+        }
+        result
+    }
+
+    fn push_null(&mut self) {
+        self.col.push_null();
+    }
+
+    fn finish(&mut self) -> Result<ArrayRef> {
+        self.col.finish()
+    }
+}
+
+type R<T = ()> = std::result::Result<T, Bad>;
+
+struct Reader<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+#[inline]
+fn truncated(at: usize) -> Bad {
+    Bad::new(Malformed::TruncatedAvro, "the record ends early", at)
+}
+
+#[inline]
+fn bad(what: &'static str, at: usize) -> Bad {
+    Bad::new(Malformed::BadAvro, what, at)
+}
+
+impl<'a> Reader<'a> {
+    #[inline]
+    fn varint(&mut self) -> R<u64> {
+        let mut v: u64 = 0;
+        let mut shift = 0;
+        loop {
+            let Some(&byte) = self.b.get(self.i) else {
+                return Err(truncated(self.i));
+            };
+            self.i += 1;
+            if shift == 63 && byte > 1 {
+                return Err(bad("varint too long", self.i));
+            }
+            v |= ((byte & 0x7f) as u64) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(v);
+            }
+            shift += 7;
+            if shift > 63 {
+                return Err(bad("varint too long", self.i));
+            }
+        }
+    }
+
+    #[inline]
+    fn long(&mut self) -> R<i64> {
+        let v = self.varint()?;
+        Ok((v >> 1) as i64 ^ -((v & 1) as i64))
+    }
+
+    #[inline]
+    fn int(&mut self) -> R<i32> {
+        let at = self.i;
+        let v = self.long()?;
+        i32::try_from(v).map_err(|_| bad("int out of range", at))
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) -> R<&'a [u8]> {
+        let end = self.i.checked_add(n).ok_or_else(|| truncated(self.i))?;
+        let s = self.b.get(self.i..end).ok_or_else(|| truncated(self.i))?;
+        self.i = end;
+        Ok(s)
+    }
+
+    #[inline]
+    fn len(&mut self) -> R<usize> {
+        let at = self.i;
+        let n = self.long()?;
+        let n = usize::try_from(n).map_err(|_| bad("negative length", at))?;
+        if n > self.b.len() - self.i {
+            return Err(truncated(at));
+        }
+        Ok(n)
+    }
+
+    /// The count of the next array or map block (0 ends), skipping a block byte size.
+    fn block(&mut self, item_min: usize) -> R<usize> {
+        let at = self.i;
+        let mut count = self.long()?;
+        if count < 0 {
+            count = count
+                .checked_neg()
+                .ok_or_else(|| bad("invalid block count", at))?;
+            let _size = self.long()?;
+        }
+        let count = count as u64;
+        let left = (self.b.len() - self.i) as u64;
+        let limit = if item_min == 0 {
+            1 << 20
+        } else {
+            left / item_min as u64
+        };
+        if count > limit {
+            return Err(if item_min == 0 {
+                bad("block count too large", at)
+            } else {
+                truncated(at)
+            });
+        }
+        Ok(count as usize)
+    }
+
+    fn value(&mut self, node: &ANode, col: &mut Col) -> R {
+        match (node, col) {
+            (ANode::Null, Col::Null(n)) => *n += 1,
+            (ANode::Bool, Col::Bool(p)) => {
+                let at = self.i;
+                match self.take(1)?[0] {
+                    0 => p.push(false),
+                    1 => p.push(true),
+                    _ => return Err(bad("boolean byte is not 0 or 1", at)),
+                }
+            }
+            (ANode::Int, Col::I32(p, _)) => p.push(self.int()?),
+            (ANode::Long, Col::I64(p, _)) => p.push(self.long()?),
+            (ANode::Float, Col::F32(p)) => {
+                let s = self.take(4)?;
+                p.push(f32::from_le_bytes([s[0], s[1], s[2], s[3]]));
+            }
+            (ANode::Double, Col::F64(p)) => {
+                let s = self.take(8)?;
+                let mut a = [0u8; 8];
+                a.copy_from_slice(s);
+                p.push(f64::from_le_bytes(a));
+            }
+            (ANode::Bytes, Col::Binary(b)) => {
+                let n = self.len()?;
+                b.push(self.take(n)?);
+            }
+            (ANode::Str, Col::Utf8(b)) => {
+                let n = self.len()?;
+                let at = self.i;
+                let s = self.take(n)?;
+                if std::str::from_utf8(s).is_err() {
+                    return Err(Bad::new(
+                        Malformed::InvalidUtf8,
+                        "a string is not valid UTF-8",
+                        at,
+                    ));
+                }
+                b.push(s);
+            }
+            (ANode::UuidFixed, Col::Utf8(b)) => {
+                let s = self.take(16)?;
+                push_uuid(&mut b.data, s);
+                b.close();
+            }
+            (ANode::Fixed(n), Col::Fixed(b, _)) => {
+                let s = self.take(*n)?;
+                b.data.extend_from_slice(s);
+                b.valid.push(true);
+            }
+            (ANode::DecimalBytes, Col::I128(p, _)) => {
+                let n = self.len()?;
+                let at = self.i;
+                p.push(
+                    be_i128(self.take(n)?).ok_or_else(|| bad("decimal wider than 128 bits", at))?,
+                );
+            }
+            (ANode::DecimalFixed(n), Col::I128(p, _)) => {
+                let at = self.i;
+                p.push(
+                    be_i128(self.take(*n)?)
+                        .ok_or_else(|| bad("decimal wider than 128 bits", at))?,
+                );
+            }
+            (ANode::Enum(symbols), Col::Utf8(b)) => {
+                let at = self.i;
+                let k = self.long()?;
+                let sym = usize::try_from(k)
+                    .ok()
+                    .and_then(|k| symbols.get(k))
+                    .ok_or_else(|| bad("enum index out of range", at))?;
+                b.push(sym.as_bytes());
+            }
+            (ANode::Record(fields), Col::Struct(s)) => {
+                for (f, c) in fields.iter().zip(s.children.iter_mut()) {
+                    self.value(f, c)?;
+                }
+                s.valid.push(true);
+            }
+            (ANode::Array(item), Col::List(l)) => {
+                let min = item.min_size();
+                loop {
+                    let count = self.block(min)?;
+                    if count == 0 {
+                        break;
+                    }
+                    for _ in 0..count {
+                        self.value(item, &mut l.child)?;
+                    }
+                }
+                l.close();
+            }
+            (ANode::Map(v), Col::Map(m)) => {
+                let min = v.min_size() + 1;
+                loop {
+                    let count = self.block(min)?;
+                    if count == 0 {
+                        break;
+                    }
+                    for _ in 0..count {
+                        self.value(&ANode::Str, &mut m.keys)?;
+                        self.value(v, &mut m.values)?;
+                    }
+                }
+                m.close();
+            }
+            (ANode::Nullable(null_at, inner), col) => {
+                let at = self.i;
+                let branch = self.long()?;
+                if branch == *null_at as i64 {
+                    col.push_null();
+                } else if branch == 1 - *null_at as i64 {
+                    self.value(inner, col)?;
+                } else {
+                    return Err(bad("union branch out of range", at));
+                }
+            }
+            (ANode::Union(branches, children), Col::Struct(s)) => {
+                let at = self.i;
+                let branch = self.long()?;
+                let slot = usize::try_from(branch)
+                    .ok()
+                    .and_then(|b| branches.get(b))
+                    .ok_or_else(|| bad("union branch out of range", at))?;
+                match slot {
+                    None => s.push_null(),
+                    Some(k) => {
+                        self.value(&children[*k], &mut s.children[*k])?;
+                        s.close_row();
+                    }
+                }
+            }
+            _ => return Err(bad("internal: plan and builder disagree", self.i)),
+        }
+        Ok(())
+    }
+}
+
+/// Big-endian two's complement bytes to i128 (None when it does not fit).
+fn be_i128(s: &[u8]) -> Option<i128> {
+    if s.is_empty() {
+        return Some(0);
+    }
+    let neg = s[0] & 0x80 != 0;
+    let (head, tail) = if s.len() > 16 {
+        s.split_at(s.len() - 16)
+    } else {
+        (&[][..], s)
+    };
+    let fill = if neg { 0xff } else { 0 };
+    if head.iter().any(|&b| b != fill) {
+        return None;
+    }
+    let mut buf = [fill; 16];
+    buf[16 - tail.len()..].copy_from_slice(tail);
+    let v = i128::from_be_bytes(buf);
+    if (v < 0) != neg {
+        return None;
+    }
+    Some(v)
+}
+
+fn push_uuid(out: &mut Vec<u8>, s: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (k, byte) in s.iter().enumerate() {
+        if matches!(k, 4 | 6 | 8 | 10) {
+            out.push(b'-');
+        }
+        out.push(HEX[(byte >> 4) as usize]);
+        out.push(HEX[(byte & 15) as usize]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_sign_extend_and_refuse_overflow() {
+        assert_eq!(be_i128(&[0xff, 0x85]), Some(-123));
+        assert_eq!(be_i128(&[0x00, 0x7b]), Some(123));
+        let mut wide = vec![0u8; 17];
+        wide[0] = 1;
+        assert_eq!(be_i128(&wide), None);
+        let mut neg = vec![0xffu8; 18];
+        neg[17] = 0x85;
+        assert_eq!(be_i128(&neg), Some(-123));
+    }
+
+    #[test]
+    fn uuid_text() {
+        let mut out = Vec::new();
+        push_uuid(&mut out, &[0x12; 16]);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "12121212-1212-1212-1212-121212121212"
+        );
+    }
+}

@@ -1,0 +1,464 @@
+//! Growable, truncatable column builders shared by the JSON, Avro and Protobuf decoders.
+//!
+//! Decoders append one value at a time straight into these builders (no intermediate value tree).
+//! A record that turns out to be malformed half-way is rolled back with [`Col::truncate`] to the
+//! length it had before the record, and a null is appended instead. Arrow's own builders cannot
+//! be truncated, which is why these exist; [`Col::finish`] turns them into Arrow arrays.
+
+use std::sync::Arc;
+
+use arrow_array::{
+    make_array, new_empty_array, ArrayRef, BooleanArray, FixedSizeBinaryArray, ListArray, MapArray,
+    StructArray,
+};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{ArrowError, DataType, FieldRef, Fields};
+
+use crate::error::{Error, ErrorCode, Result};
+
+/// Fixed-width values with a validity flag per slot.
+#[derive(Debug, Default)]
+pub(crate) struct Prim<T> {
+    pub values: Vec<T>,
+    pub valid: Vec<bool>,
+}
+
+impl<T: Default + Copy> Prim<T> {
+    #[inline]
+    pub fn push(&mut self, v: T) {
+        self.values.push(v);
+        self.valid.push(true);
+    }
+    #[inline]
+    pub fn push_null(&mut self) {
+        self.values.push(T::default());
+        self.valid.push(false);
+    }
+    fn truncate(&mut self, n: usize) {
+        self.values.truncate(n);
+        self.valid.truncate(n);
+    }
+}
+
+/// Variable-width values (utf8 or binary) and fixed-size binary.
+#[derive(Debug)]
+pub(crate) struct Bytes {
+    pub offsets: Vec<i32>,
+    pub data: Vec<u8>,
+    pub valid: Vec<bool>,
+}
+
+impl Default for Bytes {
+    fn default() -> Self {
+        Bytes {
+            offsets: vec![0],
+            data: Vec::new(),
+            valid: Vec::new(),
+        }
+    }
+}
+
+impl Bytes {
+    /// Appends a value.
+    #[inline]
+    pub fn push(&mut self, v: &[u8]) {
+        self.data.extend_from_slice(v);
+        self.close();
+    }
+    /// Ends a value whose bytes were written to `data` directly.
+    #[inline]
+    pub fn close(&mut self) {
+        // Offsets past i32::MAX are caught in `finish` (the data length is checked there).
+        self.offsets.push(self.data.len() as i32);
+        self.valid.push(true);
+    }
+    /// Drops bytes written to `data` since the last value ended.
+    #[inline]
+    pub fn abandon(&mut self) {
+        let end = self.offsets.last().copied().unwrap_or(0) as usize;
+        self.data.truncate(end);
+    }
+    #[inline]
+    pub fn push_null(&mut self) {
+        self.offsets.push(self.data.len() as i32);
+        self.valid.push(false);
+    }
+    fn len(&self) -> usize {
+        self.valid.len()
+    }
+    fn truncate(&mut self, n: usize) {
+        if n < self.len() {
+            self.data.truncate(self.offsets[n] as usize);
+            self.offsets.truncate(n + 1);
+            self.valid.truncate(n);
+        }
+    }
+}
+
+/// A struct column.
+#[derive(Debug)]
+pub(crate) struct StructCol {
+    pub fields: Fields,
+    pub children: Vec<Col>,
+    pub valid: Vec<bool>,
+}
+
+impl StructCol {
+    /// Appends a null struct (a null in every child too).
+    pub fn push_null(&mut self) {
+        for c in &mut self.children {
+            c.push_null();
+        }
+        self.valid.push(false);
+    }
+    /// Length in rows.
+    pub fn len(&self) -> usize {
+        self.valid.len()
+    }
+    /// Drops rows from `n` on.
+    pub fn truncate(&mut self, n: usize) {
+        for c in &mut self.children {
+            c.truncate(n);
+        }
+        self.valid.truncate(n);
+    }
+    /// Fills children that got no value in the current row with nulls and ends the row.
+    #[inline]
+    pub fn close_row(&mut self) {
+        let n = self.valid.len();
+        for c in &mut self.children {
+            if c.len() == n {
+                c.push_null();
+            }
+        }
+        self.valid.push(true);
+    }
+    /// Builds the array.
+    pub fn finish(&mut self) -> Result<StructArray> {
+        let len = self.valid.len();
+        let nulls = take_nulls(&mut self.valid);
+        if self.children.is_empty() {
+            return Ok(StructArray::new_empty_fields(len, nulls));
+        }
+        let children = self
+            .children
+            .iter_mut()
+            .map(Col::finish)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(StructArray::try_new(self.fields.clone(), children, nulls)?)
+    }
+}
+
+/// A list column.
+#[derive(Debug)]
+pub(crate) struct ListCol {
+    pub field: FieldRef,
+    pub offsets: Vec<i32>,
+    pub child: Box<Col>,
+    pub valid: Vec<bool>,
+}
+
+impl ListCol {
+    /// Ends a list whose items were appended to `child`.
+    #[inline]
+    pub fn close(&mut self) {
+        self.offsets.push(self.child.len() as i32);
+        self.valid.push(true);
+    }
+}
+
+/// A map column (entries struct of `keys` and `values`).
+#[derive(Debug)]
+pub(crate) struct MapCol {
+    pub field: FieldRef,
+    pub offsets: Vec<i32>,
+    pub keys: Box<Col>,
+    pub values: Box<Col>,
+    pub valid: Vec<bool>,
+}
+
+impl MapCol {
+    /// Ends a map whose entries were appended to `keys` and `values`.
+    #[inline]
+    pub fn close(&mut self) {
+        self.offsets.push(self.keys.len() as i32);
+        self.valid.push(true);
+    }
+}
+
+/// A column builder of any supported Arrow type.
+#[derive(Debug)]
+pub(crate) enum Col {
+    Null(usize),
+    Bool(Prim<bool>),
+    I32(Prim<i32>, DataType),
+    I64(Prim<i64>, DataType),
+    F32(Prim<f32>),
+    F64(Prim<f64>),
+    I128(Prim<i128>, DataType),
+    Utf8(Bytes),
+    Binary(Bytes),
+    Fixed(Bytes, i32),
+    Struct(StructCol),
+    List(ListCol),
+    Map(MapCol),
+}
+
+impl Col {
+    /// An empty builder for `dt`.
+    pub fn new(dt: &DataType) -> Result<Col> {
+        Ok(match dt {
+            DataType::Null => Col::Null(0),
+            DataType::Boolean => Col::Bool(Prim::default()),
+            DataType::Int32 | DataType::Date32 | DataType::Time32(_) => {
+                Col::I32(Prim::default(), dt.clone())
+            }
+            DataType::Int64 | DataType::Timestamp(_, _) | DataType::Time64(_) => {
+                Col::I64(Prim::default(), dt.clone())
+            }
+            DataType::Float32 => Col::F32(Prim::default()),
+            DataType::Float64 => Col::F64(Prim::default()),
+            DataType::Decimal128(_, _) => Col::I128(Prim::default(), dt.clone()),
+            DataType::Utf8 => Col::Utf8(Bytes::default()),
+            DataType::Binary => Col::Binary(Bytes::default()),
+            DataType::FixedSizeBinary(n) => Col::Fixed(Bytes::default(), *n),
+            DataType::Struct(fields) => Col::Struct(StructCol {
+                fields: fields.clone(),
+                children: fields
+                    .iter()
+                    .map(|f| Col::new(f.data_type()))
+                    .collect::<Result<_>>()?,
+                valid: Vec::new(),
+            }),
+            DataType::List(field) => Col::List(ListCol {
+                field: field.clone(),
+                offsets: vec![0],
+                child: Box::new(Col::new(field.data_type())?),
+                valid: Vec::new(),
+            }),
+            DataType::Map(field, _) => {
+                let DataType::Struct(kv) = field.data_type() else {
+                    return Err(internal("map entries must be a struct"));
+                };
+                if kv.len() != 2 {
+                    return Err(internal("map entries must have two fields"));
+                }
+                Col::Map(MapCol {
+                    field: field.clone(),
+                    offsets: vec![0],
+                    keys: Box::new(Col::new(kv[0].data_type())?),
+                    values: Box::new(Col::new(kv[1].data_type())?),
+                    valid: Vec::new(),
+                })
+            }
+            other => return Err(internal(&format!("no column builder for {other}"))),
+        })
+    }
+
+    /// Length in rows.
+    #[inline]
+    pub fn len(&self) -> usize {
+        match self {
+            Col::Null(n) => *n,
+            Col::Bool(p) => p.valid.len(),
+            Col::I32(p, _) => p.valid.len(),
+            Col::I64(p, _) => p.valid.len(),
+            Col::F32(p) => p.valid.len(),
+            Col::F64(p) => p.valid.len(),
+            Col::I128(p, _) => p.valid.len(),
+            Col::Utf8(b) | Col::Binary(b) | Col::Fixed(b, _) => b.valid.len(),
+            Col::Struct(s) => s.valid.len(),
+            Col::List(l) => l.valid.len(),
+            Col::Map(m) => m.valid.len(),
+        }
+    }
+
+    /// Appends a null.
+    pub fn push_null(&mut self) {
+        match self {
+            Col::Null(n) => *n += 1,
+            Col::Bool(p) => p.push_null(),
+            Col::I32(p, _) => p.push_null(),
+            Col::I64(p, _) => p.push_null(),
+            Col::F32(p) => p.push_null(),
+            Col::F64(p) => p.push_null(),
+            Col::I128(p, _) => p.push_null(),
+            Col::Utf8(b) | Col::Binary(b) => b.push_null(),
+            Col::Fixed(b, size) => {
+                b.data.resize(b.data.len() + *size as usize, 0);
+                b.valid.push(false);
+            }
+            Col::Struct(s) => s.push_null(),
+            Col::List(l) => {
+                l.offsets.push(l.child.len() as i32);
+                l.valid.push(false);
+            }
+            Col::Map(m) => {
+                m.offsets.push(m.keys.len() as i32);
+                m.valid.push(false);
+            }
+        }
+    }
+
+    /// Drops rows from `n` on (rolls back a malformed record).
+    pub fn truncate(&mut self, n: usize) {
+        match self {
+            Col::Null(len) => *len = (*len).min(n),
+            Col::Bool(p) => p.truncate(n),
+            Col::I32(p, _) => p.truncate(n),
+            Col::I64(p, _) => p.truncate(n),
+            Col::F32(p) => p.truncate(n),
+            Col::F64(p) => p.truncate(n),
+            Col::I128(p, _) => p.truncate(n),
+            Col::Utf8(b) | Col::Binary(b) => b.truncate(n),
+            Col::Fixed(b, size) => {
+                b.data.truncate(n * *size as usize);
+                b.valid.truncate(n);
+            }
+            Col::Struct(s) => s.truncate(n),
+            Col::List(l) => {
+                if n < l.valid.len() {
+                    let end = l.offsets[n] as usize;
+                    l.child.truncate(end);
+                    l.offsets.truncate(n + 1);
+                    l.valid.truncate(n);
+                }
+            }
+            Col::Map(m) => {
+                if n < m.valid.len() {
+                    let end = m.offsets[n] as usize;
+                    m.keys.truncate(end);
+                    m.values.truncate(end);
+                    m.offsets.truncate(n + 1);
+                    m.valid.truncate(n);
+                }
+            }
+        }
+    }
+
+    /// Builds the Arrow array and empties the builder for the next batch.
+    pub fn finish(&mut self) -> Result<ArrayRef> {
+        Ok(match self {
+            Col::Null(n) => {
+                let len = std::mem::take(n);
+                Arc::new(arrow_array::NullArray::new(len))
+            }
+            Col::Bool(p) => {
+                let values = BooleanBuffer::from_iter(p.values.drain(..));
+                Arc::new(BooleanArray::new(values, take_nulls(&mut p.valid)))
+            }
+            Col::I32(p, dt) => prim_array(std::mem::take(&mut p.values), &mut p.valid, dt)?,
+            Col::I64(p, dt) => prim_array(std::mem::take(&mut p.values), &mut p.valid, dt)?,
+            Col::F32(p) => prim_array(
+                std::mem::take(&mut p.values),
+                &mut p.valid,
+                &DataType::Float32,
+            )?,
+            Col::F64(p) => prim_array(
+                std::mem::take(&mut p.values),
+                &mut p.valid,
+                &DataType::Float64,
+            )?,
+            Col::I128(p, dt) => prim_array(std::mem::take(&mut p.values), &mut p.valid, dt)?,
+            Col::Utf8(b) => bytes_array(b, &DataType::Utf8)?,
+            Col::Binary(b) => bytes_array(b, &DataType::Binary)?,
+            Col::Fixed(b, size) => {
+                let data = Buffer::from_vec(std::mem::take(&mut b.data));
+                let nulls = take_nulls(&mut b.valid);
+                Arc::new(FixedSizeBinaryArray::try_new(*size, data, nulls)?)
+            }
+            Col::Struct(s) => Arc::new(s.finish()?),
+            Col::List(l) => {
+                let offsets = take_offsets(&mut l.offsets)?;
+                let nulls = take_nulls(&mut l.valid);
+                let child = l.child.finish()?;
+                Arc::new(ListArray::try_new(l.field.clone(), offsets, child, nulls)?)
+            }
+            Col::Map(m) => {
+                let offsets = take_offsets(&mut m.offsets)?;
+                let nulls = take_nulls(&mut m.valid);
+                let DataType::Struct(kv) = m.field.data_type() else {
+                    return Err(internal("map entries must be a struct"));
+                };
+                let entries = StructArray::try_new(
+                    kv.clone(),
+                    vec![m.keys.finish()?, m.values.finish()?],
+                    None,
+                )?;
+                Arc::new(MapArray::try_new(
+                    m.field.clone(),
+                    offsets,
+                    entries,
+                    nulls,
+                    false,
+                )?)
+            }
+        })
+    }
+}
+
+fn internal(msg: &str) -> Error {
+    Error::new(ErrorCode::Internal, msg.to_string())
+}
+
+/// Validity flags to a null buffer (None when all valid); leaves `valid` empty.
+fn take_nulls(valid: &mut Vec<bool>) -> Option<NullBuffer> {
+    let v = std::mem::take(valid);
+    if v.iter().all(|b| *b) {
+        None
+    } else {
+        Some(NullBuffer::from(v))
+    }
+}
+
+fn take_offsets(offsets: &mut Vec<i32>) -> Result<OffsetBuffer<i32>> {
+    let v = std::mem::replace(offsets, vec![0]);
+    if v.windows(2).any(|w| w[1] < w[0]) {
+        return Err(too_large());
+    }
+    Ok(OffsetBuffer::new(ScalarBuffer::from(v)))
+}
+
+fn too_large() -> Error {
+    Error::new(
+        ErrorCode::SourceRead,
+        "a decoded column exceeds 2 GiB in one batch; use a smaller read limit",
+    )
+}
+
+fn prim_array<T: arrow_buffer::ArrowNativeType>(
+    values: Vec<T>,
+    valid: &mut Vec<bool>,
+    dt: &DataType,
+) -> Result<ArrayRef> {
+    let len = values.len();
+    let nulls = take_nulls(valid);
+    let data = arrow_data::ArrayDataBuilder::new(dt.clone())
+        .len(len)
+        .add_buffer(Buffer::from_vec(values))
+        .nulls(nulls)
+        .build()
+        .map_err(|e: ArrowError| Error::from(e))?;
+    Ok(make_array(data))
+}
+
+fn bytes_array(b: &mut Bytes, dt: &DataType) -> Result<ArrayRef> {
+    if b.data.len() > i32::MAX as usize {
+        return Err(too_large());
+    }
+    let len = b.valid.len();
+    let offsets = std::mem::replace(&mut b.offsets, vec![0]);
+    let data = std::mem::take(&mut b.data);
+    let nulls = take_nulls(&mut b.valid);
+    if len == 0 {
+        return Ok(new_empty_array(dt));
+    }
+    // Safety net: utf8 columns are only ever filled with validated UTF-8 (checked by `build`).
+    let data = arrow_data::ArrayDataBuilder::new(dt.clone())
+        .len(len)
+        .add_buffer(Buffer::from_vec(offsets))
+        .add_buffer(Buffer::from_vec(data))
+        .nulls(nulls)
+        .build()?;
+    Ok(make_array(data))
+}

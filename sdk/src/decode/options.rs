@@ -1,0 +1,423 @@
+//! The options of a pipeline's decode section, declared once and parsed into a [`DecodeConfig`].
+//!
+//! | option | meaning |
+//! |---|---|
+//! | `json_schema`, `avro_schema`, `proto_schema` + `message_name` | payload schema given inline |
+//! | `key_json_schema`, `key_avro_schema`, `key_proto_schema` + `key_message_name` | key schema given inline |
+//! | `wire_format`, `key_wire_format` | `plain` (default) or `confluent` framing of inline-schema records |
+//! | `schema_registry_url`, `schema_registry_key`, `schema_registry_secret` | Confluent Schema Registry and basic auth (the secret is a `{{secrets/scope/key}}` reference) |
+//! | `payload_schema_locator`, `key_schema_locator` | which registry schema: `subject=orders-value,format=AVRO` or a strategy |
+//! | `schema_registry_max_retries` | attempts after the first when the registry cannot be reached |
+//! | `mode` | `PERMISSIVE` (default: malformed -> null, counted) or `FAILFAST` |
+//!
+//! A locator is comma-separated `key=value` pairs: `format` (`AVRO` or `PROTOBUF`) and either
+//! `subject=<name>` or `strategy=` one of `TopicNameStrategy` (subject `<topic>-value` /
+//! `<topic>-key`), `RecordNameStrategy` (subject `<record>`) or `TopicRecordNameStrategy`
+//! (subject `<topic>-<record>`), the last two with `record=<fully qualified name>`. Optional:
+//! `version=<n>` (default latest) and, for protobuf, `message=<fully qualified name>` (default:
+//! the record name, else the first message of the schema).
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::options::{OptionSpec, Options};
+use crate::schema_provider::{SchemaFormat, WireFormat};
+use crate::secret::{resolve_value, Secret, SecretRef, SecretStore};
+
+/// Name used for the decode section in error messages.
+pub const DECODE_SECTION: &str = "decode";
+
+/// What to do with a record that does not match its schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DecodeMode {
+    /// The record decodes to null and a counter per reason is incremented (default).
+    #[default]
+    Permissive,
+    /// The batch fails with `MALFORMED_RECORD` naming the record's position.
+    FailFast,
+}
+
+/// The option declarations of the decode section.
+pub fn decode_options() -> Vec<OptionSpec> {
+    let mut specs = Vec::new();
+    for (prefix, side) in [("", "payload"), ("key_", "key")] {
+        specs.push(OptionSpec::string(
+            &format!("{prefix}json_schema"),
+            &format!("JSON Schema text of the {side}."),
+        ));
+        specs.push(OptionSpec::string(
+            &format!("{prefix}avro_schema"),
+            &format!("Avro schema JSON of the {side}."),
+        ));
+        specs.push(OptionSpec::string(
+            &format!("{prefix}proto_schema"),
+            &format!("Protobuf .proto text (proto2 or proto3) of the {side}; needs {prefix}message_name."),
+        ));
+        specs.push(OptionSpec::string(
+            &format!("{prefix}message_name"),
+            &format!("Fully qualified protobuf message of the {side} (com.example.Event)."),
+        ));
+        specs.push(
+            OptionSpec::one_of(
+                &format!("{prefix}wire_format"),
+                &["plain", "confluent"],
+                &format!(
+                    "Framing of {side} records decoded with an inline schema: plain bytes or Confluent framing (magic byte, schema id)."
+                ),
+            )
+            .default_value("plain"),
+        );
+    }
+    specs.push(OptionSpec::string(
+        "schema_registry_url",
+        "Base URL of a Confluent Schema Registry (https:// is verified with rustls).",
+    ));
+    specs.push(OptionSpec::string(
+        "schema_registry_key",
+        "API key (basic auth user) for the schema registry.",
+    ));
+    specs.push(
+        OptionSpec::string(
+            "schema_registry_secret",
+            "API secret for the schema registry, as a {{secrets/scope/key}} reference.",
+        )
+        .sensitive(),
+    );
+    specs.push(OptionSpec::string(
+        "payload_schema_locator",
+        "Registry schema of the payload: subject=<s>,format=AVRO|PROTOBUF or strategy=TopicNameStrategy|RecordNameStrategy|TopicRecordNameStrategy,...",
+    ));
+    specs.push(OptionSpec::string(
+        "key_schema_locator",
+        "Registry schema of the key, same form as payload_schema_locator.",
+    ));
+    specs.push(
+        OptionSpec::int(
+            "schema_registry_max_retries",
+            0,
+            20,
+            "Retries (with exponential backoff from 200 ms) when the registry cannot be reached.",
+        )
+        .default_value(5),
+    );
+    specs.push(
+        OptionSpec::one_of(
+            "mode",
+            &["PERMISSIVE", "FAILFAST"],
+            "PERMISSIVE: a malformed record becomes null and is counted; FAILFAST: it stops the stream.",
+        )
+        .default_value("PERMISSIVE"),
+    );
+    specs
+}
+
+/// How a registry subject is named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubjectStrategy {
+    /// An explicit subject.
+    Subject(String),
+    /// `<topic>-value` or `<topic>-key`.
+    TopicName,
+    /// `<record>`.
+    RecordName(String),
+    /// `<topic>-<record>`.
+    TopicRecordName(String),
+}
+
+/// Where a side's schema lives in the registry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaLocator {
+    /// How the subject is named.
+    pub strategy: SubjectStrategy,
+    /// `AVRO` or `PROTOBUF` (as [`SchemaFormat`]; the protobuf message may be empty = default).
+    pub format: SchemaFormat,
+    /// A fixed version (None: latest).
+    pub version: Option<u32>,
+}
+
+impl SchemaLocator {
+    /// Parses `subject=...,format=...` / `strategy=...,record=...,format=...`.
+    pub fn parse(text: &str, option: &str) -> Result<SchemaLocator> {
+        let bad = |msg: String| {
+            Error::new(
+                ErrorCode::InvalidOption,
+                format!("option '{option}': {msg}"),
+            )
+            .with_context("option", option)
+        };
+        let mut subject = None;
+        let mut strategy = None;
+        let mut record = None;
+        let mut format = None;
+        let mut version = None;
+        let mut message = None;
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| bad(format!("'{part}' is not key=value")))?;
+            let v = v.trim().to_string();
+            match k.trim().to_ascii_lowercase().as_str() {
+                "subject" => subject = Some(v),
+                "strategy" => strategy = Some(v),
+                "record" => record = Some(v),
+                "format" => format = Some(v),
+                "message" => message = Some(v),
+                "version" if v.eq_ignore_ascii_case("latest") => version = None,
+                "version" => {
+                    version = Some(v.parse::<u32>().map_err(|_| {
+                        bad(format!("version '{v}' is not a number or 'latest'"))
+                    })?)
+                }
+                other => {
+                    return Err(bad(format!(
+                        "unknown locator key '{other}'; known: subject, strategy, record, format, version, message"
+                    )))
+                }
+            }
+        }
+        let format = match format.as_deref().map(str::to_ascii_uppercase).as_deref() {
+            Some("AVRO") => SchemaFormat::Avro,
+            Some("PROTOBUF") => SchemaFormat::Protobuf {
+                message: message.or_else(|| record.clone()).unwrap_or_default(),
+            },
+            Some("JSON") => {
+                return Err(bad(
+                    "JSON schemas are not read from the schema registry; declare the schema inline with json_schema (or key_json_schema)".into(),
+                ))
+            }
+            Some(other) => return Err(bad(format!("format '{other}' is not one of AVRO, PROTOBUF"))),
+            None => return Err(bad("format=AVRO or format=PROTOBUF is required".into())),
+        };
+        let strategy = match (subject, strategy.as_deref()) {
+            (Some(s), None) => SubjectStrategy::Subject(s),
+            (Some(_), Some(_)) => return Err(bad("give either subject or strategy, not both".into())),
+            (None, Some(s)) => match s.to_ascii_lowercase().as_str() {
+                "topicnamestrategy" => SubjectStrategy::TopicName,
+                "recordnamestrategy" => SubjectStrategy::RecordName(
+                    record.ok_or_else(|| bad("RecordNameStrategy needs record=<name>".into()))?,
+                ),
+                "topicrecordnamestrategy" => SubjectStrategy::TopicRecordName(
+                    record.ok_or_else(|| bad("TopicRecordNameStrategy needs record=<name>".into()))?,
+                ),
+                other => {
+                    return Err(bad(format!(
+                        "strategy '{other}' is not one of TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy"
+                    )))
+                }
+            },
+            (None, None) => return Err(bad("subject=<name> or strategy=<name> is required".into())),
+        };
+        Ok(SchemaLocator {
+            strategy,
+            format,
+            version,
+        })
+    }
+
+    /// The subject for a stream (topic) and side.
+    pub fn subject(&self, topic: &str, is_key: bool) -> String {
+        match &self.strategy {
+            SubjectStrategy::Subject(s) => s.clone(),
+            SubjectStrategy::TopicName => topic_name_subject(topic, is_key),
+            SubjectStrategy::RecordName(r) => r.clone(),
+            SubjectStrategy::TopicRecordName(r) => format!("{topic}-{r}"),
+        }
+    }
+}
+
+/// TopicNameStrategy: `<topic>-key` or `<topic>-value`.
+pub fn topic_name_subject(topic: &str, is_key: bool) -> String {
+    format!("{topic}-{}", if is_key { "key" } else { "value" })
+}
+
+/// Where one side's schema comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SideSource {
+    /// Given inline.
+    Direct {
+        /// Format (with the protobuf message name).
+        format: SchemaFormat,
+        /// The schema text.
+        text: String,
+        /// Framing of the records.
+        wire: WireFormat,
+    },
+    /// From the registry.
+    Registry(SchemaLocator),
+}
+
+/// Registry connection settings.
+#[derive(Debug, Clone)]
+pub struct RegistryConfig {
+    /// Base URL.
+    pub url: String,
+    /// Basic auth user and secret.
+    pub auth: Option<(String, Secret)>,
+    /// Retries after the first attempt when the registry cannot be reached.
+    pub max_retries: u32,
+}
+
+/// A validated decode section.
+#[derive(Debug, Clone)]
+pub struct DecodeConfig {
+    /// PERMISSIVE or FAILFAST.
+    pub mode: DecodeMode,
+    /// The key's schema source (None: utf8).
+    pub key: Option<SideSource>,
+    /// The payload's schema source (None: utf8).
+    pub payload: Option<SideSource>,
+    /// Registry settings, when a side uses the registry.
+    pub registry: Option<RegistryConfig>,
+}
+
+impl DecodeConfig {
+    /// Validates the decode options (unknown names refused with a suggestion) and resolves the
+    /// registry secret through `secrets`.
+    pub fn from_options(options: &Options, secrets: &dyn SecretStore) -> Result<DecodeConfig> {
+        let specs = decode_options();
+        let p = OptionSpec::validate_all(&specs, options, DECODE_SECTION)?;
+        let mode = match p.word("mode")?.as_deref() {
+            Some("failfast") => DecodeMode::FailFast,
+            _ => DecodeMode::Permissive,
+        };
+        let mut sides = Vec::new();
+        for (prefix, locator_opt) in [
+            ("", "payload_schema_locator"),
+            ("key_", "key_schema_locator"),
+        ] {
+            let mut given: Vec<(String, SchemaFormat, String)> = Vec::new();
+            let message = p.string(&format!("{prefix}message_name"))?;
+            for (name, fmt) in [
+                (format!("{prefix}json_schema"), SchemaFormat::JsonSchema),
+                (format!("{prefix}avro_schema"), SchemaFormat::Avro),
+            ] {
+                if let Some(t) = p.string(&name)? {
+                    given.push((name, fmt, t));
+                }
+            }
+            let proto_opt = format!("{prefix}proto_schema");
+            if let Some(t) = p.string(&proto_opt)? {
+                let message = message.clone().ok_or_else(|| {
+                    Error::new(
+                        ErrorCode::MissingOption,
+                        format!("option '{prefix}message_name' is required with '{proto_opt}' (a fully qualified name such as com.example.Event)"),
+                    )
+                    .with_context("option", format!("{prefix}message_name"))
+                })?;
+                given.push((proto_opt.clone(), SchemaFormat::Protobuf { message }, t));
+            } else if message.is_some() && p.string(locator_opt)?.is_none() {
+                return Err(Error::new(
+                    ErrorCode::MissingOption,
+                    format!("option '{prefix}message_name' is given without '{proto_opt}'"),
+                )
+                .with_context("option", proto_opt));
+            }
+            let locator = p.string(locator_opt)?;
+            let mut names: Vec<String> = given.iter().map(|g| g.0.clone()).collect();
+            if locator.is_some() {
+                names.push(locator_opt.to_string());
+            }
+            if names.len() > 1 {
+                return Err(Error::new(
+                    ErrorCode::ConflictingOptions,
+                    format!(
+                        "options {} exclude each other: give one schema per side",
+                        names.join(", ")
+                    ),
+                )
+                .with_context("option", &names[1]));
+            }
+            let wire = match p.word(&format!("{prefix}wire_format"))?.as_deref() {
+                Some("confluent") => WireFormat::Confluent,
+                _ => WireFormat::Plain,
+            };
+            let side = if let Some((_, format, text)) = given.pop() {
+                Some(SideSource::Direct { format, text, wire })
+            } else if let Some(l) = locator {
+                let mut loc = SchemaLocator::parse(&l, locator_opt)?;
+                if let (SchemaFormat::Protobuf { message: m }, Some(given)) =
+                    (&mut loc.format, &message)
+                {
+                    if m.is_empty() {
+                        *m = given.clone();
+                    }
+                }
+                Some(SideSource::Registry(loc))
+            } else {
+                None
+            };
+            sides.push(side);
+        }
+        let key = sides.pop().flatten();
+        let payload = sides.pop().flatten();
+        if key.is_none() && payload.is_none() {
+            return Err(Error::new(
+                ErrorCode::MissingOption,
+                "the decode section needs a key or payload schema: json_schema, avro_schema, proto_schema (+ message_name), payload_schema_locator, or their key_ forms",
+            )
+            .with_context("option", "json_schema"));
+        }
+        let uses_registry = [&key, &payload]
+            .iter()
+            .any(|s| matches!(s, Some(SideSource::Registry(_))));
+        let url = p.string("schema_registry_url")?;
+        let registry = match (uses_registry, url) {
+            (true, None) => {
+                return Err(Error::new(
+                    ErrorCode::MissingOption,
+                    "option 'schema_registry_url' is required with a schema locator",
+                )
+                .with_context("option", "schema_registry_url"))
+            }
+            (false, Some(_)) => {
+                return Err(Error::new(
+                    ErrorCode::MissingOption,
+                    "option 'schema_registry_url' is given but no side reads from the registry: add payload_schema_locator or key_schema_locator",
+                )
+                .with_context("option", "payload_schema_locator"))
+            }
+            (false, None) => None,
+            (true, Some(url)) => {
+                let user = p.string("schema_registry_key")?;
+                let secret = p.string("schema_registry_secret")?;
+                let auth = match (user, secret) {
+                    (Some(u), Some(s)) => {
+                        if SecretRef::parse(&s).is_none() {
+                            return Err(Error::new(
+                                ErrorCode::InvalidOption,
+                                "option 'schema_registry_secret' must be a {{secrets/<scope>/<key>}} reference, not the secret itself",
+                            )
+                            .with_context("option", "schema_registry_secret"));
+                        }
+                        Some((u, resolve_value(secrets, &s)?))
+                    }
+                    (None, None) => None,
+                    (Some(_), None) => {
+                        return Err(Error::new(
+                            ErrorCode::MissingOption,
+                            "option 'schema_registry_secret' is required with 'schema_registry_key'",
+                        )
+                        .with_context("option", "schema_registry_secret"))
+                    }
+                    (None, Some(_)) => {
+                        return Err(Error::new(
+                            ErrorCode::MissingOption,
+                            "option 'schema_registry_key' is required with 'schema_registry_secret'",
+                        )
+                        .with_context("option", "schema_registry_key"))
+                    }
+                };
+                let max_retries = p.i64("schema_registry_max_retries")?.unwrap_or(5) as u32;
+                Some(RegistryConfig {
+                    url,
+                    auth,
+                    max_retries,
+                })
+            }
+        };
+        Ok(DecodeConfig {
+            mode,
+            key,
+            payload,
+            registry,
+        })
+    }
+}

@@ -1,0 +1,296 @@
+//! [`RegistrySchemaProvider`]: schemas from a Confluent Schema Registry.
+//!
+//! Talks to the registry with `schema_registry_converter` (reqwest + rustls): basic auth with the
+//! API key and secret, the latest (or a fixed) version of the subject named by the locator's
+//! strategy, and for protobuf the referenced subjects too. The answer is compiled before it is
+//! returned, so an unsupported schema is refused at start. A registry that cannot be reached
+//! (connection refused, timeouts, 5xx) is retried with exponential backoff and then reported as
+//! `CONNECTION_FAILED` (retryable) — never as malformed data; 401/403 are
+//! `AUTHENTICATION_FAILED`, an unknown subject or version is `SCHEMA_ERROR`.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use base64::Engine;
+use schema_registry_converter::async_impl::schema_registry::{
+    get_referenced_schema, get_schema_by_subject_and_version, SrSettings,
+};
+use schema_registry_converter::error::SRCError;
+use schema_registry_converter::schema_registry_common::{RegisteredSchema, SchemaType};
+
+use crate::decode::options::{DecodeConfig, SchemaLocator, SideSource};
+use crate::decode::protobuf::{self, DESCRIPTOR_SET_PREFIX};
+use crate::decode::{DecodeMode, StreamDecoder};
+use crate::error::{Error, ErrorCode, Result, Retry};
+use crate::schema_provider::{
+    ResolvedSchema, SchemaFormat, SchemaProvider, StreamSchemas, WireFormat,
+};
+
+/// First backoff delay; doubled per attempt up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Resolves locators against a Confluent Schema Registry (inline sides are served as given).
+pub struct RegistrySchemaProvider {
+    settings: SrSettings,
+    url: String,
+    key: Option<SideSource>,
+    payload: Option<SideSource>,
+    max_retries: u32,
+}
+
+impl std::fmt::Debug for RegistrySchemaProvider {
+    /// Never prints the credentials (`SrSettings` would).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistrySchemaProvider")
+            .field("url", &self.url)
+            .field("key", &self.key)
+            .field("payload", &self.payload)
+            .field("max_retries", &self.max_retries)
+            .finish()
+    }
+}
+
+impl RegistrySchemaProvider {
+    /// A provider for a decode section with a registry.
+    pub fn new(config: &DecodeConfig) -> Result<RegistrySchemaProvider> {
+        let registry = config.registry.as_ref().ok_or_else(|| {
+            Error::new(
+                ErrorCode::MissingOption,
+                "option 'schema_registry_url' is required",
+            )
+            .with_context("option", "schema_registry_url")
+        })?;
+        let url = registry.url.trim_end_matches('/').to_string();
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(Error::new(
+                ErrorCode::InvalidOption,
+                format!(
+                    "option 'schema_registry_url' must start with http:// or https://, got '{url}'"
+                ),
+            )
+            .with_context("option", "schema_registry_url"));
+        }
+        let mut builder = SrSettings::new_builder(url.clone());
+        builder.set_timeout(Duration::from_secs(30));
+        if let Some((user, secret)) = &registry.auth {
+            builder.set_basic_authorization(user, Some(secret.expose()));
+        }
+        let settings = builder.build().map_err(|e| {
+            Error::new(
+                ErrorCode::Connection,
+                format!("cannot create the schema registry client: {}", e.error),
+            )
+        })?;
+        Ok(RegistrySchemaProvider {
+            settings,
+            url,
+            key: config.key.clone(),
+            payload: config.payload.clone(),
+            max_retries: registry.max_retries,
+        })
+    }
+
+    /// One registry call with retries and backoff for failures that may pass.
+    async fn fetch(&self, subject: &str, version: Option<u32>) -> Result<RegisteredSchema> {
+        let mut delay = FIRST_BACKOFF;
+        let mut attempt = 0;
+        loop {
+            match get_schema_by_subject_and_version(&self.settings, subject, version).await {
+                Ok(s) => return Ok(s),
+                Err(e) => {
+                    let err = self.classify(&e, subject, version);
+                    if !err.is_retryable() || attempt >= self.max_retries {
+                        return Err(err);
+                    }
+                    tracing::warn!(subject, attempt, error = %err, "schema registry call failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(MAX_BACKOFF);
+                    attempt += 1;
+                }
+            }
+        }
+    }
+
+    fn classify(&self, e: &SRCError, subject: &str, version: Option<u32>) -> Error {
+        let text = e.to_string();
+        let version_text = version.map_or("latest".to_string(), |v| v.to_string());
+        let status = |code: &str| text.contains(&format!("status {code}"));
+        if status("401") || status("403") {
+            Error::new(
+                ErrorCode::Authentication,
+                format!("the schema registry at {} refused the credentials (check schema_registry_key / schema_registry_secret)", self.url),
+            )
+            .with_context("subject", subject)
+        } else if status("404") {
+            Error::new(
+                ErrorCode::Schema,
+                format!("subject '{subject}' version {version_text} is not in the schema registry at {}", self.url),
+            )
+            .with_context("subject", subject)
+        } else if !e.retriable && text.contains("status 4") {
+            Error::new(
+                ErrorCode::Schema,
+                format!(
+                    "the schema registry refused the request for subject '{subject}': {}",
+                    e.error
+                ),
+            )
+            .with_context("subject", subject)
+        } else {
+            Error::new(
+                ErrorCode::Connection,
+                format!(
+                    "the schema registry at {} cannot be reached: {}",
+                    self.url,
+                    describe(e)
+                ),
+            )
+            .with_context("subject", subject)
+            .with_retry(Retry::After(Duration::from_secs(5)))
+        }
+    }
+
+    async fn side(
+        &self,
+        side: &Option<SideSource>,
+        stream: &str,
+        is_key: bool,
+    ) -> Result<Option<ResolvedSchema>> {
+        let loc = match side {
+            None => return Ok(None),
+            Some(SideSource::Direct { format, text, wire }) => {
+                return Ok(Some(ResolvedSchema {
+                    format: format.clone(),
+                    text: text.clone(),
+                    wire: *wire,
+                    registry_id: None,
+                }))
+            }
+            Some(SideSource::Registry(loc)) => loc,
+        };
+        let subject = loc.subject(stream, is_key);
+        let registered = self.fetch(&subject, loc.version).await?;
+        let resolved = self.to_resolved(loc, &subject, registered).await?;
+        Ok(Some(resolved))
+    }
+
+    async fn to_resolved(
+        &self,
+        loc: &SchemaLocator,
+        subject: &str,
+        reg: RegisteredSchema,
+    ) -> Result<ResolvedSchema> {
+        let wrong = |found: &str| {
+            Error::new(
+                ErrorCode::Schema,
+                format!(
+                    "subject '{subject}' holds a {found} schema but the locator says format={}",
+                    match loc.format {
+                        SchemaFormat::Avro => "AVRO",
+                        _ => "PROTOBUF",
+                    }
+                ),
+            )
+            .with_context("subject", subject)
+        };
+        match (&loc.format, &reg.schema_type) {
+            (_, SchemaType::Json) => Err(Error::new(
+                ErrorCode::Schema,
+                format!("subject '{subject}' holds a JSON schema; JSON schemas are not read from the registry: declare it inline with json_schema"),
+            )
+            .with_context("subject", subject)),
+            (SchemaFormat::Avro, SchemaType::Avro) => {
+                if !reg.references.is_empty() {
+                    return Err(Error::new(
+                        ErrorCode::Schema,
+                        format!("subject '{subject}': Avro schemas with references are not supported"),
+                    )
+                    .with_context("subject", subject));
+                }
+                Ok(ResolvedSchema {
+                    format: SchemaFormat::Avro,
+                    text: reg.schema,
+                    wire: WireFormat::Confluent,
+                    registry_id: Some(reg.id),
+                })
+            }
+            (SchemaFormat::Protobuf { message }, SchemaType::Protobuf) => {
+                let imports = self.references(&reg).await?;
+                let message = if message.is_empty() {
+                    protobuf::first_message(&protobuf::load_pool(&reg.schema, &imports)?)?
+                } else {
+                    message.clone()
+                };
+                let text = if imports.iter().any(|(n, _)| !n.starts_with("google/protobuf/")) {
+                    let pool = protobuf::load_pool(&reg.schema, &imports)?;
+                    format!(
+                        "{DESCRIPTOR_SET_PREFIX}{}",
+                        base64::engine::general_purpose::STANDARD.encode(pool.encode_to_vec())
+                    )
+                } else {
+                    reg.schema
+                };
+                Ok(ResolvedSchema {
+                    format: SchemaFormat::Protobuf { message },
+                    text,
+                    wire: WireFormat::Confluent,
+                    registry_id: Some(reg.id),
+                })
+            }
+            (_, SchemaType::Avro) => Err(wrong("AVRO")),
+            (_, SchemaType::Protobuf) => Err(wrong("PROTOBUF")),
+            (_, other) => Err(wrong(&format!("{other:?}"))),
+        }
+    }
+
+    /// The referenced schemas (transitively), by import name.
+    async fn references(&self, reg: &RegisteredSchema) -> Result<Vec<(String, String)>> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        let mut todo: Vec<_> = reg.references.clone();
+        while let Some(r) = todo.pop() {
+            if out.iter().any(|(n, _)| *n == r.name) {
+                continue;
+            }
+            let mut delay = FIRST_BACKOFF;
+            let mut attempt = 0;
+            let child = loop {
+                match get_referenced_schema(&self.settings, &r).await {
+                    Ok(c) => break c,
+                    Err(e) => {
+                        let err = self.classify(&e, &r.subject, Some(r.version));
+                        if !err.is_retryable() || attempt >= self.max_retries {
+                            return Err(err);
+                        }
+                        tokio::time::sleep(delay).await;
+                        delay = (delay * 2).min(MAX_BACKOFF);
+                        attempt += 1;
+                    }
+                }
+            };
+            todo.extend(child.references.iter().cloned());
+            out.push((r.name.clone(), child.schema));
+        }
+        Ok(out)
+    }
+}
+
+fn describe(e: &SRCError) -> String {
+    match &e.cause {
+        Some(c) => format!("{} ({c})", e.error),
+        None => e.error.clone(),
+    }
+}
+
+#[async_trait]
+impl SchemaProvider for RegistrySchemaProvider {
+    async fn resolve(&self, stream: &str) -> Result<StreamSchemas> {
+        let schemas = StreamSchemas {
+            key: self.side(&self.key, stream, true).await?,
+            payload: self.side(&self.payload, stream, false).await?,
+        };
+        // Compile now: an unsupported schema is refused at start, naming the field.
+        StreamDecoder::new(&schemas, DecodeMode::Permissive, "value")?;
+        Ok(schemas)
+    }
+}
