@@ -228,7 +228,11 @@ impl Checkpoint {
             return Ok(Recovery::Fresh);
         };
         let entry: OffsetEntry = self.read_json("offsets", last_planned)?;
-        let committed = self.dir.join("commits").join(last_planned.to_string()).exists();
+        let committed = self
+            .dir
+            .join("commits")
+            .join(last_planned.to_string())
+            .exists();
         if committed {
             Ok(Recovery::Continue { last: entry })
         } else {
@@ -237,7 +241,12 @@ impl Checkpoint {
     }
 
     /// Writes `offsets/<n>` (before the batch is read).
-    pub fn write_offsets(&self, batch_id: u64, start: &Offset, end: &Offset) -> Result<OffsetEntry> {
+    pub fn write_offsets(
+        &self,
+        batch_id: u64,
+        start: &Offset,
+        end: &Offset,
+    ) -> Result<OffsetEntry> {
         let entry = OffsetEntry {
             batch_id,
             start: start.clone(),
@@ -289,7 +298,10 @@ mod tests {
         let ck = Checkpoint::open(dir.path()).unwrap();
         assert_eq!(ck.recovery().unwrap(), Recovery::Fresh);
         let e0 = ck.write_offsets(0, &off(0), &off(5)).unwrap();
-        assert_eq!(ck.recovery().unwrap(), Recovery::Replay { entry: e0.clone() });
+        assert_eq!(
+            ck.recovery().unwrap(),
+            Recovery::Replay { entry: e0.clone() }
+        );
         ck.write_commit(0, 10).unwrap();
         assert_eq!(ck.recovery().unwrap(), Recovery::Continue { last: e0 });
         let e1 = ck.write_offsets(1, &off(5), &off(9)).unwrap();

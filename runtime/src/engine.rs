@@ -91,7 +91,9 @@ impl std::fmt::Debug for Pipeline {
 
 /// Checks a pipeline without any I/O: connectors exist, their options are valid.
 pub fn validate(spec: &PipelineSpec, registry: &Registry) -> Result<()> {
-    registry.source(&spec.source)?.validate(&spec.source_options)?;
+    registry
+        .source(&spec.source)?
+        .validate(&spec.source_options)?;
     for (name, options) in &spec.sinks {
         registry.sink(name)?.validate(options)?;
     }
@@ -123,7 +125,10 @@ impl Pipeline {
         };
         let mut sinks = Vec::new();
         for (name, options) in &spec.sinks {
-            sinks.push((name.clone(), registry.sink(name)?.create(options, &sink_ctx)?));
+            sinks.push((
+                name.clone(),
+                registry.sink(name)?.create(options, &sink_ctx)?,
+            ));
         }
         Ok(Pipeline {
             name: spec.name.clone(),
@@ -303,7 +308,8 @@ impl Pipeline {
         wal_ms += t.elapsed().as_millis() as u64;
         self.source.commit(end).await?;
         durations.wal_commit = wal_ms;
-        durations.trigger_execution = t_batch.elapsed().as_millis() as u64 + durations.latest_offset;
+        durations.trigger_execution =
+            t_batch.elapsed().as_millis() as u64 + durations.latest_offset;
 
         let since_last = last_end.elapsed().as_secs_f64();
         *last_end = Instant::now();

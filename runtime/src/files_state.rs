@@ -70,7 +70,14 @@ pub fn to_table(rows: &[FileStateRow]) -> String {
             .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
             .unwrap_or_else(|| ms.to_string())
     };
-    let header = ["path", "size", "modified", "discovered", "batch", "committed"];
+    let header = [
+        "path",
+        "size",
+        "modified",
+        "discovered",
+        "batch",
+        "committed",
+    ];
     let body: Vec<[String; 6]> = rows
         .iter()
         .map(|r| {
@@ -79,7 +86,9 @@ pub fn to_table(rows: &[FileStateRow]) -> String {
                 r.size.to_string(),
                 fmt_ms(r.modification_time_ms),
                 fmt_ms(r.discovery_time_ms),
-                r.batch_id.map(|b| b.to_string()).unwrap_or_else(|| "-".into()),
+                r.batch_id
+                    .map(|b| b.to_string())
+                    .unwrap_or_else(|| "-".into()),
                 r.committed.to_string(),
             ]
         })

@@ -219,7 +219,10 @@ kind = "availableNow"
         let p = PipelineSpec::parse(GOOD, "quickstart.toml").unwrap();
         assert_eq!(p.name, "quickstart");
         assert_eq!(p.source, "files");
-        assert_eq!(p.source_options.get("cloudfiles.maxfilespertrigger"), Some("2"));
+        assert_eq!(
+            p.source_options.get("cloudfiles.maxfilespertrigger"),
+            Some("2")
+        );
         assert_eq!(p.sinks.len(), 2);
         assert_eq!(p.trigger, Trigger::AvailableNow);
     }
@@ -234,7 +237,10 @@ kind = "availableNow"
 
     #[test]
     fn missing_sink_and_bad_toml_are_refused() {
-        let e = PipelineSpec::parse("checkpoint = \"x\"\n[source]\nconnector = \"files\"\nsink = []\n", "p.toml");
+        let e = PipelineSpec::parse(
+            "checkpoint = \"x\"\n[source]\nconnector = \"files\"\nsink = []\n",
+            "p.toml",
+        );
         assert!(e.is_err());
         let e = PipelineSpec::parse("checkpoint = ", "p.toml").unwrap_err();
         assert!(e.message().starts_with("p.toml:"), "{}", e.message());
@@ -242,7 +248,10 @@ kind = "availableNow"
 
     #[test]
     fn nested_option_values_are_refused() {
-        let text = GOOD.replace("options = { path = \"out\" }", "options = { path = [\"a\"] }");
+        let text = GOOD.replace(
+            "options = { path = \"out\" }",
+            "options = { path = [\"a\"] }",
+        );
         let e = PipelineSpec::parse(&text, "p.toml").unwrap_err();
         assert!(e.message().contains("must be a string, number or boolean"));
     }

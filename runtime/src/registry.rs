@@ -101,6 +101,10 @@ mod tests {
     fn unknown_connector_suggests_a_near_name() {
         let e = Registry::builtin().sink("parquett").unwrap_err();
         assert_eq!(e.code(), ErrorCode::UnknownConnector);
-        assert!(e.message().contains("Did you mean 'parquet'"), "{}", e.message());
+        assert!(
+            e.message().contains("Did you mean 'parquet'"),
+            "{}",
+            e.message()
+        );
     }
 }

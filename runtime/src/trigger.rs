@@ -97,12 +97,18 @@ mod tests {
 
     #[test]
     fn kinds_parse_case_insensitively() {
-        assert_eq!(spec(None, None).parse().unwrap(), Trigger::ProcessingTime(Duration::ZERO));
+        assert_eq!(
+            spec(None, None).parse().unwrap(),
+            Trigger::ProcessingTime(Duration::ZERO)
+        );
         assert_eq!(
             spec(Some("processingtime"), Some("10s")).parse().unwrap(),
             Trigger::ProcessingTime(Duration::from_secs(10))
         );
-        assert_eq!(spec(Some("availableNow"), None).parse().unwrap(), Trigger::AvailableNow);
+        assert_eq!(
+            spec(Some("availableNow"), None).parse().unwrap(),
+            Trigger::AvailableNow
+        );
         assert_eq!(spec(Some("ONCE"), None).parse().unwrap(), Trigger::Once);
     }
 

@@ -76,7 +76,10 @@ impl ConsoleSink {
             }
             ConsoleFormat::Table => {
                 let shown = if self.truncate {
-                    shown.iter().map(truncate_cells).collect::<Result<Vec<_>>>()?
+                    shown
+                        .iter()
+                        .map(truncate_cells)
+                        .collect::<Result<Vec<_>>>()?
                 } else {
                     shown
                 };
@@ -173,8 +176,12 @@ impl SinkFactory for ConsoleSinkFactory {
 
     fn options(&self) -> Vec<OptionSpec> {
         vec![
-            OptionSpec::one_of("format", &["json", "table"], "How rows are printed: JSON lines or a table.")
-                .default_value("json"),
+            OptionSpec::one_of(
+                "format",
+                &["json", "table"],
+                "How rows are printed: JSON lines or a table.",
+            )
+            .default_value("json"),
             OptionSpec::int("numRows", 1, i64::MAX, "Rows printed per batch.").default_value(20),
             OptionSpec::bool("truncate", "Cut table cells longer than 20 characters.")
                 .default_value(true),
@@ -222,7 +229,11 @@ mod tests {
             schema,
             vec![
                 Arc::new(Int64Array::from(vec![1, 2, 3])),
-                Arc::new(StringArray::from(vec![Some("a"), None, Some("a very long name that goes on")])),
+                Arc::new(StringArray::from(vec![
+                    Some("a"),
+                    None,
+                    Some("a very long name that goes on"),
+                ])),
             ],
         )
         .unwrap()
@@ -250,7 +261,9 @@ mod tests {
     #[test]
     fn bad_format_is_refused_with_allowed_values() {
         let o: Options = [("format", "xml")].into_iter().collect();
-        let e = ConsoleSinkFactory.create(&o, &ConnectorContext::default()).unwrap_err();
+        let e = ConsoleSinkFactory
+            .create(&o, &ConnectorContext::default())
+            .unwrap_err();
         assert!(e.to_string().contains("one of json, table"), "{e}");
     }
 }

@@ -59,9 +59,10 @@ impl ParquetSink {
             (None, Some(b)) => b.schema(),
             (None, None) => return Ok(()),
         };
-        let tmp = self
-            .dir
-            .join(format!(".part-{batch_id:020}.parquet.{}.tmp", std::process::id()));
+        let tmp = self.dir.join(format!(
+            ".part-{batch_id:020}.parquet.{}.tmp",
+            std::process::id()
+        ));
         let file = File::create(&tmp).map_err(|e| self.io_err("create", &tmp, e))?;
         let props = WriterProperties::builder()
             .set_compression(self.compression)
@@ -213,7 +214,11 @@ mod tests {
     #[tokio::test]
     async fn replayed_batch_replaces_and_stale_temp_files_are_removed() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(".part-00000000000000000009.parquet.1.tmp"), b"junk").unwrap();
+        std::fs::write(
+            dir.path().join(".part-00000000000000000009.parquet.1.tmp"),
+            b"junk",
+        )
+        .unwrap();
         let mut s = ParquetSink::new(dir.path());
         s.open(batch(vec![]).schema()).await.unwrap();
         s.write(0, &[batch(vec![1, 2, 3])]).await.unwrap();

@@ -14,7 +14,11 @@ use tributary_runtime::registry::Registry;
 use tributary_sdk::{ChainSecretStore, EnvSecretStore, Error, FileSecretStore};
 
 #[derive(Parser)]
-#[command(name = "tributary", version, about = "Run streaming ingestion pipelines (files, Kafka, Kinesis) with exactly-once checkpoints.")]
+#[command(
+    name = "tributary",
+    version,
+    about = "Run streaming ingestion pipelines (files, Kafka, Kinesis) with exactly-once checkpoints."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

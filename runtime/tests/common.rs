@@ -1,0 +1,102 @@
+#![allow(dead_code, missing_docs)]
+//! Helpers shared by the runtime's end-to-end tests: pipeline files, input files, the binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn tributary() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tributary"))
+}
+
+/// Writes `files` JSON-lines files of `rows` rows each, ids starting at `first_id`.
+pub fn write_json_files(dir: &Path, prefix: &str, files: usize, rows: usize, first_id: u64) -> u64 {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut id = first_id;
+    for f in 0..files {
+        let mut text = String::new();
+        for _ in 0..rows {
+            text.push_str(&format!(
+                "{{\"id\":{id},\"name\":\"row-{id}\",\"amount\":{}.5}}\n",
+                id % 97
+            ));
+            id += 1;
+        }
+        // Write then rename, as producers of landing directories should.
+        let tmp = dir.join(format!(".{prefix}-{f:05}.json.tmp"));
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, dir.join(format!("{prefix}-{f:05}.json"))).unwrap();
+    }
+    id
+}
+
+pub struct Layout {
+    pub root: tempfile::TempDir,
+}
+
+impl Layout {
+    pub fn new() -> Self {
+        Layout {
+            root: tempfile::tempdir().unwrap(),
+        }
+    }
+    pub fn input(&self) -> PathBuf {
+        self.root.path().join("in")
+    }
+    pub fn output(&self) -> PathBuf {
+        self.root.path().join("out")
+    }
+    pub fn checkpoint(&self) -> PathBuf {
+        self.root.path().join("ck")
+    }
+    /// Writes a files -> parquet pipeline and returns its path.
+    pub fn pipeline(&self, extra_source_options: &str, trigger: &str) -> PathBuf {
+        let text = format!(
+            r#"
+name = "test"
+checkpoint = "{ck}"
+[source]
+connector = "files"
+options = {{ path = "{input}", "cloudFiles.format" = "json", schema = "id BIGINT, name STRING, amount DOUBLE" {extra} }}
+[[sink]]
+connector = "parquet"
+options = {{ path = "{out}" }}
+[trigger]
+kind = "{trigger}"
+"#,
+            ck = self.checkpoint().display(),
+            input = self.input().display(),
+            out = self.output().display(),
+            extra = extra_source_options,
+        );
+        let p = self.root.path().join("pipeline.toml");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+/// The ids in the Parquet output, sorted.
+pub fn output_ids(dir: &Path) -> Vec<i64> {
+    use arrow::array::{AsArray, Int64Array};
+    let mut ids = Vec::new();
+    for b in tributary_sinks::parquet::read_dir_batches(dir).unwrap() {
+        let col = b.column_by_name("id").unwrap();
+        let arr: &Int64Array = col.as_primitive();
+        ids.extend(arr.iter().flatten());
+    }
+    ids.sort_unstable();
+    ids
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts a failed run: non-zero exit, exactly one `error:` line, no panic.
+pub fn assert_one_clear_error(o: &Output) -> String {
+    let err = stderr(o);
+    assert!(!o.status.success(), "expected failure, stderr: {err}");
+    assert!(!err.contains("panicked"), "panic: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "expected one error line, got: {err}");
+    lines[0].to_string()
+}

@@ -1,0 +1,214 @@
+//! End-to-end runs of the `tributary` binary: files -> Parquet with available-now, incremental
+//! re-runs, `files-state`, and bad input that must fail with one clear error line.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn available_now_in_three_batches_then_only_new_files() {
+    let l = Layout::new();
+    let next = write_json_files(&l.input(), "a", 9, 10, 0);
+    let p = l.pipeline(r#", "cloudFiles.maxFilesPerTrigger" = 3"#, "availableNow");
+    let progress = l.root.path().join("progress.jsonl");
+
+    let o = tributary()
+        .args(["run", "-q", "--progress-json"])
+        .arg(&progress)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(output_ids(&l.output()), (0..90).collect::<Vec<_>>());
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(&progress)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 3, "three batches of three files");
+    assert_eq!(events[0]["numInputRows"], 30);
+    assert_eq!(events[0]["sources"][0]["metrics"]["numFilesOutstanding"], 6);
+    assert_eq!(events[2]["sources"][0]["metrics"]["numFilesOutstanding"], 0);
+    assert_eq!(events[2]["batchId"], 2);
+
+    // New files arrive; the second run reads only them.
+    write_json_files(&l.input(), "b", 2, 10, next);
+    let o = tributary()
+        .args(["run", "-q", "--progress-json"])
+        .arg(&progress)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(&progress)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["batchId"], 3);
+    assert_eq!(events[0]["numInputRows"], 20);
+    assert_eq!(output_ids(&l.output()), (0..110).collect::<Vec<_>>());
+
+    // files-state lists all eleven files, each committed, with its batch.
+    let o = tributary()
+        .args(["files-state", "--format", "json"])
+        .arg(l.checkpoint())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows.len(), 11);
+    assert!(rows.iter().all(|r| r["committed"] == true));
+    let batches: Vec<u64> = rows
+        .iter()
+        .map(|r| r["batchId"].as_u64().unwrap())
+        .collect();
+    assert_eq!(batches, vec![0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3]);
+    let o = tributary()
+        .arg("files-state")
+        .arg(l.checkpoint())
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("11 files, 11 committed"), "{table}");
+}
+
+#[test]
+fn once_trigger_ignores_rate_limits() {
+    let l = Layout::new();
+    write_json_files(&l.input(), "a", 5, 4, 0);
+    let p = l.pipeline(r#", "cloudFiles.maxFilesPerTrigger" = 1"#, "once");
+    let o = tributary().args(["run", "-q"]).arg(&p).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(output_ids(&l.output()).len(), 20);
+    assert_eq!(
+        std::fs::read_dir(l.checkpoint().join("commits"))
+            .unwrap()
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn check_validates_without_running() {
+    let l = Layout::new();
+    let p = l.pipeline("", "availableNow");
+    let o = tributary().arg("check").arg(&p).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("ok"));
+    assert!(
+        !l.checkpoint().exists(),
+        "check must not create the checkpoint"
+    );
+}
+
+#[test]
+fn invalid_pipeline_file_is_one_clear_error() {
+    let l = Layout::new();
+    let p = l.root.path().join("bad.toml");
+    std::fs::write(&p, "checkpoint = \n[source]\n").unwrap();
+    for cmd in ["run", "check"] {
+        let o = tributary().arg(cmd).arg(&p).output().unwrap();
+        let line = assert_one_clear_error(&o);
+        assert!(
+            line.contains("INVALID_PIPELINE") && line.contains("bad.toml"),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn unknown_option_is_named_with_a_suggestion() {
+    let l = Layout::new();
+    let p = l.pipeline(r#", "cloudFiles.maxFilePerTrigger" = 3"#, "availableNow");
+    let o = tributary().arg("run").arg(&p).output().unwrap();
+    let line = assert_one_clear_error(&o);
+    assert!(line.contains("UNKNOWN_OPTION"), "{line}");
+    assert!(
+        line.contains("did you mean 'cloudFiles.maxFilesPerTrigger'"),
+        "{line}"
+    );
+}
+
+#[test]
+fn negative_max_files_per_trigger_is_refused() {
+    let l = Layout::new();
+    let p = l.pipeline(r#", "cloudFiles.maxFilesPerTrigger" = -1"#, "availableNow");
+    for cmd in ["run", "check"] {
+        let o = tributary().arg(cmd).arg(&p).output().unwrap();
+        let line = assert_one_clear_error(&o);
+        assert!(line.contains("INVALID_OPTION"), "{line}");
+        assert!(
+            line.contains("'-1'") && line.contains("cloudFiles.maxFilesPerTrigger"),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn unreadable_file_fails_naming_the_file() {
+    let l = Layout::new();
+    std::fs::create_dir_all(l.input()).unwrap();
+    std::fs::write(
+        l.input().join("broken.parquet"),
+        b"PAR1 this is not parquet",
+    )
+    .unwrap();
+    let text = format!(
+        r#"
+checkpoint = "{ck}"
+[source]
+connector = "files"
+options = {{ path = "{input}", "cloudFiles.format" = "parquet" }}
+[[sink]]
+connector = "console"
+[trigger]
+kind = "availableNow"
+"#,
+        ck = l.checkpoint().display(),
+        input = l.input().display()
+    );
+    let p = l.root.path().join("p.toml");
+    std::fs::write(&p, text).unwrap();
+    let o = tributary().args(["run", "-q"]).arg(&p).output().unwrap();
+    let line = assert_one_clear_error(&o);
+    assert!(line.contains("broken.parquet"), "{line}");
+}
+
+#[test]
+fn checkpoint_of_another_source_is_refused() {
+    let l = Layout::new();
+    write_json_files(&l.input(), "a", 1, 1, 0);
+    let p = l.pipeline("", "availableNow");
+    assert!(tributary()
+        .args(["run", "-q"])
+        .arg(&p)
+        .status()
+        .unwrap()
+        .success());
+    // Same checkpoint, other input directory.
+    let other = l.root.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let text = std::fs::read_to_string(&p).unwrap().replace(
+        &l.input().display().to_string(),
+        &other.display().to_string(),
+    );
+    std::fs::write(&p, text).unwrap();
+    let o = tributary().args(["run", "-q"]).arg(&p).output().unwrap();
+    let line = assert_one_clear_error(&o);
+    assert!(line.contains("CHECKPOINT_INCOMPATIBLE"), "{line}");
+}
+
+#[test]
+fn unknown_connector_lists_known_ones() {
+    let l = Layout::new();
+    let p = l.pipeline("", "availableNow");
+    let text = std::fs::read_to_string(&p)
+        .unwrap()
+        .replace("connector = \"parquet\"", "connector = \"parqet\"");
+    std::fs::write(&p, text).unwrap();
+    let o = tributary().arg("check").arg(&p).output().unwrap();
+    let line = assert_one_clear_error(&o);
+    assert!(line.contains("Did you mean 'parquet'"), "{line}");
+}
