@@ -33,7 +33,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Router;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
