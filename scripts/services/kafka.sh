@@ -9,6 +9,7 @@
 #   base+1  scram      tansu on sqlite with --authentication, SCRAM users  TRIBUTARY_KAFKA_SCRAM_BOOTSTRAP
 #   base+2  tls        stunnel (server cert from a test CA) -> tansu       TRIBUTARY_KAFKA_TLS_BOOTSTRAP
 #   base+3  mtls       stunnel requiring a client cert -> tansu            TRIBUTARY_KAFKA_MTLS_BOOTSTRAP
+#   base+4  scratch    tansu on sqlite for topic deletion tests only       TRIBUTARY_KAFKA_SCRATCH_BOOTSTRAP
 #   base+102/103       the tansu instances behind the two stunnels (each advertises its stunnel port)
 # and writes ${TRIBUTARY_SERVICES_DIR:-target/services}/kafka.env with `export VAR=value` lines.
 #
@@ -19,6 +20,9 @@
 #   a topic with cleanup.policy=delete and a small retention.ms loses its old records (the tests'
 #   way to move the earliest offset past a checkpoint).
 # - no DeleteRecords (it panics the broker), no CreatePartitions, no native TLS, no PLAIN SASL.
+# - DeleteTopics on sqlite deletes EVERY topic of the cluster (topic_delete_by.sql matches on the
+#   cluster only), so tests that delete a topic get a broker of their own (scratch).
+# - ListOffsets by timestamp after the last record answers offset 0 instead of -1.
 # - a consumer below the earliest offset is not told OFFSET_OUT_OF_RANGE; it gets the next record.
 # - SCRAM users are created against a broker started without --authentication, which is then
 #   restarted with --authentication on the same database.
@@ -40,6 +44,7 @@ P_PLAIN=$BASE
 P_SCRAM=$((BASE + 1))
 P_TLS=$((BASE + 2))
 P_MTLS=$((BASE + 3))
+P_SCRATCH=$((BASE + 4))
 P_TLS_INNER=$((BASE + 102))
 P_MTLS_INNER=$((BASE + 103))
 SCRAM256_USER=tributary256
@@ -176,6 +181,7 @@ start_all() {
   make_certs
 
   start_tansu plain "$P_PLAIN" "$P_PLAIN"
+  start_tansu scratch "$P_SCRATCH" "$P_SCRATCH"
 
   # SCRAM: create the users without authentication, then restart with it on the same database.
   start_tansu scram "$P_SCRAM" "$P_SCRAM"
@@ -195,6 +201,7 @@ start_all() {
   local t=$DIR/tls
   cat >"$ENV_FILE" <<EOF
 export TRIBUTARY_KAFKA_BOOTSTRAP=127.0.0.1:$P_PLAIN
+export TRIBUTARY_KAFKA_SCRATCH_BOOTSTRAP=127.0.0.1:$P_SCRATCH
 export TRIBUTARY_KAFKA_SCRAM_BOOTSTRAP=127.0.0.1:$P_SCRAM
 export TRIBUTARY_KAFKA_SCRAM256_USER=$SCRAM256_USER
 export TRIBUTARY_KAFKA_SCRAM256_PASSWORD=$SCRAM256_PASSWORD

@@ -38,6 +38,19 @@ impl KafkaContext {
         }
     }
 
+    /// Keeps a failure; a detailed authentication/TLS message is not replaced by a vaguer one.
+    pub(crate) fn record(&self, code: Option<rdkafka::error::RDKafkaErrorCode>, message: String) {
+        let new = ClientFailure { code, message };
+        if let Ok(mut g) = self.last_failure.lock() {
+            let keep_old = g
+                .as_ref()
+                .is_some_and(|old| old.is_authentication() && !new.is_authentication());
+            if !keep_old {
+                *g = Some(new);
+            }
+        }
+    }
+
     /// The last error librdkafka reported through the error callback.
     pub(crate) fn last_failure(&self) -> Option<ClientFailure> {
         self.last_failure.lock().ok().and_then(|g| g.clone())
@@ -54,7 +67,14 @@ impl ClientContext for KafkaContext {
             | RDKafkaLogLevel::Critical
             | RDKafkaLogLevel::Error
             | RDKafkaLogLevel::Warning => {
-                tracing::debug!(target: "librdkafka", "{fac} {message}")
+                tracing::debug!(target: "librdkafka", "{fac} {message}");
+                let m = message.to_ascii_lowercase();
+                if ["ssl", "sasl", "authentication", "certificate"]
+                    .iter()
+                    .any(|w| m.contains(w))
+                {
+                    self.record(None, message.to_string());
+                }
             }
             _ => tracing::trace!(target: "librdkafka", "{fac} {message}"),
         }
@@ -62,12 +82,7 @@ impl ClientContext for KafkaContext {
 
     fn error(&self, error: KafkaError, reason: &str) {
         tracing::debug!(target: "librdkafka", "client error: {error}: {reason}");
-        if let Ok(mut g) = self.last_failure.lock() {
-            *g = Some(ClientFailure {
-                code: error.rdkafka_error_code(),
-                message: reason.to_string(),
-            });
-        }
+        self.record(error.rdkafka_error_code(), reason.to_string());
     }
 
     fn generate_oauth_token(
@@ -113,6 +128,20 @@ pub(crate) fn create_consumer(
         }
     }
     Ok(consumer)
+}
+
+/// Serves queued events: logs and errors reach the context (which keeps authentication and TLS
+/// failures to explain a timeout).
+pub(crate) fn drain_events(consumer: &BaseConsumer<KafkaContext>) {
+    for _ in 0..10_000 {
+        match consumer.poll(Duration::ZERO) {
+            Some(Err(e)) => consumer
+                .context()
+                .record(e.rdkafka_error_code(), e.to_string()),
+            Some(Ok(_)) => {}
+            None => break,
+        }
+    }
 }
 
 /// Timeouts and retries of metadata and offset requests.
@@ -167,6 +196,7 @@ impl Admin {
                 Ok(v) => return Ok(v),
                 Err(e) => {
                     tracing::debug!("{what} failed (attempt {}): {e}", attempt + 1);
+                    drain_events(&self.consumer);
                     let auth = self
                         .consumer
                         .context()

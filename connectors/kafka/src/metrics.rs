@@ -50,11 +50,9 @@ impl ByteWindow {
 }
 
 /// Lag metrics of a planned batch end against the latest offsets.
-pub(crate) fn lag_metrics(
-    end: &PartitionOffsets,
-    latest: &PartitionOffsets,
-    avg_record: Option<f64>,
-) -> SourceMetrics {
+/// `estimatedTotalBytesBehindLatest` is added by [`with_byte_estimate`] when metrics are read, so
+/// it uses the record sizes of the batch that was read after planning.
+pub(crate) fn lag_metrics(end: &PartitionOffsets, latest: &PartitionOffsets) -> SourceMetrics {
     let lags: Vec<i64> = latest
         .iter()
         .map(|(t, p, hi)| (hi - end.get(t, p).unwrap_or(hi)).max(0))
@@ -76,7 +74,14 @@ pub(crate) fn lag_metrics(
         "avgOffsetsBehindLatest".into(),
         serde_json::json!(total as f64 / lags.len() as f64),
     );
-    if let Some(avg) = avg_record {
+    m.insert("totalOffsetsBehindLatest".into(), total.into());
+    m
+}
+
+/// Adds `estimatedTotalBytesBehindLatest` (offsets behind latest x average record size).
+pub(crate) fn with_byte_estimate(mut m: SourceMetrics, avg_record: Option<f64>) -> SourceMetrics {
+    let total = m.get("totalOffsetsBehindLatest").and_then(|v| v.as_i64());
+    if let (Some(total), Some(avg)) = (total, avg_record) {
         m.insert(
             "estimatedTotalBytesBehindLatest".into(),
             serde_json::json!((total as f64 * avg).round()),
@@ -104,7 +109,7 @@ mod tests {
         end.set("t", 1, 10);
         latest.set("t", 0, 10);
         latest.set("t", 1, 10);
-        let m = lag_metrics(&end, &latest, w.average());
+        let m = with_byte_estimate(lag_metrics(&end, &latest), w.average());
         assert_eq!(m["maxOffsetsBehindLatest"], 5);
         assert_eq!(m["minOffsetsBehindLatest"], 0);
         assert_eq!(m["avgOffsetsBehindLatest"], 2.5);

@@ -336,6 +336,9 @@ fn poll_ranges(
                 }
             }
             Some(Err(e)) => {
+                consumer
+                    .context()
+                    .record(e.rdkafka_error_code(), e.to_string());
                 if let Some(f) = consumer
                     .context()
                     .last_failure()

@@ -84,13 +84,15 @@ impl<'a> Bytes<'a> {
             DataType::LargeBinary => Bytes::LargeBinary(col.as_binary()),
             DataType::Utf8 => Bytes::Utf8(col.as_string()),
             DataType::LargeUtf8 => Bytes::LargeUtf8(col.as_string()),
-            other => return Err(Error::new(
-                ErrorCode::Schema,
-                format!(
+            other => {
+                return Err(Error::new(
+                    ErrorCode::Schema,
+                    format!(
                     "column '{name}' must be binary or string to be written to Kafka, not {other}"
                 ),
-            )
-            .with_context("field", name)),
+                )
+                .with_context("field", name))
+            }
         })
     }
 

@@ -31,7 +31,7 @@ use tributary_sdk::{
 use crate::client::{Admin, RequestPolicy};
 use crate::config::{source_option_specs, Position, SourceConfig, Subscription};
 use crate::connection::{check_pass_through, ConnectionProfile};
-use crate::metrics::{lag_metrics, ByteWindow};
+use crate::metrics::{lag_metrics, with_byte_estimate, ByteWindow};
 use crate::offsets::{PartitionOffsets, EARLIEST, LATEST};
 use crate::planner::{rate_limit, split_ranges, OffsetRange};
 use crate::reader::{RangeReader, ReadSettings};
@@ -380,7 +380,7 @@ impl Source for KafkaSource {
                 .last_trigger
                 .map_or(u128::MAX, |t| t.elapsed().as_millis());
             if available < rows && waited < max_delay_ms as u128 {
-                self.metrics = lag_metrics(&start_offsets, &high, self.window.average());
+                self.metrics = lag_metrics(&start_offsets, &high);
                 return Ok(start.clone());
             }
         }
@@ -396,7 +396,7 @@ impl Source for KafkaSource {
                 }
             }
         }
-        self.metrics = lag_metrics(&end, &high, self.window.average());
+        self.metrics = lag_metrics(&end, &high);
         let end_offset = end.to_offset()?;
         if &end_offset != start {
             self.last_trigger = Some(Instant::now());
@@ -519,7 +519,7 @@ impl Source for KafkaSource {
     }
 
     fn metrics(&self) -> SourceMetrics {
-        let mut m = self.metrics.clone();
+        let mut m = with_byte_estimate(self.metrics.clone(), self.window.average());
         self.tracker.write_metrics(&mut m);
         m
     }
