@@ -49,6 +49,8 @@ pub mod decode;
 pub mod error;
 pub mod offset;
 pub mod options;
+#[cfg(feature = "plugin")]
+pub mod plugin;
 pub mod read_limit;
 pub mod record;
 pub mod schema_provider;

@@ -1,0 +1,355 @@
+//! The plugin side: the manifest, the plugin's own async runtime and the panic guard.
+//!
+//! [`crate::export_plugin!`] expands to one `extern "C"` function that calls [`entry`]. Everything
+//! else lives here, compiled into the plugin library: a process-wide (per library) definition,
+//! the manifest built from it, and a tokio runtime owned by the plugin on which every async
+//! connector call runs (`block_on`, on the host's calling thread). The host calls from its
+//! blocking pool, never from an executor thread.
+
+use std::any::Any;
+use std::ffi::{c_char, CString};
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, OnceLock};
+
+use crate::connector::{ConnectorContext, SinkFactory, SourceFactory};
+use crate::error::{Error, ErrorCode, Result};
+use crate::options::Options;
+use crate::plugin::abi::{
+    FfiBytes, FfiConnector, FfiContext, FfiManifest, FfiSlice, FfiStatus, KIND_SINK, KIND_SOURCE,
+    STATUS_ERROR, STATUS_OK,
+};
+use crate::plugin::secrets::ForeignSecretStore;
+
+/// What a plugin offers: its name, version and connector factories.
+pub struct PluginDefinition {
+    /// The plugin name (shown by `tributary plugins list`).
+    pub name: &'static str,
+    /// The plugin version.
+    pub version: &'static str,
+    /// Source factories.
+    pub sources: Vec<Arc<dyn SourceFactory>>,
+    /// Sink factories.
+    pub sinks: Vec<Arc<dyn SinkFactory>>,
+}
+
+struct Exported {
+    definition: PluginDefinition,
+    manifest: FfiManifest,
+    // Owns the memory the manifest points to.
+    _connectors: Vec<FfiConnector>,
+    _strings: Vec<CString>,
+}
+
+// SAFETY: after construction the manifest and the strings it points to are never mutated.
+unsafe impl Send for Exported {}
+// SAFETY: see above.
+unsafe impl Sync for Exported {}
+
+static EXPORTED: OnceLock<std::result::Result<Exported, String>> = OnceLock::new();
+static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+
+/// The body of the generated entry symbol: builds the manifest once and returns it, or null
+/// when the definition cannot be built (a panic, a name with a NUL byte).
+pub fn entry(abi_version: u32, define: fn() -> PluginDefinition) -> *const FfiManifest {
+    let exported = EXPORTED.get_or_init(|| {
+        catch_unwind(|| build(abi_version, define()))
+            .map_err(|p| panic_text(p.as_ref()))
+            .and_then(|r| r.map_err(|e| e.to_string()))
+    });
+    match exported {
+        Ok(e) => &e.manifest,
+        Err(why) => {
+            eprintln!("tributary plugin: cannot build the plugin manifest: {why}");
+            std::ptr::null()
+        }
+    }
+}
+
+fn cstring(text: impl Into<Vec<u8>>) -> Result<CString> {
+    CString::new(text).map_err(|e| {
+        Error::new(
+            ErrorCode::Plugin,
+            "plugin manifest text contains a NUL byte",
+        )
+        .with_cause(e)
+    })
+}
+
+fn build(abi_version: u32, definition: PluginDefinition) -> Result<Exported> {
+    let mut strings = Vec::new();
+    let mut keep = |s: CString| -> *const c_char {
+        let p = s.as_ptr();
+        strings.push(s);
+        p
+    };
+    let sdk_version = keep(cstring(crate::SDK_VERSION)?);
+    let plugin_name = keep(cstring(definition.name)?);
+    let plugin_version = keep(cstring(definition.version)?);
+    let target = keep(cstring(target())?);
+    let mut connectors = Vec::new();
+    for s in &definition.sources {
+        let options = serde_json::to_string(&s.options())
+            .map_err(|e| Error::new(ErrorCode::Internal, "option specs").with_cause(e))?;
+        connectors.push(FfiConnector {
+            kind: KIND_SOURCE,
+            name: keep(cstring(s.name())?),
+            options_json: keep(cstring(options)?),
+        });
+    }
+    for s in &definition.sinks {
+        let options = serde_json::to_string(&s.options())
+            .map_err(|e| Error::new(ErrorCode::Internal, "option specs").with_cause(e))?;
+        connectors.push(FfiConnector {
+            kind: KIND_SINK,
+            name: keep(cstring(s.name())?),
+            options_json: keep(cstring(options)?),
+        });
+    }
+    let manifest = FfiManifest {
+        abi_version,
+        sdk_version,
+        plugin_name,
+        plugin_version,
+        target,
+        connectors: connectors.as_ptr(),
+        connectors_len: connectors.len(),
+        validate: validate_options,
+        create_source: crate::plugin::export_source::create_source,
+        create_sink: crate::plugin::export_sink::create_sink,
+    };
+    Ok(Exported {
+        definition,
+        manifest,
+        _connectors: connectors,
+        _strings: strings,
+    })
+}
+
+/// `<arch>-<os>` of the running code; host and plugin must agree.
+pub fn target() -> String {
+    format!("{}-{}", std::env::consts::ARCH, std::env::consts::OS)
+}
+
+pub(crate) fn definition() -> Result<&'static PluginDefinition> {
+    match EXPORTED.get() {
+        Some(Ok(e)) => Ok(&e.definition),
+        _ => Err(Error::new(
+            ErrorCode::Plugin,
+            "plugin called before its entry symbol succeeded",
+        )),
+    }
+}
+
+pub(crate) fn plugin_name() -> &'static str {
+    match EXPORTED.get() {
+        Some(Ok(e)) => e.definition.name,
+        _ => "unknown",
+    }
+}
+
+/// Runs a future to completion on the plugin's own runtime.
+pub(crate) fn block_on<F: Future>(future: F) -> Result<F::Output> {
+    let rt = RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name(format!("tributary-plugin-{}", plugin_name()))
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())
+    });
+    match rt {
+        Ok(rt) => Ok(rt.block_on(future)),
+        Err(why) => Err(Error::new(
+            ErrorCode::Plugin,
+            format!(
+                "plugin '{}' cannot start its async runtime: {why}",
+                plugin_name()
+            ),
+        )),
+    }
+}
+
+/// Text of a panic payload.
+pub(crate) fn panic_text(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-text payload".to_string()
+    }
+}
+
+/// Runs `f`, turning a panic into an `INTERNAL_ERROR` that names the plugin and the call.
+pub(crate) fn guard<T>(call: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => Err(panicked(call, &panic_text(payload.as_ref()))),
+    }
+}
+
+pub(crate) fn panicked(call: &str, text: &str) -> Error {
+    Error::new(
+        ErrorCode::Internal,
+        format!("plugin '{}' panicked in {call}: {text}", plugin_name()),
+    )
+    .with_context("plugin", plugin_name())
+}
+
+/// Writes a JSON result or an error into an out-parameter.
+///
+/// # Safety
+/// `out` must be a valid out-parameter.
+pub(crate) unsafe fn write_out(out: *mut FfiBytes, result: Result<Vec<u8>>) -> FfiStatus {
+    let (status, bytes) = match result {
+        Ok(b) => (STATUS_OK, FfiBytes::from_vec(b)),
+        Err(e) => (STATUS_ERROR, error_bytes(&e)),
+    };
+    // SAFETY: forwarded from the caller; `write` does not drop the old (empty) value.
+    unsafe { std::ptr::write(out, bytes) };
+    status
+}
+
+/// An error as JSON bytes.
+pub(crate) fn error_bytes(e: &Error) -> FfiBytes {
+    FfiBytes::from_string(e.to_json().to_string())
+}
+
+/// Serialises a value into JSON bytes.
+pub(crate) fn to_json_bytes<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(value).map_err(|e| {
+        Error::new(ErrorCode::Internal, "cannot serialise a plugin result").with_cause(e)
+    })
+}
+
+/// Parses a borrowed JSON argument.
+///
+/// # Safety
+/// The slice must be valid for the call.
+pub(crate) unsafe fn parse_json<T: serde::de::DeserializeOwned>(
+    what: &str,
+    slice: FfiSlice,
+) -> Result<T> {
+    // SAFETY: forwarded from the caller.
+    let bytes = unsafe { slice.as_bytes() };
+    serde_json::from_slice(bytes).map_err(|e| {
+        Error::new(
+            ErrorCode::Plugin,
+            format!(
+                "the host passed an invalid {what}: {}",
+                String::from_utf8_lossy(bytes)
+            ),
+        )
+        .with_cause(e)
+    })
+}
+
+/// Parses the options argument.
+///
+/// # Safety
+/// The slice must be valid for the call.
+pub(crate) unsafe fn parse_options(slice: FfiSlice) -> Result<Options> {
+    // SAFETY: forwarded from the caller.
+    let value: serde_json::Value = unsafe { parse_json("option map", slice) }?;
+    Options::from_json(&value)
+}
+
+/// Text of a borrowed UTF-8 argument.
+///
+/// # Safety
+/// The slice must be valid for the call.
+pub(crate) unsafe fn parse_text(what: &str, slice: FfiSlice) -> Result<String> {
+    // SAFETY: forwarded from the caller.
+    String::from_utf8(unsafe { slice.as_bytes() }.to_vec()).map_err(|_| {
+        Error::new(
+            ErrorCode::Plugin,
+            format!("the host passed a {what} that is not UTF-8"),
+        )
+    })
+}
+
+/// Rebuilds the connector context the host lent.
+///
+/// # Safety
+/// `context` must point to a live context for the call.
+pub(crate) unsafe fn parse_context(context: *const FfiContext) -> Result<ConnectorContext> {
+    if context.is_null() {
+        return Err(Error::new(
+            ErrorCode::Plugin,
+            "the host passed no connector context",
+        ));
+    }
+    // SAFETY: forwarded from the caller.
+    let c = unsafe { &*context };
+    // SAFETY: the slices are valid for the call.
+    let state_dir = unsafe { parse_text("state directory", c.state_dir) }?;
+    let pipeline = unsafe { parse_text("pipeline name", c.pipeline) }?;
+    if c.secrets.is_null() {
+        return Err(Error::new(
+            ErrorCode::Plugin,
+            "the host passed no secret store",
+        ));
+    }
+    // SAFETY: the host's table is alive for the call; we take our own handle.
+    let secrets = unsafe { ForeignSecretStore::clone_from(c.secrets) };
+    Ok(ConnectorContext {
+        state_dir: (!state_dir.is_empty()).then(|| state_dir.into()),
+        secrets: Arc::new(secrets),
+        pipeline,
+    })
+}
+
+unsafe extern "C" fn validate_options(
+    kind: u32,
+    name: FfiSlice,
+    options: FfiSlice,
+    err: *mut FfiBytes,
+) -> FfiStatus {
+    let result = guard("validate", || {
+        // SAFETY: the slices are valid for this call.
+        let name = unsafe { parse_text("connector name", name) }?;
+        let options = unsafe { parse_options(options) }?;
+        let def = definition()?;
+        match kind {
+            KIND_SOURCE => find_source(def, &name)?.validate(&options),
+            KIND_SINK => find_sink(def, &name)?.validate(&options),
+            other => Err(Error::new(
+                ErrorCode::Plugin,
+                format!("unknown connector kind {other}"),
+            )),
+        }
+        .map(|()| Vec::new())
+    });
+    // SAFETY: `err` is the caller's out-parameter.
+    unsafe { write_out(err, result) }
+}
+
+pub(crate) fn find_source<'a>(
+    def: &'a PluginDefinition,
+    name: &str,
+) -> Result<&'a Arc<dyn SourceFactory>> {
+    def.sources
+        .iter()
+        .find(|s| s.name() == name)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorCode::UnknownConnector,
+                format!("plugin '{}' has no source named '{name}'", def.name),
+            )
+            .with_context("connector", name)
+        })
+}
+
+pub(crate) fn find_sink<'a>(
+    def: &'a PluginDefinition,
+    name: &str,
+) -> Result<&'a Arc<dyn SinkFactory>> {
+    def.sinks.iter().find(|s| s.name() == name).ok_or_else(|| {
+        Error::new(
+            ErrorCode::UnknownConnector,
+            format!("plugin '{}' has no sink named '{name}'", def.name),
+        )
+        .with_context("connector", name)
+    })
+}
