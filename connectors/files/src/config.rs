@@ -315,8 +315,11 @@ fn parse_path(raw: &str) -> Result<PathBuf> {
     }
     if let Some(scheme) = url_scheme(text) {
         if scheme.eq_ignore_ascii_case("file") {
-            let url = url::Url::parse(text)
-                .map_err(|e| bad(format!("option 'path' is not a valid file URL '{text}': {e}")))?;
+            let url = url::Url::parse(text).map_err(|e| {
+                bad(format!(
+                    "option 'path' is not a valid file URL '{text}': {e}"
+                ))
+            })?;
             return url
                 .to_file_path()
                 .map_err(|_| bad(format!("option 'path' is not a local file URL: '{text}'")));
@@ -369,7 +372,8 @@ mod tests {
 
     #[test]
     fn defaults_follow_auto_loader() {
-        let c = FilesConfig::parse(&opts(&[("path", "/d"), ("cloudFiles.format", "JSON")])).unwrap();
+        let c =
+            FilesConfig::parse(&opts(&[("path", "/d"), ("cloudFiles.format", "JSON")])).unwrap();
         assert_eq!(c.format, Format::Json);
         assert_eq!(c.max_files_per_trigger, 1000);
         assert_eq!(c.read_limit(), ReadLimit::MaxFiles(1000));
@@ -378,7 +382,13 @@ mod tests {
         assert!(!c.infer_column_types);
         assert_eq!(c.mode, Mode::Permissive);
         assert_eq!(c.rescued_column, "_rescued_data");
-        assert_eq!(c.csv, CsvOptions { header: false, delimiter: b',' });
+        assert_eq!(
+            c.csv,
+            CsvOptions {
+                header: false,
+                delimiter: b','
+            }
+        );
     }
 
     #[test]
@@ -404,7 +414,9 @@ mod tests {
         ]))
         .unwrap_err();
         assert_eq!(e.code(), ErrorCode::UnknownOption);
-        assert!(e.message().contains("did you mean 'cloudFiles.maxFilesPerTrigger'"));
+        assert!(e
+            .message()
+            .contains("did you mean 'cloudFiles.maxFilesPerTrigger'"));
     }
 
     #[test]
@@ -412,19 +424,29 @@ mod tests {
         let e = FilesConfig::parse(&opts(&[("path", "/d")])).unwrap_err();
         assert_eq!(e.code(), ErrorCode::MissingOption);
         assert_eq!(e.context_value("option"), Some("cloudFiles.format"));
-        let e = FilesConfig::parse(&opts(&[("path", "/d"), ("cloudFiles.format", "xml")])).unwrap_err();
+        let e =
+            FilesConfig::parse(&opts(&[("path", "/d"), ("cloudFiles.format", "xml")])).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidOption);
         assert!(e.message().contains("json, csv, parquet"));
     }
 
     #[test]
     fn remote_schemes_are_refused_and_file_urls_accepted() {
-        for p in ["s3://bucket/x", "gs://b/x", "abfss://c@a.dfs.core.windows.net/x"] {
-            let e = FilesConfig::parse(&opts(&[("path", p), ("cloudFiles.format", "json")])).unwrap_err();
+        for p in [
+            "s3://bucket/x",
+            "gs://b/x",
+            "abfss://c@a.dfs.core.windows.net/x",
+        ] {
+            let e = FilesConfig::parse(&opts(&[("path", p), ("cloudFiles.format", "json")]))
+                .unwrap_err();
             assert_eq!(e.code(), ErrorCode::InvalidOption, "{p}");
             assert!(e.message().contains("only local paths"), "{}", e.message());
         }
-        let c = FilesConfig::parse(&opts(&[("path", "file:///tmp/in"), ("cloudFiles.format", "csv")])).unwrap();
+        let c = FilesConfig::parse(&opts(&[
+            ("path", "file:///tmp/in"),
+            ("cloudFiles.format", "csv"),
+        ]))
+        .unwrap();
         assert_eq!(c.path, PathBuf::from("/tmp/in"));
     }
 
@@ -452,10 +474,16 @@ mod tests {
         assert_eq!(FilesConfig::parse(&o).unwrap().csv.delimiter, b';');
         let mut o = opts(&base);
         o.set("sep", "||");
-        assert_eq!(FilesConfig::parse(&o).unwrap_err().code(), ErrorCode::InvalidOption);
+        assert_eq!(
+            FilesConfig::parse(&o).unwrap_err().code(),
+            ErrorCode::InvalidOption
+        );
         let mut o = opts(&base);
         o.set("sep", ";").set("delimiter", ";");
-        assert_eq!(FilesConfig::parse(&o).unwrap_err().code(), ErrorCode::ConflictingOptions);
+        assert_eq!(
+            FilesConfig::parse(&o).unwrap_err().code(),
+            ErrorCode::ConflictingOptions
+        );
     }
 
     #[test]
@@ -467,7 +495,10 @@ mod tests {
         assert_eq!(e.context_value("option"), Some("pathGlobFilter"));
         let mut o = opts(&base);
         o.set("mode", "dropmalformed");
-        assert_eq!(FilesConfig::parse(&o).unwrap_err().code(), ErrorCode::InvalidOption);
+        assert_eq!(
+            FilesConfig::parse(&o).unwrap_err().code(),
+            ErrorCode::InvalidOption
+        );
         let mut o = opts(&base);
         o.set("mode", "failFast");
         assert_eq!(FilesConfig::parse(&o).unwrap().mode, Mode::FailFast);

@@ -53,7 +53,10 @@ struct Token {
 fn ddl_error(text: &str, at: usize, msg: String) -> Error {
     Error::new(
         ErrorCode::Schema,
-        format!("invalid schema in option 'schema' at character {}: {msg} (schema: '{text}')", at + 1),
+        format!(
+            "invalid schema in option 'schema' at character {}: {msg} (schema: '{text}')",
+            at + 1
+        ),
     )
     .with_context("option", names::SCHEMA)
 }
@@ -72,7 +75,11 @@ fn tokenize(text: &str) -> Result<Vec<Token>> {
                 s.push(chars[i].1);
                 i += 1;
             }
-            out.push(Token { kind: Kind::Word, text: s, at });
+            out.push(Token {
+                kind: Kind::Word,
+                text: s,
+                at,
+            });
         } else if c == '`' || c == '\'' || c == '"' {
             let mut s = String::new();
             i += 1;
@@ -98,7 +105,11 @@ fn tokenize(text: &str) -> Result<Vec<Token>> {
             let kind = if c == '`' { Kind::Quoted } else { Kind::Str };
             out.push(Token { kind, text: s, at });
         } else if "<>(),:".contains(c) {
-            out.push(Token { kind: Kind::Punct, text: c.to_string(), at });
+            out.push(Token {
+                kind: Kind::Punct,
+                text: c.to_string(),
+                at,
+            });
             i += 1;
         } else {
             return Err(ddl_error(text, at, format!("unexpected character '{c}'")));
@@ -124,7 +135,8 @@ impl Parser<'_> {
     }
 
     fn is_punct(&self, p: &str) -> bool {
-        self.peek().is_some_and(|t| t.kind == Kind::Punct && t.text == p)
+        self.peek()
+            .is_some_and(|t| t.kind == Kind::Punct && t.text == p)
     }
 
     fn is_word(&self, w: &str) -> bool {
@@ -137,7 +149,9 @@ impl Parser<'_> {
             self.pos += 1;
             Ok(())
         } else {
-            let found = self.peek().map_or("the end".to_string(), |t| format!("'{}'", t.text));
+            let found = self
+                .peek()
+                .map_or("the end".to_string(), |t| format!("'{}'", t.text));
             Err(self.error(format!("expected '{p}', found {found}")))
         }
     }
@@ -153,7 +167,10 @@ impl Parser<'_> {
                 return Ok(fields);
             }
             let field = self.field()?;
-            if fields.iter().any(|f| f.name().eq_ignore_ascii_case(field.name())) {
+            if fields
+                .iter()
+                .any(|f| f.name().eq_ignore_ascii_case(field.name()))
+            {
                 return Err(self.error(format!("column '{}' appears twice", field.name())));
             }
             fields.push(field);
@@ -168,7 +185,9 @@ impl Parser<'_> {
     fn field(&mut self) -> Result<Field> {
         let name = match self.peek() {
             Some(t) if t.kind == Kind::Word || t.kind == Kind::Quoted => t.text.clone(),
-            Some(t) => return Err(self.error(format!("expected a column name, found '{}'", t.text))),
+            Some(t) => {
+                return Err(self.error(format!("expected a column name, found '{}'", t.text)))
+            }
             None => return Err(self.error("expected a column name".into())),
         };
         self.pos += 1;
@@ -198,9 +217,10 @@ impl Parser<'_> {
     fn int_arg(&mut self) -> Result<u64> {
         match self.peek() {
             Some(t) if t.kind == Kind::Word => {
-                let v = t.text.parse::<u64>().map_err(|_| {
-                    self.error(format!("expected a number, found '{}'", t.text))
-                })?;
+                let v = t
+                    .text
+                    .parse::<u64>()
+                    .map_err(|_| self.error(format!("expected a number, found '{}'", t.text)))?;
                 self.pos += 1;
                 Ok(v)
             }
@@ -313,14 +333,21 @@ mod tests {
     fn common_spark_types() {
         let s = parse_ddl("id BIGINT, name STRING, price DOUBLE, ts TIMESTAMP, ok BOOLEAN, d DATE")
             .unwrap();
-        let types: Vec<_> = s.fields().iter().map(|f| (f.name().as_str(), f.data_type().clone())).collect();
+        let types: Vec<_> = s
+            .fields()
+            .iter()
+            .map(|f| (f.name().as_str(), f.data_type().clone()))
+            .collect();
         assert_eq!(
             types,
             vec![
                 ("id", DataType::Int64),
                 ("name", DataType::Utf8),
                 ("price", DataType::Float64),
-                ("ts", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))),
+                (
+                    "ts",
+                    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+                ),
                 ("ok", DataType::Boolean),
                 ("d", DataType::Date32),
             ]
@@ -339,7 +366,9 @@ mod tests {
         assert_eq!(s.field(0).name(), "user id");
         assert!(!s.field(0).is_nullable());
         assert_eq!(s.field(1).data_type(), &DataType::Decimal128(12, 2));
-        assert!(matches!(s.field(2).data_type(), DataType::List(f) if f.data_type() == &DataType::Utf8));
+        assert!(
+            matches!(s.field(2).data_type(), DataType::List(f) if f.data_type() == &DataType::Utf8)
+        );
         assert!(matches!(s.field(3).data_type(), DataType::Map(_, false)));
         match s.field(4).data_type() {
             DataType::Struct(f) => {
@@ -348,10 +377,16 @@ mod tests {
             }
             other => panic!("{other}"),
         }
-        assert_eq!(s.field(5).data_type(), &DataType::Timestamp(TimeUnit::Microsecond, None));
+        assert_eq!(
+            s.field(5).data_type(),
+            &DataType::Timestamp(TimeUnit::Microsecond, None)
+        );
         assert_eq!(s.field(6).data_type(), &DataType::Utf8);
         assert_eq!(s.field(7).data_type(), &DataType::Int8);
-        assert_eq!(parse_ddl("x decimal").unwrap().field(0).data_type(), &DataType::Decimal128(10, 0));
+        assert_eq!(
+            parse_ddl("x decimal").unwrap().field(0).data_type(),
+            &DataType::Decimal128(10, 0)
+        );
     }
 
     #[test]
@@ -359,7 +394,11 @@ mod tests {
         let e = parse_ddl("id BIGINT, name STRNG").unwrap_err();
         assert_eq!(e.code(), ErrorCode::Schema);
         assert_eq!(e.context_value("option"), Some("schema"));
-        assert!(e.message().contains("unknown type 'STRNG'"), "{}", e.message());
+        assert!(
+            e.message().contains("unknown type 'STRNG'"),
+            "{}",
+            e.message()
+        );
         assert!(e.message().contains("character 17"), "{}", e.message());
         for bad in [
             "",

@@ -29,6 +29,7 @@ use crate::state::ListedFile;
 pub struct Discovery {
     root: PathBuf,
     root_url: url::Url,
+    root_text: String,
     store: Arc<LocalFileSystem>,
     path_glob: Option<(String, GlobMatcher)>,
     name_glob: Option<(String, GlobMatcher)>,
@@ -38,9 +39,8 @@ pub struct Discovery {
 impl Discovery {
     /// Resolves the configured path against the file system. The directory must exist.
     pub fn new(config: &FilesConfig) -> Result<Discovery> {
-        let path = std::path::absolute(&config.path).map_err(|e| {
-            path_error(&config.path, "cannot be made absolute").with_cause(e)
-        })?;
+        let path = std::path::absolute(&config.path)
+            .map_err(|e| path_error(&config.path, "cannot be made absolute").with_cause(e))?;
         let (dir, pattern) = split_glob(&path);
         let (root, path_glob) = match pattern {
             Some(pattern) => (dir, Some(glob(&pattern, true, names::PATH)?)),
@@ -54,9 +54,9 @@ impl Discovery {
             }
             None => (path, None),
         };
-        let root = root.canonicalize().map_err(|e| {
-            path_error(&root, "does not exist or cannot be opened").with_cause(e)
-        })?;
+        let root = root
+            .canonicalize()
+            .map_err(|e| path_error(&root, "does not exist or cannot be opened").with_cause(e))?;
         if !root.is_dir() {
             return Err(path_error(&root, "is not a directory"));
         }
@@ -76,6 +76,7 @@ impl Discovery {
         let root_url = url::Url::from_directory_path(&root)
             .map_err(|_| path_error(&root, "cannot be expressed as a file URL"))?;
         Ok(Discovery {
+            root_text: root.display().to_string(),
             root,
             root_url,
             store: Arc::new(store),
@@ -132,7 +133,9 @@ impl Discovery {
 
     /// Lists every eligible file now.
     pub async fn list(&self) -> Result<Vec<ListedFile>> {
-        let oldest_ms = self.max_file_age.map(|age| now_ms() - age.as_millis() as i64);
+        let oldest_ms = self
+            .max_file_age
+            .map(|age| now_ms() - age.as_millis() as i64);
         let mut out = Vec::new();
         let mut stream = self.store.list(None);
         while let Some(meta) = stream.try_next().await.map_err(|e| {
@@ -143,31 +146,37 @@ impl Discovery {
             .with_context("path", self.root.display())
             .with_cause(e)
         })? {
-            let absolute = self.store.path_to_filesystem(&meta.location).map_err(|e| {
-                Error::new(
-                    ErrorCode::SourceRead,
-                    format!("cannot map {} to a file", meta.location),
-                )
-                .with_cause(e)
-            })?;
-            let Ok(rel) = absolute.strip_prefix(&self.root) else {
-                continue;
-            };
-            let rel: Vec<String> = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            if rel.iter().any(|p| is_hidden(p)) {
+            // Filters work on the store's relative location without allocating; the few names
+            // object_store had to percent-encode are decoded through the file system mapping.
+            let location = meta.location.as_ref();
+            if meta.location.parts().any(|p| is_hidden(p.as_ref())) {
                 continue;
             }
-            let rel_path = rel.join("/");
+            let decoded;
+            let rel_path = if location.contains('%') {
+                let absolute = self.store.path_to_filesystem(&meta.location).map_err(|e| {
+                    Error::new(
+                        ErrorCode::SourceRead,
+                        format!("cannot map {} to a file", meta.location),
+                    )
+                    .with_cause(e)
+                })?;
+                let Ok(rel) = absolute.strip_prefix(&self.root) else {
+                    continue;
+                };
+                decoded = rel.to_string_lossy().into_owned();
+                decoded.as_str()
+            } else {
+                location
+            };
             if let Some((_, g)) = &self.path_glob {
-                if !g.is_match(&rel_path) {
+                if !g.is_match(rel_path) {
                     continue;
                 }
             }
             if let Some((_, g)) = &self.name_glob {
-                if !rel.last().is_some_and(|n| g.is_match(n)) {
+                let name = rel_path.rsplit('/').next().unwrap_or(rel_path);
+                if !g.is_match(name) {
                     continue;
                 }
             }
@@ -175,8 +184,12 @@ impl Discovery {
             if oldest_ms.is_some_and(|oldest| mtime < oldest) {
                 continue;
             }
+            let mut path = String::with_capacity(self.root_text.len() + 1 + rel_path.len());
+            path.push_str(&self.root_text);
+            path.push('/');
+            path.push_str(rel_path);
             out.push(ListedFile {
-                path: absolute.display().to_string(),
+                path,
                 size: meta.size,
                 modification_time_ms: mtime,
             });

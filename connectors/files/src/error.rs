@@ -46,11 +46,10 @@ impl From<FileError> for Error {
             )
             .with_context("file", path)
             .with_context("row", line),
-            FileError::State { what, cause } => Error::new(
-                ErrorCode::Checkpoint,
-                format!("file state store: {what}"),
-            )
-            .with_cause(cause),
+            FileError::State { what, cause } => {
+                Error::new(ErrorCode::Checkpoint, format!("file state store: {what}"))
+                    .with_cause(cause)
+            }
         }
     }
 }

@@ -70,7 +70,10 @@ pub fn resolve_file_schema(
         .map(|f| f.as_ref().clone().with_nullable(true))
         .collect();
     for reserved in [config.rescued_column.as_str(), METADATA_COLUMN] {
-        if fields.iter().any(|f| f.name().eq_ignore_ascii_case(reserved)) {
+        if fields
+            .iter()
+            .any(|f| f.name().eq_ignore_ascii_case(reserved))
+        {
             return Err(Error::new(
                 ErrorCode::Schema,
                 format!("the file schema has a column named '{reserved}', which the files source adds itself; rename it or set rescuedDataColumn"),
@@ -83,7 +86,11 @@ pub fn resolve_file_schema(
 
 /// The output schema: file columns, rescued data (JSON/CSV), `_metadata`.
 pub fn output_schema(decoded: &Schema) -> SchemaRef {
-    let mut fields: Vec<Field> = decoded.fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut fields: Vec<Field> = decoded
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
     fields.push(file_metadata_field());
     Arc::new(Schema::new(fields))
 }
@@ -94,22 +101,31 @@ fn load(dir: &Path) -> Result<Option<StoredSchema>> {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
-            return Err(Error::new(ErrorCode::Checkpoint, format!("cannot read {}", path.display()))
-                .with_context("path", path.display())
-                .with_cause(e))
+            return Err(Error::new(
+                ErrorCode::Checkpoint,
+                format!("cannot read {}", path.display()),
+            )
+            .with_context("path", path.display())
+            .with_cause(e))
         }
     };
     serde_json::from_str(&text).map(Some).map_err(|e| {
-        Error::new(ErrorCode::Checkpoint, format!("{} is not a stored schema", path.display()))
-            .with_context("path", path.display())
-            .with_cause(e)
+        Error::new(
+            ErrorCode::Checkpoint,
+            format!("{} is not a stored schema", path.display()),
+        )
+        .with_context("path", path.display())
+        .with_cause(e)
     })
 }
 
 fn store(dir: &Path, format: Format, schema: &Schema) -> Result<()> {
     let io = |e: std::io::Error| {
-        Error::new(ErrorCode::Checkpoint, format!("cannot write {}", dir.join(SCHEMA_FILE).display()))
-            .with_cause(e)
+        Error::new(
+            ErrorCode::Checkpoint,
+            format!("cannot write {}", dir.join(SCHEMA_FILE).display()),
+        )
+        .with_cause(e)
     };
     std::fs::create_dir_all(dir).map_err(io)?;
     let stored = StoredSchema {
@@ -117,8 +133,9 @@ fn store(dir: &Path, format: Format, schema: &Schema) -> Result<()> {
         format: format.as_str().into(),
         schema: schema.clone(),
     };
-    let text = serde_json::to_string_pretty(&stored)
-        .map_err(|e| Error::new(ErrorCode::Internal, "cannot serialise the schema").with_cause(e))?;
+    let text = serde_json::to_string_pretty(&stored).map_err(|e| {
+        Error::new(ErrorCode::Internal, "cannot serialise the schema").with_cause(e)
+    })?;
     // Temp file, fsync, rename: a crash leaves the old file or the new one, never half of one.
     let tmp = dir.join(format!("{SCHEMA_FILE}.tmp"));
     {
@@ -134,14 +151,19 @@ fn store(dir: &Path, format: Format, schema: &Schema) -> Result<()> {
 fn infer(config: &FilesConfig, discovery: &Discovery) -> Result<Schema> {
     let samples = run_io(async {
         let mut files = discovery.list().await?;
-        files.sort_by(|a, b| (a.modification_time_ms, &a.path).cmp(&(b.modification_time_ms, &b.path)));
+        files.sort_by(|a, b| {
+            (a.modification_time_ms, &a.path).cmp(&(b.modification_time_ms, &b.path))
+        });
         files.truncate(config.sample_files);
         let mut samples: Vec<(String, Bytes)> = Vec::with_capacity(files.len());
         for f in files {
             let location = discovery.location(&f.path)?;
             match discovery.store().get(&location).await {
                 Ok(r) => {
-                    let bytes = r.bytes().await.map_err(|e| crate::error::unreadable(&f.path, e))?;
+                    let bytes = r
+                        .bytes()
+                        .await
+                        .map_err(|e| crate::error::unreadable(&f.path, e))?;
                     samples.push((f.path, bytes));
                 }
                 // Gone since the listing: sample the others.
@@ -170,7 +192,9 @@ fn infer(config: &FilesConfig, discovery: &Discovery) -> Result<Schema> {
 /// Runs async I/O from synchronous code (`SourceFactory::create` is synchronous): on a scoped
 /// plain thread, where `object_store` does its file I/O inline, so this neither needs nor blocks
 /// a tokio runtime.
-pub(crate) fn run_io<T: Send>(fut: impl std::future::Future<Output = Result<T>> + Send) -> Result<T> {
+pub(crate) fn run_io<T: Send>(
+    fut: impl std::future::Future<Output = Result<T>> + Send,
+) -> Result<T> {
     std::thread::scope(|s| {
         s.spawn(|| futures::executor::block_on(fut))
             .join()

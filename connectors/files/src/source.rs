@@ -8,7 +8,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray, StructArray, TimestampMillisecondArray};
+use arrow_array::{
+    ArrayRef, Int64Array, RecordBatch, StringArray, StructArray, TimestampMillisecondArray,
+};
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use object_store::ObjectStoreExt;
@@ -143,19 +145,7 @@ impl FilesSource {
         let location = self.discovery.location(&file.path)?;
         let bytes = match self.discovery.store().get(&location).await {
             Ok(r) => r.bytes().await.map_err(|e| unreadable(&file.path, e))?,
-            Err(object_store::Error::NotFound { .. }) => {
-                return self.data_loss.report(
-                    DataLossEvent::new(
-                        DataLossKind::FileVanished,
-                        &file.path,
-                        format!(
-                            "file (seq {}) was discovered but no longer exists when its batch is read; \
-                             set ignoreMissingFiles=true to skip it",
-                            file.seq
-                        ),
-                    ),
-                );
-            }
+            Err(object_store::Error::NotFound { .. }) => return self.vanished(file),
             Err(e) => return Err(unreadable(&file.path, e)),
         };
         let decoded = format::decode(self.config.format, bytes, &file.path, &self.decode)?;
@@ -172,6 +162,35 @@ impl FilesSource {
     }
 }
 
+impl FilesSource {
+    /// A queued file is gone: `CLOUD_FILES_FILE_NOT_FOUND`, or with `ignoreMissingFiles=true` a
+    /// warning and a count (`dataLoss.CLOUD_FILES_FILE_NOT_FOUND`).
+    fn vanished(&mut self, file: &QueuedFile) -> Result<()> {
+        let event = DataLossEvent::new(
+            DataLossKind::FileVanished,
+            &file.path,
+            format!(
+                "file (seq {}) was discovered but no longer exists when its batch is read",
+                file.seq
+            ),
+        );
+        if !self.data_loss.fails() {
+            return self.data_loss.report(event);
+        }
+        // The SDK's generic text names failOnDataLoss; for files the switch is ignoreMissingFiles.
+        Err(Error::new(
+            ErrorCode::DataLoss(DataLossKind::FileVanished),
+            format!(
+                "file {} (seq {}) was discovered but no longer exists when its batch is read. \
+                 Set ignoreMissingFiles=true to skip missing files and continue.",
+                file.path, file.seq
+            ),
+        )
+        .with_context("location", &file.path)
+        .with_context("file", &file.path))
+    }
+}
+
 fn target(config: &FilesConfig, discovery: &Discovery) -> String {
     format!(
         "{}?format={}&pathGlobFilter={}",
@@ -184,8 +203,12 @@ fn target(config: &FilesConfig, discovery: &Discovery) -> String {
 fn metadata_column(file: &QueuedFile, rows: usize) -> ArrayRef {
     let name = file.path.rsplit('/').next().unwrap_or(&file.path);
     let columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(&file.path, rows))),
-        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(name, rows))),
+        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+            &file.path, rows,
+        ))),
+        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+            name, rows,
+        ))),
         Arc::new(Int64Array::from_value(file.size as i64, rows)),
         Arc::new(
             TimestampMillisecondArray::from_value(file.modification_time_ms, rows)
@@ -253,10 +276,13 @@ impl Source for FilesSource {
             .with_positions(start, end)
             .into_error());
         }
-        let files = self.state.files_in(start, end).map_err(|e| match &self.state_dir {
-            Some(dir) => e.with_context("path", dir.display()),
-            None => e,
-        })?;
+        let files = self
+            .state
+            .files_in(start, end)
+            .map_err(|e| match &self.state_dir {
+                Some(dir) => e.with_context("path", dir.display()),
+                None => e,
+            })?;
         let mut out = Vec::new();
         for file in &files {
             self.read_file(file, &mut out).await?;

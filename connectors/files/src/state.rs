@@ -98,7 +98,10 @@ impl FileStateStore {
                 std::fs::create_dir_all(dir).map_err(|e| {
                     Error::new(
                         ErrorCode::Checkpoint,
-                        format!("cannot create the files source state directory {}", dir.display()),
+                        format!(
+                            "cannot create the files source state directory {}",
+                            dir.display()
+                        ),
                     )
                     .with_context("path", dir.display())
                     .with_cause(e)
@@ -124,7 +127,11 @@ impl FileStateStore {
                 .map_err(state_err("cannot load the known files"))?;
             let rows = stmt
                 .query_map([], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                    ))
                 })
                 .map_err(state_err("cannot load the known files"))?;
             for row in rows {
@@ -145,7 +152,7 @@ impl FileStateStore {
         self.next_seq
     }
 
-    /// Number of entries (paths re-queued by `allowOverwrites` count once per queueing).
+    /// Number of distinct paths known.
     pub fn len(&self) -> usize {
         self.known.len()
     }
@@ -241,7 +248,9 @@ impl FileStateStore {
         let limit = max_files.unwrap_or(u64::MAX).min(i64::MAX as u64) as i64;
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT seq, size FROM files WHERE seq >= ?1 AND seq < ?2 ORDER BY seq LIMIT ?3")
+            .prepare_cached(
+                "SELECT seq, size FROM files WHERE seq >= ?1 AND seq < ?2 ORDER BY seq LIMIT ?3",
+            )
             .map_err(state_err("cannot plan a batch"))?;
         let mut rows = stmt
             .query(params![start.min(i64::MAX as u64) as i64, cap, limit])
@@ -390,16 +399,28 @@ mod tests {
     fn new_files_get_consecutive_seqs_in_mtime_order_and_are_never_requeued() {
         let mut s = FileStateStore::open(None).unwrap();
         let n = s
-            .record_listing(vec![f("/b", 1, 20), f("/a", 1, 10), f("/c", 1, 20)], false, 99)
+            .record_listing(
+                vec![f("/b", 1, 20), f("/a", 1, 10), f("/c", 1, 20)],
+                false,
+                99,
+            )
             .unwrap();
         assert_eq!(n, 3);
         let e = s.entries().unwrap();
         let order: Vec<_> = e.iter().map(|e| (e.seq, e.path.as_str())).collect();
         assert_eq!(order, vec![(0, "/a"), (1, "/b"), (2, "/c")]);
         // Same listing, even with a changed mtime: nothing new without allowOverwrites.
-        assert_eq!(s.record_listing(vec![f("/a", 5, 11), f("/b", 1, 20)], false, 100).unwrap(), 0);
+        assert_eq!(
+            s.record_listing(vec![f("/a", 5, 11), f("/b", 1, 20)], false, 100)
+                .unwrap(),
+            0
+        );
         // With allowOverwrites the changed file is queued again under a new seq.
-        assert_eq!(s.record_listing(vec![f("/a", 5, 11), f("/b", 1, 20)], true, 100).unwrap(), 1);
+        assert_eq!(
+            s.record_listing(vec![f("/a", 5, 11), f("/b", 1, 20)], true, 100)
+                .unwrap(),
+            1
+        );
         assert_eq!(s.next_seq(), 4);
         assert_eq!(s.files_in(3, 4).unwrap()[0].path, "/a");
     }
@@ -412,10 +433,22 @@ mod tests {
         assert_eq!(s.plan(0, None, Some(3), None).unwrap(), 3);
         assert_eq!(s.plan(3, None, Some(3), None).unwrap(), 6);
         assert_eq!(s.plan(9, None, Some(3), None).unwrap(), 10);
-        assert_eq!(s.plan(10, None, Some(3), None).unwrap(), 10, "nothing new: start");
+        assert_eq!(
+            s.plan(10, None, Some(3), None).unwrap(),
+            10,
+            "nothing new: start"
+        );
         assert_eq!(s.plan(0, None, None, Some(250)).unwrap(), 2);
-        assert_eq!(s.plan(0, None, None, Some(1)).unwrap(), 1, "soft: at least one file");
-        assert_eq!(s.plan(0, Some(4), None, None).unwrap(), 4, "capped by a snapshot");
+        assert_eq!(
+            s.plan(0, None, None, Some(1)).unwrap(),
+            1,
+            "soft: at least one file"
+        );
+        assert_eq!(
+            s.plan(0, Some(4), None, None).unwrap(),
+            4,
+            "capped by a snapshot"
+        );
         assert_eq!(s.outstanding(6).unwrap(), (4, 400));
     }
 
@@ -431,7 +464,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let mut s = FileStateStore::open(Some(dir.path())).unwrap();
-            s.record_listing(vec![f("/a", 3, 1), f("/b", 4, 2)], false, 7).unwrap();
+            s.record_listing(vec![f("/a", 3, 1), f("/b", 4, 2)], false, 7)
+                .unwrap();
             s.commit(1, 42).unwrap();
         }
         let s = FileStateStore::open(Some(dir.path())).unwrap();

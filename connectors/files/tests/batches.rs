@@ -12,7 +12,11 @@ async fn three_batches_under_max_files_then_new_files_later() {
     for i in 0..7 {
         write_json(input.path(), &format!("f{i}.json"), i * 10, 10);
     }
-    let mut src = source(input.path(), None, &[("cloudFiles.maxFilesPerTrigger", "3")]);
+    let mut src = source(
+        input.path(),
+        None,
+        &[("cloudFiles.maxFilesPerTrigger", "3")],
+    );
     assert_eq!(src.default_read_limit(), ReadLimit::MaxFiles(3));
     let limit = src.default_read_limit();
     let mut start = src.initial_offset().await.unwrap();
@@ -45,13 +49,22 @@ async fn outstanding_metrics_count_discovered_but_unplanned_files() {
     for i in 0..5 {
         write_json(input.path(), &format!("f{i}.json"), 0, 2);
     }
-    let mut src = source(input.path(), None, &[("cloudFiles.maxFilesPerTrigger", "2")]);
+    let mut src = source(
+        input.path(),
+        None,
+        &[("cloudFiles.maxFilesPerTrigger", "2")],
+    );
     let start = src.initial_offset().await.unwrap();
-    let end = src.latest_offset(&start, &src.default_read_limit()).await.unwrap();
+    let end = src
+        .latest_offset(&start, &src.default_read_limit())
+        .await
+        .unwrap();
     assert_eq!(seq(&end), 2);
     let m = src.metrics();
     assert_eq!(m["numFilesOutstanding"], 3);
-    let size = std::fs::metadata(input.path().join("f0.json")).unwrap().len();
+    let size = std::fs::metadata(input.path().join("f0.json"))
+        .unwrap()
+        .len();
     assert_eq!(m["numBytesOutstanding"], 3 * size);
 }
 
@@ -61,7 +74,9 @@ async fn soft_byte_limit_takes_at_least_one_file() {
     for i in 0..4 {
         write_json(input.path(), &format!("f{i}.json"), 0, 10);
     }
-    let size = std::fs::metadata(input.path().join("f0.json")).unwrap().len();
+    let size = std::fs::metadata(input.path().join("f0.json"))
+        .unwrap()
+        .len();
     let mut src = source(
         input.path(),
         None,
@@ -73,10 +88,16 @@ async fn soft_byte_limit_takes_at_least_one_file() {
     let end = src.latest_offset(&start, &limit).await.unwrap();
     assert_eq!(seq(&end), 2);
     // A limit below one file's size still moves forward by one file.
-    let end2 = src.latest_offset(&end, &ReadLimit::MaxBytes(1)).await.unwrap();
+    let end2 = src
+        .latest_offset(&end, &ReadLimit::MaxBytes(1))
+        .await
+        .unwrap();
     assert_eq!(seq(&end2), 3);
     // ReadLimit::All takes everything.
-    assert_eq!(seq(&src.latest_offset(&end2, &ReadLimit::All).await.unwrap()), 4);
+    assert_eq!(
+        seq(&src.latest_offset(&end2, &ReadLimit::All).await.unwrap()),
+        4
+    );
 }
 
 #[tokio::test]
@@ -104,13 +125,30 @@ async fn restart_with_the_same_state_dir_reads_only_new_files() {
     let (end2, batches) = batch(&mut src, &end, &ReadLimit::All).await;
     assert_eq!(seq(&end2), 4);
     assert_eq!(distinct_files(&batches), vec!["f3.json"]);
-    assert_eq!(strings(&batches, "id"), (30..34).map(|i| Some(i.to_string())).collect::<Vec<_>>());
+    assert_eq!(
+        strings(&batches, "id"),
+        (30..34).map(|i| Some(i.to_string())).collect::<Vec<_>>()
+    );
 
     let state_rows = read_file_state(state.path()).unwrap();
     assert_eq!(state_rows.len(), 4);
-    assert!(state_rows.iter().all(|e| e.committed && e.commit_time_ms.is_some()));
-    assert_eq!(state_rows[3].path, input.path().canonicalize().unwrap().join("f3.json").display().to_string());
-    assert_eq!(state_rows.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    assert!(state_rows
+        .iter()
+        .all(|e| e.committed && e.commit_time_ms.is_some()));
+    assert_eq!(
+        state_rows[3].path,
+        input
+            .path()
+            .canonicalize()
+            .unwrap()
+            .join("f3.json")
+            .display()
+            .to_string()
+    );
+    assert_eq!(
+        state_rows.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
 }
 
 #[tokio::test]
@@ -139,7 +177,11 @@ async fn available_now_never_reads_past_its_snapshot() {
     for i in 0..3 {
         write_json(input.path(), &format!("f{i}.json"), 0, 1);
     }
-    let mut src = source(input.path(), None, &[("cloudFiles.maxFilesPerTrigger", "2")]);
+    let mut src = source(
+        input.path(),
+        None,
+        &[("cloudFiles.maxFilesPerTrigger", "2")],
+    );
     let start = src.initial_offset().await.unwrap();
     src.prepare_available_now().await.unwrap();
     write_json(input.path(), "late.json", 0, 1);
@@ -148,17 +190,28 @@ async fn available_now_never_reads_past_its_snapshot() {
     let (e2, b2) = batch(&mut src, &e1, &limit).await;
     assert_eq!((seq(&e1), seq(&e2)), (2, 3));
     assert_eq!(distinct_files(&b2), vec!["f2.json"]);
-    assert_eq!(src.latest_offset(&e2, &limit).await.unwrap(), e2, "late.json is past the snapshot");
+    assert_eq!(
+        src.latest_offset(&e2, &limit).await.unwrap(),
+        e2,
+        "late.json is past the snapshot"
+    );
 }
 
 #[tokio::test]
 async fn include_existing_files_false_skips_what_is_there_at_start() {
     let input = tempfile::tempdir().unwrap();
     write_json(input.path(), "old.json", 0, 3);
-    let mut src = source(input.path(), None, &[("cloudFiles.includeExistingFiles", "false")]);
+    let mut src = source(
+        input.path(),
+        None,
+        &[("cloudFiles.includeExistingFiles", "false")],
+    );
     let start = src.initial_offset().await.unwrap();
     assert_eq!(seq(&start), 1);
-    assert_eq!(src.latest_offset(&start, &ReadLimit::All).await.unwrap(), start);
+    assert_eq!(
+        src.latest_offset(&start, &ReadLimit::All).await.unwrap(),
+        start
+    );
     write_json(input.path(), "new.json", 10, 2);
     let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
     assert_eq!(distinct_files(&batches), vec!["new.json"]);
@@ -168,16 +221,27 @@ async fn include_existing_files_false_skips_what_is_there_at_start() {
 async fn allow_overwrites_requeues_a_rewritten_file() {
     let input = tempfile::tempdir().unwrap();
     write_json(input.path(), "a.json", 0, 2);
-    let mut src = source(input.path(), None, &[("cloudFiles.allowOverwrites", "true")]);
+    let mut src = source(
+        input.path(),
+        None,
+        &[("cloudFiles.allowOverwrites", "true")],
+    );
     let start = src.initial_offset().await.unwrap();
     let (end, _) = batch(&mut src, &start, &ReadLimit::All).await;
     assert_eq!(src.latest_offset(&end, &ReadLimit::All).await.unwrap(), end);
     write_json(input.path(), "a.json", 50, 3);
-    let f = std::fs::File::options().write(true).open(input.path().join("a.json")).unwrap();
-    f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5)).unwrap();
+    let f = std::fs::File::options()
+        .write(true)
+        .open(input.path().join("a.json"))
+        .unwrap();
+    f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+        .unwrap();
     let (end2, batches) = batch(&mut src, &end, &ReadLimit::All).await;
     assert_eq!(seq(&end2), 2);
-    assert_eq!(strings(&batches, "id"), vec![Some("50".into()), Some("51".into()), Some("52".into())]);
+    assert_eq!(
+        strings(&batches, "id"),
+        vec![Some("50".into()), Some("51".into()), Some("52".into())]
+    );
 }
 
 #[tokio::test]
@@ -206,7 +270,13 @@ async fn hidden_files_globs_and_nested_directories() {
     let start = src.initial_offset().await.unwrap();
     let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
     assert_eq!(distinct_files(&batches), vec!["b.json"]);
-    assert!(src.identity().target.ends_with("/*/*/*.json?format=json&pathGlobFilter="), "{}", src.identity().target);
+    assert!(
+        src.identity()
+            .target
+            .ends_with("/*/*/*.json?format=json&pathGlobFilter="),
+        "{}",
+        src.identity().target
+    );
 }
 
 #[tokio::test]
@@ -214,20 +284,36 @@ async fn inferred_schema_is_stored_and_reused_on_restart() {
     let input = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     write_json(input.path(), "a.json", 0, 2);
-    let first = source(input.path(), Some(state.path()), &[("cloudFiles.inferColumnTypes", "true")]).schema();
+    let first = source(
+        input.path(),
+        Some(state.path()),
+        &[("cloudFiles.inferColumnTypes", "true")],
+    )
+    .schema();
     let names: Vec<_> = first.fields().iter().map(|f| f.name().as_str()).collect();
     assert_eq!(names, vec!["id", "name", "_rescued_data", "_metadata"]);
     assert_eq!(first.field(0).data_type(), &arrow_schema::DataType::Int64);
     assert!(state.path().join("schema.json").is_file());
 
     // Files with other columns arrive; the restarted stream keeps its schema and rescues them.
-    std::fs::write(input.path().join("b.json"), "{\"id\": 9, \"extra\": true}\n").unwrap();
+    std::fs::write(
+        input.path().join("b.json"),
+        "{\"id\": 9, \"extra\": true}\n",
+    )
+    .unwrap();
     std::fs::remove_file(input.path().join("a.json")).unwrap();
-    let mut src = source(input.path(), Some(state.path()), &[("cloudFiles.inferColumnTypes", "true")]);
+    let mut src = source(
+        input.path(),
+        Some(state.path()),
+        &[("cloudFiles.inferColumnTypes", "true")],
+    );
     assert_eq!(src.schema(), first);
     let start = src.initial_offset().await.unwrap();
     let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
-    assert_eq!(strings(&batches, "_rescued_data"), vec![Some("{\"extra\":true}".into())]);
+    assert_eq!(
+        strings(&batches, "_rescued_data"),
+        vec![Some("{\"extra\":true}".into())]
+    );
     assert_eq!(strings(&batches, "id"), vec![Some("9".into())]);
 }
 
@@ -246,21 +332,40 @@ async fn ddl_schema_csv_with_header_and_parquet() {
             ("cloudFiles.format", "csv"),
             ("header", "true"),
             ("sep", ";"),
-            ("schema", "id BIGINT, name STRING, price DOUBLE, ts TIMESTAMP, ok BOOLEAN, d DATE"),
+            (
+                "schema",
+                "id BIGINT, name STRING, price DOUBLE, ts TIMESTAMP, ok BOOLEAN, d DATE",
+            ),
         ],
     );
     let start = src.initial_offset().await.unwrap();
     let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
-    assert_eq!(strings(&batches, "name"), vec![Some("ann".into()), Some("bob".into())]);
-    assert_eq!(strings(&batches, "ts")[0].as_deref(), Some("2024-01-02T03:04:05Z"));
-    assert_eq!(strings(&batches, "d"), vec![Some("2024-01-02".into()), None]);
+    assert_eq!(
+        strings(&batches, "name"),
+        vec![Some("ann".into()), Some("bob".into())]
+    );
+    assert_eq!(
+        strings(&batches, "ts")[0].as_deref(),
+        Some("2024-01-02T03:04:05Z")
+    );
+    assert_eq!(
+        strings(&batches, "d"),
+        vec![Some("2024-01-02".into()), None]
+    );
     assert_eq!(strings(&batches, "price"), vec![Some("2.5".into()), None]);
 
     // Parquet: written by the parquet crate, schema from the file.
     let pq = tempfile::tempdir().unwrap();
     let batch_in = arrow_array::RecordBatch::try_from_iter(vec![
-        ("k", std::sync::Arc::new(arrow_array::Int32Array::from(vec![1, 2, 3])) as arrow_array::ArrayRef),
-        ("v", std::sync::Arc::new(arrow_array::StringArray::from(vec!["x", "y", "z"])) as _),
+        (
+            "k",
+            std::sync::Arc::new(arrow_array::Int32Array::from(vec![1, 2, 3]))
+                as arrow_array::ArrayRef,
+        ),
+        (
+            "v",
+            std::sync::Arc::new(arrow_array::StringArray::from(vec!["x", "y", "z"])) as _,
+        ),
     ])
     .unwrap();
     let file = std::fs::File::create(pq.path().join("p.parquet")).unwrap();
@@ -268,9 +373,28 @@ async fn ddl_schema_csv_with_header_and_parquet() {
     w.write(&batch_in).unwrap();
     w.close().unwrap();
     let mut src = source(pq.path(), None, &[("cloudFiles.format", "parquet")]);
-    let names: Vec<_> = src.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let names: Vec<_> = src
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
     assert_eq!(names, vec!["k", "v", "_metadata"]);
     let start = src.initial_offset().await.unwrap();
     let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
-    assert_eq!(strings(&batches, "v"), vec![Some("x".into()), Some("y".into()), Some("z".into())]);
+    assert_eq!(
+        strings(&batches, "v"),
+        vec![Some("x".into()), Some("y".into()), Some("z".into())]
+    );
+}
+
+#[tokio::test]
+async fn names_object_store_must_encode_are_tracked_by_their_real_path() {
+    let input = tempfile::tempdir().unwrap();
+    write_json(input.path(), "a b%1.json", 0, 2);
+    let mut src = source(input.path(), None, &[]);
+    let start = src.initial_offset().await.unwrap();
+    let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
+    assert_eq!(distinct_files(&batches), vec!["a b%1.json"]);
+    assert_eq!(rows(&batches), 2);
 }

@@ -8,7 +8,11 @@ use tributary_sdk::{ErrorCode, ReadLimit};
 #[tokio::test]
 async fn corrupt_parquet_is_source_read_failed_naming_the_file() {
     let input = tempfile::tempdir().unwrap();
-    std::fs::write(input.path().join("bad.parquet"), b"PAR1 this is not parquet PAR1").unwrap();
+    std::fs::write(
+        input.path().join("bad.parquet"),
+        b"PAR1 this is not parquet PAR1",
+    )
+    .unwrap();
     let mut src = source(
         input.path(),
         None,
@@ -19,7 +23,10 @@ async fn corrupt_parquet_is_source_read_failed_naming_the_file() {
     let err = src.read(&start, &end).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::SourceRead);
     let file = input.path().canonicalize().unwrap().join("bad.parquet");
-    assert_eq!(err.context_value("file"), Some(file.display().to_string().as_str()));
+    assert_eq!(
+        err.context_value("file"),
+        Some(file.display().to_string().as_str())
+    );
     assert!(err.message().contains("bad.parquet"));
 }
 
@@ -43,7 +50,7 @@ async fn permission_denied_is_source_read_failed_naming_the_file() {
 }
 
 #[tokio::test]
-async fn a_file_replaced_by_a_directory_is_an_error_not_a_skip() {
+async fn a_file_replaced_by_a_directory_is_a_vanished_file_not_a_silent_skip() {
     let input = tempfile::tempdir().unwrap();
     write_json(input.path(), "a.json", 0, 1);
     let mut src = source(input.path(), None, &[("schema", "id BIGINT")]);
@@ -52,10 +59,7 @@ async fn a_file_replaced_by_a_directory_is_an_error_not_a_skip() {
     std::fs::remove_file(input.path().join("a.json")).unwrap();
     std::fs::create_dir(input.path().join("a.json")).unwrap();
     let err = src.read(&start, &end).await.unwrap_err();
-    assert!(
-        matches!(err.code(), ErrorCode::SourceRead | ErrorCode::DataLoss(_)),
-        "{err}"
-    );
+    assert_eq!(err.code().as_str(), "CLOUD_FILES_FILE_NOT_FOUND", "{err}");
     assert!(err.to_string().contains("a.json"), "{err}");
 }
 
@@ -72,6 +76,16 @@ async fn vanished_file_fails_by_default() {
     assert_eq!(err.code().as_str(), "CLOUD_FILES_FILE_NOT_FOUND");
     assert!(err.is_data_loss());
     assert!(err.context_value("location").unwrap().ends_with("/a.json"));
+    assert!(
+        err.message().contains("ignoreMissingFiles"),
+        "{}",
+        err.message()
+    );
+    assert!(
+        !err.message().contains("failOnDataLoss"),
+        "{}",
+        err.message()
+    );
 }
 
 #[tokio::test]
@@ -109,7 +123,11 @@ async fn configuration_errors_are_clear() {
     // Empty directory, no schema: inference has nothing to read.
     let err = try_source(input.path(), None, &[]).unwrap_err();
     assert_eq!(err.code(), ErrorCode::Schema);
-    assert!(err.message().contains("'schema' option"), "{}", err.message());
+    assert!(
+        err.message().contains("'schema' option"),
+        "{}",
+        err.message()
+    );
 
     let err = try_source(input.path(), None, &[("schema", "id BIGNT")]).unwrap_err();
     assert_eq!(err.code(), ErrorCode::Schema);
@@ -134,10 +152,16 @@ async fn reading_a_range_the_state_does_not_know_is_a_checkpoint_error() {
     let mut src = source(input.path(), None, &[("schema", "id BIGINT")]);
     let start = tributary_sdk::Offset::parse(r#"{"seq": 0}"#).unwrap();
     let end = tributary_sdk::Offset::parse(r#"{"seq": 3}"#).unwrap();
-    assert_eq!(src.read(&start, &end).await.unwrap_err().code(), ErrorCode::Checkpoint);
+    assert_eq!(
+        src.read(&start, &end).await.unwrap_err().code(),
+        ErrorCode::Checkpoint
+    );
     let wrong = tributary_sdk::Offset::parse(r#"{"partition": 3}"#).unwrap();
     assert_eq!(
-        src.latest_offset(&wrong, &ReadLimit::All).await.unwrap_err().code(),
+        src.latest_offset(&wrong, &ReadLimit::All)
+            .await
+            .unwrap_err()
+            .code(),
         ErrorCode::CheckpointIncompatible
     );
 }

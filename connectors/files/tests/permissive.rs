@@ -32,7 +32,11 @@ fn ten_percent_malformed(dir: &std::path::Path) -> Vec<String> {
 async fn permissive_json_keeps_good_rows_nulls_bad_ones_and_counts_them() {
     let input = tempfile::tempdir().unwrap();
     let bad = ten_percent_malformed(input.path());
-    let mut src = source(input.path(), None, &[("schema", "id BIGINT, name STRING, price DOUBLE")]);
+    let mut src = source(
+        input.path(),
+        None,
+        &[("schema", "id BIGINT, name STRING, price DOUBLE")],
+    );
     let start = src.initial_offset().await.unwrap();
     let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
     assert_eq!(rows(&batches), 100);
@@ -43,7 +47,11 @@ async fn permissive_json_keeps_good_rows_nulls_bad_ones_and_counts_them() {
     let mut bad_seen = Vec::new();
     for i in 0..100 {
         if i % 10 == 9 {
-            assert_eq!((&ids[i], &names[i], &prices[i]), (&None, &None, &None), "row {i}");
+            assert_eq!(
+                (&ids[i], &names[i], &prices[i]),
+                (&None, &None, &None),
+                "row {i}"
+            );
             bad_seen.push(rescued[i].clone().unwrap());
         } else {
             assert_eq!(ids[i], Some(i.to_string()));
@@ -54,7 +62,11 @@ async fn permissive_json_keeps_good_rows_nulls_bad_ones_and_counts_them() {
     }
     assert_eq!(bad_seen, bad);
     assert_eq!(src.metrics()["numMalformedRecords"], 10);
-    assert_eq!(file_names(&batches).len(), 100, "every row has its _metadata");
+    assert_eq!(
+        file_names(&batches).len(),
+        100,
+        "every row has its _metadata"
+    );
 }
 
 #[tokio::test]
@@ -64,14 +76,20 @@ async fn failfast_stops_with_malformed_record_naming_file_and_line() {
     let mut src = source(
         input.path(),
         None,
-        &[("schema", "id BIGINT, name STRING, price DOUBLE"), ("mode", "FAILFAST")],
+        &[
+            ("schema", "id BIGINT, name STRING, price DOUBLE"),
+            ("mode", "FAILFAST"),
+        ],
     );
     let start = src.initial_offset().await.unwrap();
     let end = src.latest_offset(&start, &ReadLimit::All).await.unwrap();
     let err = src.read(&start, &end).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::MalformedRecord);
     let file = input.path().canonicalize().unwrap().join("mixed.json");
-    assert_eq!(err.context_value("file"), Some(file.display().to_string().as_str()));
+    assert_eq!(
+        err.context_value("file"),
+        Some(file.display().to_string().as_str())
+    );
     assert_eq!(err.context_value("row"), Some("10"));
     assert!(err.message().contains("line 10"), "{}", err.message());
 }
@@ -79,19 +97,44 @@ async fn failfast_stops_with_malformed_record_naming_file_and_line() {
 #[tokio::test]
 async fn permissive_csv_rescues_values_that_do_not_fit() {
     let input = tempfile::tempdir().unwrap();
-    std::fs::write(input.path().join("a.csv"), "id,price\n1,2.5\nx,3.5\n3\n4,5.5\n").unwrap();
+    std::fs::write(
+        input.path().join("a.csv"),
+        "id,price\n1,2.5\nx,3.5\n3\n4,5.5\n",
+    )
+    .unwrap();
     let mut src = source(
         input.path(),
         None,
-        &[("cloudFiles.format", "csv"), ("header", "true"), ("schema", "id INT, price DOUBLE")],
+        &[
+            ("cloudFiles.format", "csv"),
+            ("header", "true"),
+            ("schema", "id INT, price DOUBLE"),
+        ],
     );
     let start = src.initial_offset().await.unwrap();
     let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
-    assert_eq!(strings(&batches, "id"), vec![Some("1".into()), None, None, Some("4".into())]);
-    assert_eq!(strings(&batches, "price"), vec![Some("2.5".into()), Some("3.5".into()), None, Some("5.5".into())]);
+    assert_eq!(
+        strings(&batches, "id"),
+        vec![Some("1".into()), None, None, Some("4".into())]
+    );
+    assert_eq!(
+        strings(&batches, "price"),
+        vec![
+            Some("2.5".into()),
+            Some("3.5".into()),
+            None,
+            Some("5.5".into())
+        ]
+    );
     let rescued = strings(&batches, "_rescued_data");
     let file = input.path().canonicalize().unwrap().join("a.csv");
-    assert_eq!(rescued[1], Some(format!("{{\"_file_path\":\"{}\",\"id\":\"x\"}}", file.display())));
+    assert_eq!(
+        rescued[1],
+        Some(format!(
+            "{{\"_file_path\":\"{}\",\"id\":\"x\"}}",
+            file.display()
+        ))
+    );
     assert_eq!(rescued[2].as_deref(), Some("3"));
     assert_eq!(src.metrics()["numMalformedRecords"], 2);
 }
@@ -99,11 +142,18 @@ async fn permissive_csv_rescues_values_that_do_not_fit() {
 #[tokio::test]
 async fn inferred_string_columns_accept_any_scalar() {
     let input = tempfile::tempdir().unwrap();
-    std::fs::write(input.path().join("a.json"), "{\"a\": 1, \"b\": true}\n{\"a\": \"x\", \"b\": null}\n").unwrap();
+    std::fs::write(
+        input.path().join("a.json"),
+        "{\"a\": 1, \"b\": true}\n{\"a\": \"x\", \"b\": null}\n",
+    )
+    .unwrap();
     let mut src = source(input.path(), None, &[]);
     let start = src.initial_offset().await.unwrap();
     let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
-    assert_eq!(strings(&batches, "a"), vec![Some("1".into()), Some("x".into())]);
+    assert_eq!(
+        strings(&batches, "a"),
+        vec![Some("1".into()), Some("x".into())]
+    );
     assert_eq!(strings(&batches, "b"), vec![Some("true".into()), None]);
     assert_eq!(src.metrics()["numMalformedRecords"], 0);
 }

@@ -41,7 +41,10 @@ pub fn decode(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> 
             .into_iter()
             .map(|b| with_rescued(b, None, ctx))
             .collect::<Result<Vec<_>>>()?;
-        return Ok(Decoded { batches, malformed: 0 });
+        return Ok(Decoded {
+            batches,
+            malformed: 0,
+        });
     }
     slow_path(bytes, path, ctx)
 }
@@ -73,7 +76,11 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
             let text = record_text(bytes, start, end);
             let reason = format!("{} fields where the schema has {n}", record.len());
             if ctx.mode == Mode::FailFast {
-                return Err(malformed(path, line, format!("{reason}; record: {}", excerpt(&text))));
+                return Err(malformed(
+                    path,
+                    line,
+                    format!("{reason}; record: {}", excerpt(&text)),
+                ));
             }
             for col in raw.iter_mut() {
                 col.push(None);
@@ -89,15 +96,23 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
         line_of_row.push(line);
     }
 
-    let options = CastOptions { safe: true, ..Default::default() };
+    let options = CastOptions {
+        safe: true,
+        ..Default::default()
+    };
     let mut failed: Vec<Vec<(usize, String)>> = vec![Vec::new(); rescued.len()];
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(n);
     for (c, (field, values)) in fields.iter().zip(raw.iter()).enumerate() {
-        let strings: ArrayRef = Arc::new(StringArray::from_iter(values.iter().map(|v| v.as_deref())));
+        let strings: ArrayRef =
+            Arc::new(StringArray::from_iter(values.iter().map(|v| v.as_deref())));
         let cast = cast_with_options(&strings, field.data_type(), &options).map_err(|e| {
             Error::new(
                 ErrorCode::Schema,
-                format!("column '{}' of type {} cannot be read from CSV text", field.name(), field.data_type()),
+                format!(
+                    "column '{}' of type {} cannot be read from CSV text",
+                    field.name(),
+                    field.data_type()
+                ),
             )
             .with_context("file", path)
             .with_cause(e)
@@ -120,20 +135,34 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
             return Err(malformed(
                 path,
                 line_of_row[row],
-                format!("value '{}' does not fit column '{}' of type {}", excerpt(v), fields[*c].name(), fields[*c].data_type()),
+                format!(
+                    "value '{}' does not fit column '{}' of type {}",
+                    excerpt(v),
+                    fields[*c].name(),
+                    fields[*c].data_type()
+                ),
             ));
         }
         let mut obj = serde_json::Map::new();
         for (c, v) in fails {
-            obj.insert(fields[*c].name().clone(), serde_json::Value::String(v.clone()));
+            obj.insert(
+                fields[*c].name().clone(),
+                serde_json::Value::String(v.clone()),
+            );
         }
-        obj.insert("_file_path".into(), serde_json::Value::String(path.to_string()));
+        obj.insert(
+            "_file_path".into(),
+            serde_json::Value::String(path.to_string()),
+        );
         rescued[row] = Some(serde_json::Value::Object(obj).to_string());
         malformed_rows += 1;
     }
     let batch = RecordBatch::try_new(ctx.file_schema.clone(), columns)?;
     let batch = with_rescued(batch, Some(rescued_array(&rescued)), ctx)?;
-    Ok(Decoded { batches: vec![batch], malformed: malformed_rows })
+    Ok(Decoded {
+        batches: vec![batch],
+        malformed: malformed_rows,
+    })
 }
 
 fn record_text(bytes: &[u8], start: usize, end: usize) -> String {
@@ -146,7 +175,12 @@ fn record_text(bytes: &[u8], start: usize, end: usize) -> String {
 /// Infers columns from the first `max_records` rows of the samples. Without a header the
 /// columns are named `_c0`, `_c1`, ... as in Spark. A column whose type differs between files
 /// becomes a string (or a double for integer + double).
-pub fn infer(samples: &[(String, Bytes)], max_records: usize, infer_types: bool, csv: CsvOptions) -> Result<Schema> {
+pub fn infer(
+    samples: &[(String, Bytes)],
+    max_records: usize,
+    infer_types: bool,
+    csv: CsvOptions,
+) -> Result<Schema> {
     let mut merged: Vec<Field> = Vec::new();
     let mut remaining = max_records;
     for (path, bytes) in samples {
@@ -161,12 +195,21 @@ pub fn infer(samples: &[(String, Bytes)], max_records: usize, infer_types: bool,
             .map_err(|e| unreadable(path, e))?;
         remaining = remaining.saturating_sub(read.max(1));
         for (i, f) in schema.fields().iter().enumerate() {
-            let name = if csv.header { f.name().clone() } else { format!("_c{i}") };
-            let dt = if infer_types { null_as_string(f.data_type()) } else { DataType::Utf8 };
+            let name = if csv.header {
+                f.name().clone()
+            } else {
+                format!("_c{i}")
+            };
+            let dt = if infer_types {
+                null_as_string(f.data_type())
+            } else {
+                DataType::Utf8
+            };
             match merged.get_mut(i) {
                 Some(existing) if existing.data_type() != &dt => {
                     let wider = match (existing.data_type(), &dt) {
-                        (DataType::Int64, DataType::Float64) | (DataType::Float64, DataType::Int64) => DataType::Float64,
+                        (DataType::Int64, DataType::Float64)
+                        | (DataType::Float64, DataType::Int64) => DataType::Float64,
                         _ => DataType::Utf8,
                     };
                     *existing = existing.clone().with_data_type(wider);
@@ -202,16 +245,37 @@ mod tests {
             Field::new("name", DataType::Utf8, true),
             Field::new("price", DataType::Float64, true),
         ]));
-        DecodeContext::new(Format::Csv, schema, "_rescued_data", mode, CsvOptions { header, delimiter: b',' })
+        DecodeContext::new(
+            Format::Csv,
+            schema,
+            "_rescued_data",
+            mode,
+            CsvOptions {
+                header,
+                delimiter: b',',
+            },
+        )
     }
 
     #[test]
     fn fast_path_reads_typed_columns_after_the_header() {
-        let d = decode(b"id,name,price\n1,a,1.5\n2,,\n", "f", &ctx(Mode::Permissive, true)).unwrap();
+        let d = decode(
+            b"id,name,price\n1,a,1.5\n2,,\n",
+            "f",
+            &ctx(Mode::Permissive, true),
+        )
+        .unwrap();
         assert_eq!(d.malformed, 0);
         let b = &d.batches[0];
         assert_eq!(b.num_rows(), 2);
-        assert_eq!(b.column(0).as_any().downcast_ref::<Int32Array>().unwrap().value(1), 2);
+        assert_eq!(
+            b.column(0)
+                .as_any()
+                .downcast_ref::<Int32Array>()
+                .unwrap()
+                .value(1),
+            2
+        );
         assert!(b.column(1).is_null(1));
         assert!(b.column(3).is_null(0));
     }
@@ -239,7 +303,12 @@ mod tests {
 
     #[test]
     fn failfast_names_the_line() {
-        let e = decode(b"id,name,price\n1,a,1\n2,b,zz\n", "f.csv", &ctx(Mode::FailFast, true)).unwrap_err();
+        let e = decode(
+            b"id,name,price\n1,a,1\n2,b,zz\n",
+            "f.csv",
+            &ctx(Mode::FailFast, true),
+        )
+        .unwrap_err();
         assert_eq!(e.code(), ErrorCode::MalformedRecord);
         assert_eq!(e.context_value("row"), Some("3"));
     }
@@ -247,7 +316,10 @@ mod tests {
     #[test]
     fn inference_names_columns_like_spark() {
         let samples = vec![("a".into(), Bytes::from_static(b"1,x,2.5\n2,y,3\n"))];
-        let opts = CsvOptions { header: false, delimiter: b',' };
+        let opts = CsvOptions {
+            header: false,
+            delimiter: b',',
+        };
         let s = infer(&samples, 10, true, opts).unwrap();
         assert_eq!(s.field(0).name(), "_c0");
         assert_eq!(s.field(0).data_type(), &DataType::Int64);

@@ -23,7 +23,10 @@ use arrow_schema::{ArrowError, Schema};
 use bytes::Bytes;
 use tributary_sdk::{Error, ErrorCode, Result};
 
-use super::{leaves_as_strings, null_as_string, rescued_array, with_rescued, DecodeContext, Decoded, BATCH_SIZE};
+use super::{
+    leaves_as_strings, null_as_string, rescued_array, with_rescued, DecodeContext, Decoded,
+    BATCH_SIZE,
+};
 use crate::config::Mode;
 use crate::error::{excerpt, malformed, unreadable};
 
@@ -41,12 +44,19 @@ pub fn decode(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> 
             .into_iter()
             .map(|b| with_rescued(b, None, ctx))
             .collect::<Result<Vec<_>>>()?;
-        return Ok(Decoded { batches, malformed: 0 });
+        return Ok(Decoded {
+            batches,
+            malformed: 0,
+        });
     }
     slow_path(bytes, path, ctx)
 }
 
-fn read_all(ctx: &DecodeContext, strict: bool, bytes: &[u8]) -> Result<Vec<RecordBatch>, ArrowError> {
+fn read_all(
+    ctx: &DecodeContext,
+    strict: bool,
+    bytes: &[u8],
+) -> Result<Vec<RecordBatch>, ArrowError> {
     builder(ctx, strict).build(Cursor::new(bytes))?.collect()
 }
 
@@ -64,18 +74,28 @@ struct LineChecker<'a> {
 }
 
 impl LineChecker<'_> {
-    fn check_with(slot: &mut Option<Decoder>, ctx: &DecodeContext, strict: bool, line: &[u8]) -> Result<(), ArrowError> {
+    fn check_with(
+        slot: &mut Option<Decoder>,
+        ctx: &DecodeContext,
+        strict: bool,
+        line: &[u8],
+    ) -> Result<(), ArrowError> {
         let decoder = match slot {
             Some(d) => d,
             None => slot.insert(builder(ctx, strict).build_decoder()?),
         };
         let result = decoder.decode(line).and_then(|read| {
             if read != line.len() {
-                return Err(ArrowError::JsonError("more than one JSON value on the line".into()));
+                return Err(ArrowError::JsonError(
+                    "more than one JSON value on the line".into(),
+                ));
             }
             match decoder.flush()? {
                 Some(b) if b.num_rows() == 1 => Ok(()),
-                Some(b) => Err(ArrowError::JsonError(format!("{} JSON values on the line", b.num_rows()))),
+                Some(b) => Err(ArrowError::JsonError(format!(
+                    "{} JSON values on the line",
+                    b.num_rows()
+                ))),
                 None => Err(ArrowError::JsonError("no JSON value on the line".into())),
             }
         });
@@ -118,7 +138,11 @@ fn lines(bytes: &[u8]) -> impl Iterator<Item = (u64, &[u8])> {
 }
 
 fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
-    let mut checker = LineChecker { ctx, strict: None, lenient: None };
+    let mut checker = LineChecker {
+        ctx,
+        strict: None,
+        lenient: None,
+    };
     let mut cleaned = Vec::with_capacity(bytes.len());
     let mut rescued: Vec<Option<String>> = Vec::new();
     let mut malformed_rows = 0u64;
@@ -135,7 +159,11 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
             Outcome::Bad(reason) => {
                 let text = String::from_utf8_lossy(line).into_owned();
                 if ctx.mode == Mode::FailFast {
-                    return Err(malformed(path, no, format!("{reason}; record: {}", excerpt(&text))));
+                    return Err(malformed(
+                        path,
+                        no,
+                        format!("{reason}; record: {}", excerpt(&text)),
+                    ));
                 }
                 cleaned.extend_from_slice(b"{}");
                 rescued.push(Some(text));
@@ -158,12 +186,18 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
     for b in batches {
         let n = b.num_rows();
         let Some(slice) = rescued.get(row..row + n) else {
-            return Err(unreadable(path, ArrowError::JsonError("row count changed while decoding".into())));
+            return Err(unreadable(
+                path,
+                ArrowError::JsonError("row count changed while decoding".into()),
+            ));
         };
         out.push(with_rescued(b, Some(rescued_array(slice)), ctx)?);
         row += n;
     }
-    Ok(Decoded { batches: out, malformed: malformed_rows })
+    Ok(Decoded {
+        batches: out,
+        malformed: malformed_rows,
+    })
 }
 
 /// Infers columns from the first `max_records` JSON objects of the samples (lines that are
@@ -192,13 +226,21 @@ pub fn infer(samples: &[(String, Bytes)], max_records: usize, infer_types: bool)
         .with_context("option", crate::config::names::SCHEMA));
     }
     let schema = infer_json_schema_from_iterator(values.iter().map(Ok)).map_err(|e| {
-        Error::new(ErrorCode::Schema, "cannot infer a schema from the JSON sample").with_cause(e)
+        Error::new(
+            ErrorCode::Schema,
+            "cannot infer a schema from the JSON sample",
+        )
+        .with_cause(e)
     })?;
     let fields: Vec<_> = schema
         .fields()
         .iter()
         .map(|f| {
-            let dt = if infer_types { null_as_string(f.data_type()) } else { leaves_as_strings(f.data_type()) };
+            let dt = if infer_types {
+                null_as_string(f.data_type())
+            } else {
+                leaves_as_strings(f.data_type())
+            };
             f.as_ref().clone().with_data_type(dt).with_nullable(true)
         })
         .collect();
@@ -218,12 +260,26 @@ mod tests {
             Field::new("id", DataType::Int64, true),
             Field::new("name", DataType::Utf8, true),
         ]));
-        DecodeContext::new(Format::Json, schema, "_rescued_data", mode, CsvOptions { header: false, delimiter: b',' })
+        DecodeContext::new(
+            Format::Json,
+            schema,
+            "_rescued_data",
+            mode,
+            CsvOptions {
+                header: false,
+                delimiter: b',',
+            },
+        )
     }
 
     #[test]
     fn fast_path_coerces_numbers_into_strings() {
-        let d = decode(b"{\"id\": 1, \"name\": 5}\n\n{\"id\": 2}\n", "f", &ctx(Mode::Permissive)).unwrap();
+        let d = decode(
+            b"{\"id\": 1, \"name\": 5}\n\n{\"id\": 2}\n",
+            "f",
+            &ctx(Mode::Permissive),
+        )
+        .unwrap();
         assert_eq!(d.malformed, 0);
         let b = &d.batches[0];
         assert_eq!(b.num_rows(), 2);
@@ -252,7 +308,12 @@ mod tests {
 
     #[test]
     fn failfast_names_the_line() {
-        let e = decode(b"{\"id\": 1}\n{\"id\": 2}\n{\"id\": tru\n", "/x/f.json", &ctx(Mode::FailFast)).unwrap_err();
+        let e = decode(
+            b"{\"id\": 1}\n{\"id\": 2}\n{\"id\": tru\n",
+            "/x/f.json",
+            &ctx(Mode::FailFast),
+        )
+        .unwrap_err();
         assert_eq!(e.code(), ErrorCode::MalformedRecord);
         assert_eq!(e.context_value("file"), Some("/x/f.json"));
         assert_eq!(e.context_value("row"), Some("3"));
@@ -260,12 +321,17 @@ mod tests {
 
     #[test]
     fn inference_sorts_columns_like_spark_and_gives_strings_by_default() {
-        let samples = vec![("a".to_string(), Bytes::from_static(b"{\"b\": 1, \"a\": {\"x\": true}}\nbad\n{\"c\": 1.5}\n"))];
+        let samples = vec![(
+            "a".to_string(),
+            Bytes::from_static(b"{\"b\": 1, \"a\": {\"x\": true}}\nbad\n{\"c\": 1.5}\n"),
+        )];
         let s = infer(&samples, 100, false).unwrap();
         let names: Vec<_> = s.fields().iter().map(|f| f.name().clone()).collect();
         assert_eq!(names, ["a", "b", "c"]);
         assert_eq!(s.field(1).data_type(), &DataType::Utf8);
-        assert!(matches!(s.field(0).data_type(), DataType::Struct(f) if f[0].data_type() == &DataType::Utf8));
+        assert!(
+            matches!(s.field(0).data_type(), DataType::Struct(f) if f[0].data_type() == &DataType::Utf8)
+        );
         let s = infer(&samples, 100, true).unwrap();
         assert_eq!(s.field(1).data_type(), &DataType::Int64);
         assert_eq!(s.field(2).data_type(), &DataType::Float64);

@@ -45,7 +45,11 @@ impl DecodeContext {
         mode: Mode,
         csv: CsvOptions,
     ) -> DecodeContext {
-        let mut fields: Vec<Field> = file_schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        let mut fields: Vec<Field> = file_schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
         if format.has_rescued_column() {
             fields.push(Field::new(rescued, DataType::Utf8, true));
         }
@@ -114,11 +118,17 @@ pub(crate) fn leaves_as_strings(dt: &DataType) -> DataType {
         DataType::Struct(fields) => DataType::Struct(
             fields
                 .iter()
-                .map(|f| f.as_ref().clone().with_data_type(leaves_as_strings(f.data_type())))
+                .map(|f| {
+                    f.as_ref()
+                        .clone()
+                        .with_data_type(leaves_as_strings(f.data_type()))
+                })
                 .collect(),
         ),
         DataType::List(f) => DataType::List(Arc::new(
-            f.as_ref().clone().with_data_type(leaves_as_strings(f.data_type())),
+            f.as_ref()
+                .clone()
+                .with_data_type(leaves_as_strings(f.data_type())),
         )),
         _ => DataType::Utf8,
     }
@@ -131,11 +141,17 @@ pub(crate) fn null_as_string(dt: &DataType) -> DataType {
         DataType::Struct(fields) => DataType::Struct(
             fields
                 .iter()
-                .map(|f| f.as_ref().clone().with_data_type(null_as_string(f.data_type())))
+                .map(|f| {
+                    f.as_ref()
+                        .clone()
+                        .with_data_type(null_as_string(f.data_type()))
+                })
                 .collect(),
         ),
         DataType::List(f) => DataType::List(Arc::new(
-            f.as_ref().clone().with_data_type(null_as_string(f.data_type())),
+            f.as_ref()
+                .clone()
+                .with_data_type(null_as_string(f.data_type())),
         )),
         other => other.clone(),
     }

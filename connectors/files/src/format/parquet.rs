@@ -26,12 +26,18 @@ pub fn decode(bytes: Bytes, path: &str, ctx: &DecodeContext) -> Result<Decoded> 
         let batch = batch.map_err(|e| unreadable(path, e))?;
         batches.push(align(&batch, &ctx.file_schema, path)?);
     }
-    Ok(Decoded { batches, malformed: 0 })
+    Ok(Decoded {
+        batches,
+        malformed: 0,
+    })
 }
 
 fn align(batch: &RecordBatch, schema: &SchemaRef, path: &str) -> Result<RecordBatch> {
     if batch.schema().fields() == schema.fields() {
-        return Ok(RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?);
+        return Ok(RecordBatch::try_new(
+            schema.clone(),
+            batch.columns().to_vec(),
+        )?);
     }
     let rows = batch.num_rows();
     let columns = schema
@@ -75,7 +81,8 @@ pub fn infer(samples: &[(String, Bytes)]) -> Result<Schema> {
     for (path, bytes) in samples {
         let builder = ParquetRecordBatchReaderBuilder::try_new(bytes.clone())
             .map_err(|e| unreadable(path, e))?;
-        let schema = Arc::unwrap_or_clone(builder.schema().clone()).with_metadata(Default::default());
+        let schema =
+            Arc::unwrap_or_clone(builder.schema().clone()).with_metadata(Default::default());
         merged = Some(match merged {
             None => schema,
             Some(m) => Schema::try_merge([m, schema]).map_err(|e| {

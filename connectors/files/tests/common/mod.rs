@@ -17,9 +17,12 @@ pub fn try_source(
     state: Option<&Path>,
     extra: &[(&str, &str)],
 ) -> tributary_sdk::Result<Box<dyn Source>> {
-    let mut options: Options = [("path", input.display().to_string().as_str()), ("cloudFiles.format", "json")]
-        .into_iter()
-        .collect();
+    let mut options: Options = [
+        ("path", input.display().to_string().as_str()),
+        ("cloudFiles.format", "json"),
+    ]
+    .into_iter()
+    .collect();
     for (k, v) in extra {
         options.set(*k, *v);
     }
@@ -93,7 +96,11 @@ pub async fn batch(
 pub fn strings(batches: &[RecordBatch], column: &str) -> Vec<Option<String>> {
     let mut out = Vec::new();
     for b in batches {
-        let a = arrow_cast::cast(b.column_by_name(column).unwrap(), &arrow_schema::DataType::Utf8).unwrap();
+        let a = arrow_cast::cast(
+            b.column_by_name(column).unwrap(),
+            &arrow_schema::DataType::Utf8,
+        )
+        .unwrap();
         let a = a.as_any().downcast_ref::<StringArray>().unwrap();
         for i in 0..a.len() {
             out.push(a.is_valid(i).then(|| a.value(i).to_string()));
