@@ -15,8 +15,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
+use tributary_sdk::decode::{schema_provider, DecodeConfig, StreamDecoder};
 use tributary_sdk::{
-    ConnectorContext, Delivery, Offset, ReadLimit, Result, SecretStore, Sink, Source,
+    ConnectorContext, Delivery, Error, ErrorCode, Offset, OptionSpec, ReadLimit, Result,
+    SecretStore, Sink, Source,
 };
 
 use crate::checkpoint::{Checkpoint, Recovery};
@@ -76,6 +78,26 @@ pub struct Pipeline {
     listeners: Vec<Box<dyn ProgressListener>>,
     shutdown: Shutdown,
     idle_poll: Duration,
+    decode: Option<Decode>,
+}
+
+/// The decode step: its configuration, and the decoder once the schemas are resolved at start.
+#[derive(Debug)]
+struct Decode {
+    config: DecodeConfig,
+    stream: String,
+    decoder: Option<StreamDecoder>,
+}
+
+/// The stream name schemas are resolved for (the subject of TopicNameStrategy): the first
+/// subscribed topic, the Kinesis stream name, or the pipeline name.
+fn stream_name(spec: &PipelineSpec) -> String {
+    ["subscribe", "topic", "streamName"]
+        .iter()
+        .find_map(|k| spec.source_options.get(k))
+        .and_then(|v| v.split(',').map(str::trim).find(|t| !t.is_empty()))
+        .map(str::to_string)
+        .unwrap_or_else(|| spec.name.clone())
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -96,6 +118,13 @@ pub fn validate(spec: &PipelineSpec, registry: &Registry) -> Result<()> {
         .validate(&spec.source_options)?;
     for (name, options) in &spec.sinks {
         registry.sink(name)?.validate(options)?;
+    }
+    if let Some(decode) = &spec.decode_options {
+        OptionSpec::validate_all(
+            &tributary_sdk::decode::decode_options(),
+            decode,
+            "source.decode",
+        )?;
     }
     Ok(())
 }
@@ -120,8 +149,16 @@ impl Pipeline {
         let meta = checkpoint.bind(&source.identity())?;
         let sink_ctx = ConnectorContext {
             state_dir: None,
-            secrets,
+            secrets: secrets.clone(),
             pipeline: spec.name.clone(),
+        };
+        let decode = match &spec.decode_options {
+            None => None,
+            Some(options) => Some(Decode {
+                config: DecodeConfig::from_options(options, secrets.as_ref())?,
+                stream: stream_name(spec),
+                decoder: None,
+            }),
         };
         let mut sinks = Vec::new();
         for (name, options) in &spec.sinks {
@@ -141,6 +178,7 @@ impl Pipeline {
             listeners: Vec::new(),
             shutdown: Shutdown::default(),
             idle_poll: Duration::from_millis(500),
+            decode,
         })
     }
 
@@ -186,8 +224,35 @@ impl Pipeline {
         Ok(summary)
     }
 
-    async fn run_inner(&mut self) -> Result<RunSummary> {
+    /// Resolves the schemas (once per run: a restart picks up a newer registry version) and
+    /// returns the schema the sinks receive.
+    async fn prepare_decoder(&mut self) -> Result<arrow::datatypes::SchemaRef> {
         let schema = self.source.schema();
+        let Some(decode) = &mut self.decode else {
+            return Ok(schema);
+        };
+        let payload = ["value", "data"]
+            .into_iter()
+            .find(|c| schema.index_of(c).is_ok())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorCode::InvalidPipeline,
+                    format!(
+                        "[source.decode] needs a binary 'value' or 'data' column, but source '{}' has none",
+                        self.source_name
+                    ),
+                )
+            })?;
+        let provider = schema_provider(&decode.config)?;
+        let schemas = provider.resolve(&decode.stream).await?;
+        let decoder = StreamDecoder::new(&schemas, decode.config.mode, payload)?;
+        let out = decoder.output_schema(&schema);
+        decode.decoder = Some(decoder);
+        Ok(out)
+    }
+
+    async fn run_inner(&mut self) -> Result<RunSummary> {
+        let schema = self.prepare_decoder().await?;
         for (_, s) in &mut self.sinks {
             s.open(schema.clone()).await?;
         }
@@ -270,6 +335,15 @@ impl Pipeline {
         }
     }
 
+    /// Source metrics plus the decoder's malformed-record counters.
+    fn metrics(&self) -> tributary_sdk::SourceMetrics {
+        let mut m = self.source.metrics();
+        if let Some(d) = self.decode.as_ref().and_then(|d| d.decoder.as_ref()) {
+            m.extend(d.metrics());
+        }
+        m
+    }
+
     /// Runs one batch: log its range (unless replaying), read, write, commit, report.
     async fn execute(
         &mut self,
@@ -288,7 +362,13 @@ impl Pipeline {
         let mut wal_ms = t.elapsed().as_millis() as u64;
 
         let t = Instant::now();
-        let batches: Vec<RecordBatch> = self.source.read(start, end).await?;
+        let mut batches: Vec<RecordBatch> = self.source.read(start, end).await?;
+        if let Some(decoder) = self.decode.as_mut().and_then(|d| d.decoder.as_mut()) {
+            batches = batches
+                .iter()
+                .map(|b| decoder.decode(b))
+                .collect::<Result<_>>()?;
+        }
         durations.get_batch = t.elapsed().as_millis() as u64;
         let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
 
@@ -329,7 +409,7 @@ impl Pipeline {
                 start_offset: start.clone(),
                 end_offset: end.clone(),
                 num_input_rows: rows,
-                metrics: self.source.metrics(),
+                metrics: self.metrics(),
             }],
             sinks: sink_progress,
         };

@@ -21,10 +21,13 @@ impl Registry {
         Self::default()
     }
 
-    /// The connectors compiled into this build: `files` source, `console` and `parquet` sinks.
+    /// The connectors compiled into this build: `files` and `kafka` sources, `console`,
+    /// `parquet` and `kafka` sinks.
     pub fn builtin() -> Self {
         let mut r = Registry::new();
         r.add_source(Arc::new(tributary_files::FilesSourceFactory));
+        r.add_source(Arc::new(tributary_kafka::KafkaSourceFactory));
+        r.add_sink(Arc::new(tributary_kafka::KafkaSinkFactory));
         r.add_sink(Arc::new(tributary_sinks::ConsoleSinkFactory));
         r.add_sink(Arc::new(tributary_sinks::ParquetSinkFactory));
         r
