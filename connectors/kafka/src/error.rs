@@ -113,6 +113,7 @@ pub(crate) fn request_error(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

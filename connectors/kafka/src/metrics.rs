@@ -91,6 +91,7 @@ pub(crate) fn with_byte_estimate(mut m: SourceMetrics, avg_record: Option<f64>) 
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

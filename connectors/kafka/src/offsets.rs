@@ -134,6 +134,7 @@ pub fn parse_assign(text: &str) -> Result<BTreeMap<String, Vec<i32>>> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -158,6 +158,7 @@ pub fn group_into_tasks(ranges: Vec<OffsetRange>) -> Vec<Vec<OffsetRange>> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -60,6 +60,9 @@ pub(crate) struct ReadOutput {
     pub events: Vec<DataLossEvent>,
 }
 
+/// The pieces one consumer read and the data-loss events it let pass.
+type TaskOutput = (Vec<(OffsetRange, Accum)>, Vec<DataLossEvent>);
+
 /// A pool of consumers used for range reads.
 pub(crate) struct RangeReader {
     profile: Arc<ConnectionProfile>,
@@ -112,35 +115,34 @@ impl RangeReader {
             for (i, t) in tasks.into_iter().enumerate() {
                 buckets[i % parallel].push(t);
             }
-            let results: Vec<Result<(Vec<(OffsetRange, Accum)>, Vec<DataLossEvent>)>> =
-                std::thread::scope(|scope| {
-                    let handles: Vec<_> = buckets
-                        .into_iter()
-                        .zip(self.consumers.iter())
-                        .map(|(bucket, consumer)| {
-                            scope.spawn(move || {
-                                let mut out = (Vec::new(), Vec::new());
-                                for task in bucket {
-                                    let (p, e) = read_task(consumer, task, s)?;
-                                    out.0.extend(p);
-                                    out.1.extend(e);
-                                }
-                                Ok(out)
-                            })
+            let results: Vec<Result<TaskOutput>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = buckets
+                    .into_iter()
+                    .zip(self.consumers.iter())
+                    .map(|(bucket, consumer)| {
+                        scope.spawn(move || {
+                            let mut out = (Vec::new(), Vec::new());
+                            for task in bucket {
+                                let (p, e) = read_task(consumer, task, s)?;
+                                out.0.extend(p);
+                                out.1.extend(e);
+                            }
+                            Ok(out)
                         })
-                        .collect();
-                    handles
-                        .into_iter()
-                        .map(|h| {
-                            h.join().unwrap_or_else(|_| {
-                                Err(Error::new(
-                                    ErrorCode::Internal,
-                                    "a Kafka read thread panicked",
-                                ))
-                            })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(Error::new(
+                                ErrorCode::Internal,
+                                "a Kafka read thread panicked",
+                            ))
                         })
-                        .collect()
-                });
+                    })
+                    .collect()
+            });
             for r in results {
                 let (p, e) = r?;
                 pieces.extend(p);
@@ -198,7 +200,7 @@ fn read_task(
     consumer: &BaseConsumer<KafkaContext>,
     task: Vec<OffsetRange>,
     s: &ReadSettings,
-) -> Result<(Vec<(OffsetRange, Accum)>, Vec<DataLossEvent>)> {
+) -> Result<TaskOutput> {
     let mut states: Vec<RangeState> = task
         .into_iter()
         .map(|r| RangeState {
@@ -315,26 +317,27 @@ fn poll_ranges(
                     finish(consumer, st, &mut pending);
                 }
             }
-            Some(Err(KafkaError::PartitionEOF(p))) => {
+            Some(Err(KafkaError::PartitionEOF(p)))
+                if states.iter().any(|st| !st.done && st.range.partition == p) =>
+            {
                 // The fetcher reached the end of partition p (of some topic): ranges whose
                 // position already passed their end (trailing invisible offsets) are done.
-                if states.iter().any(|st| !st.done && st.range.partition == p) {
-                    if let Ok(pos) = consumer.position() {
-                        for st in states
-                            .iter_mut()
-                            .filter(|st| !st.done && st.range.partition == p)
+                if let Ok(pos) = consumer.position() {
+                    for st in states
+                        .iter_mut()
+                        .filter(|st| !st.done && st.range.partition == p)
+                    {
+                        if let Some(Offset::Offset(o)) =
+                            pos.find_partition(&st.range.topic, p).map(|e| e.offset())
                         {
-                            if let Some(Offset::Offset(o)) =
-                                pos.find_partition(&st.range.topic, p).map(|e| e.offset())
-                            {
-                                if o >= st.range.end {
-                                    finish(consumer, st, &mut pending);
-                                }
+                            if o >= st.range.end {
+                                finish(consumer, st, &mut pending);
                             }
                         }
                     }
                 }
             }
+            Some(Err(KafkaError::PartitionEOF(_))) => {}
             Some(Err(e)) => {
                 consumer
                     .context()

@@ -32,11 +32,14 @@ async fn unreachable_brokers_fail_clearly_in_bounded_time() {
     assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
 }
 
+/// Options, the expected code and the option the error must name.
+type Case<'a> = (Vec<(&'a str, &'a str)>, ErrorCode, &'a str);
+
 #[test]
 fn bad_options_are_refused_before_connecting() {
     let f = KafkaSourceFactory;
     let base = |pairs: &[(&str, &str)]| opts("127.0.0.1:9092", pairs);
-    let cases: Vec<(Vec<(&str, &str)>, ErrorCode, &str)> = vec![
+    let cases: Vec<Case<'_>> = vec![
         (
             vec![("subscribePattern", "a[")],
             ErrorCode::InvalidOption,

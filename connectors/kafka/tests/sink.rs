@@ -12,7 +12,10 @@ use common::*;
 use tributary_kafka::KafkaSink;
 use tributary_sdk::{ConnectorContext, Delivery, ErrorCode, Options, ReadLimit, Sink, Source};
 
-fn headers(rows: &[Option<Vec<(&str, Option<&str>)>>]) -> ArrayRef {
+/// Headers of one row: `None` for a null list.
+type RowHeaders<'a> = Option<Vec<(&'a str, Option<&'a str>)>>;
+
+fn headers(rows: &[RowHeaders<'_>]) -> ArrayRef {
     let fields = Fields::from(vec![
         Field::new("key", DataType::Utf8, false),
         Field::new("value", DataType::Binary, true),

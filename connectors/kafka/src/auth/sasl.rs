@@ -58,6 +58,7 @@ impl Authenticator for SaslAuthenticator {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -318,6 +318,7 @@ impl Authenticator for TlsAuthenticator {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use openssl::asn1::Asn1Time;
