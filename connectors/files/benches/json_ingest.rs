@@ -4,6 +4,7 @@
 //! printed at the end (median of repeated timings).
 //!
 //! `cargo bench -p tributary-files --bench json_ingest`
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::io::Cursor;
 use std::path::Path;

@@ -65,6 +65,8 @@
 //! # }
 //! ```
 
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod config;
 pub mod ddl;
 pub mod discovery;

@@ -212,8 +212,7 @@ impl FileStateStore {
                      VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
                 .map_err(state_err("cannot prepare the insert"))?;
-            let mut seq = self.next_seq;
-            for f in &listed {
+            for (seq, f) in (self.next_seq..).zip(listed.iter()) {
                 stmt.execute(params![
                     seq as i64,
                     f.path,
@@ -222,7 +221,6 @@ impl FileStateStore {
                     now_ms
                 ])
                 .map_err(state_err(format!("cannot record {}", f.path)))?;
-                seq += 1;
             }
         }
         tx.commit()

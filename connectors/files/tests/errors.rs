@@ -1,4 +1,5 @@
 //! Files that cannot be read, files that vanish, and bad configuration.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod common;
 

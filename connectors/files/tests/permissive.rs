@@ -1,4 +1,5 @@
 //! Permissive and FAILFAST decoding through the source.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod common;
 

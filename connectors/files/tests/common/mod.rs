@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests: temp input directories, a source over them, and
 //! reading a range into plain values.
-#![allow(dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs, dead_code)]
 
 use std::path::Path;
 
