@@ -26,6 +26,7 @@ pub mod checkpoint;
 pub mod engine;
 pub mod files_state;
 pub mod pipeline;
+pub mod plugin;
 pub mod progress;
 pub mod registry;
 pub mod trigger;

@@ -1,0 +1,159 @@
+//! `failOnDataLoss` both ways, for every data-loss kind the fixture can cause.
+
+use std::time::Duration;
+
+use tributary_sdk::{DataLossKind, ErrorCode, ReadLimit, SourceFactory};
+
+use crate::capability::Capability;
+use crate::cases::{drain, ensure, wait_for_data, CaseEnv, CaseResult, Failure, Outcome};
+use crate::fixture::{Fixture, ReadSetup};
+
+fn declared_kinds(fixture: &dyn Fixture) -> Vec<DataLossKind> {
+    fixture
+        .capabilities()
+        .into_iter()
+        .filter_map(|c| match c {
+            Capability::DataLoss(k) => Some(k),
+            _ => None,
+        })
+        .collect()
+}
+
+fn skipped(fixture: &dyn Fixture) -> Outcome {
+    Outcome::Skipped(format!(
+        "fixture '{}' declares no data-loss kind it can cause",
+        fixture.name()
+    ))
+}
+
+/// With `failOnDataLoss=true`, each declared kind of data loss stops the read with its stable code.
+pub async fn fail_on_data_loss_true(
+    connector: &dyn SourceFactory,
+    fixture: &mut dyn Fixture,
+) -> CaseResult {
+    let kinds = declared_kinds(fixture);
+    if kinds.is_empty() {
+        return Ok(skipped(fixture));
+    }
+    for kind in kinds {
+        let env = CaseEnv::new()?;
+        let target = fixture.create_target("loss").await?;
+        fixture.produce(&target, 4).await?;
+        let mut setup = ReadSetup::target(&target);
+        setup.fail_on_data_loss = Some(true);
+        let options = fixture.source_options(&setup)?;
+        let mut source = connector.create(&options, &env.context)?;
+        let start = source.initial_offset().await?;
+        let end = wait_for_data(
+            source.as_mut(),
+            &start,
+            &ReadLimit::All,
+            Duration::from_secs(20),
+        )
+        .await?;
+        ensure!(
+            end != start,
+            "no data planned before causing {}",
+            kind.code()
+        );
+        fixture.cause_data_loss(&target, kind).await?;
+        let outcome = match source.read(&start, &end).await {
+            Err(e) => Err(e),
+            Ok(_) => source
+                .latest_offset(&end, &ReadLimit::All)
+                .await
+                .map(|_| ()),
+        };
+        let e = outcome.err().ok_or_else(|| {
+            Failure(format!(
+                "{} with failOnDataLoss=true was not reported as an error",
+                kind.code()
+            ))
+        })?;
+        ensure!(
+            e.code() == ErrorCode::DataLoss(kind),
+            "{} should fail with that code, got {}: {e}",
+            kind.code(),
+            e.code()
+        );
+        ensure!(
+            e.is_data_loss(),
+            "the error is not marked as data loss: {e}"
+        );
+        let _ = source.stop().await;
+    }
+    Ok(Outcome::Passed)
+}
+
+/// With `failOnDataLoss=false`, each declared kind is counted in the source metrics
+/// (`dataLoss.<CODE>`) and the stream goes on.
+pub async fn fail_on_data_loss_false(
+    connector: &dyn SourceFactory,
+    fixture: &mut dyn Fixture,
+) -> CaseResult {
+    let kinds = declared_kinds(fixture);
+    if kinds.is_empty() {
+        return Ok(skipped(fixture));
+    }
+    for kind in kinds {
+        let env = CaseEnv::new()?;
+        let target = fixture.create_target("lossok").await?;
+        fixture.produce(&target, 4).await?;
+        let mut setup = ReadSetup::target(&target);
+        setup.fail_on_data_loss = Some(false);
+        let options = fixture.source_options(&setup)?;
+        let mut source = connector.create(&options, &env.context)?;
+        let start = source.initial_offset().await?;
+        let end = wait_for_data(
+            source.as_mut(),
+            &start,
+            &ReadLimit::All,
+            Duration::from_secs(20),
+        )
+        .await?;
+        ensure!(
+            end != start,
+            "no data planned before causing {}",
+            kind.code()
+        );
+        fixture.cause_data_loss(&target, kind).await?;
+        source.read(&start, &end).await.map_err(|e| {
+            Failure(format!(
+                "{} with failOnDataLoss=false still failed the read: {e}",
+                kind.code()
+            ))
+        })?;
+        source.commit(&end).await?;
+        let mut at = end;
+        if fixture
+            .capabilities()
+            .contains(&Capability::AppendWhileRunning)
+        {
+            let later = fixture.produce(&target, 2).await?;
+            wait_for_data(
+                source.as_mut(),
+                &at,
+                &ReadLimit::All,
+                Duration::from_secs(20),
+            )
+            .await?;
+            let (read, next) = drain(source.as_mut(), at, &ReadLimit::All, 100).await?;
+            let got = crate::cases::all_payloads(fixture, &read)?;
+            ensure!(
+                later.iter().all(|v| got.contains(&Some(v.clone()))),
+                "after the loss the stream did not go on: produced {later:?}, read {got:?}"
+            );
+            at = next;
+        }
+        let metrics = source.metrics();
+        let key = format!("dataLoss.{}", kind.code());
+        let count = metrics.get(&key).and_then(|v| v.as_u64()).unwrap_or(0);
+        ensure!(
+            count >= 1,
+            "{key} should count the skipped loss, metrics are {metrics:?}"
+        );
+        let _ = at;
+        let _ = source.stop().await;
+    }
+    Ok(Outcome::Passed)
+}

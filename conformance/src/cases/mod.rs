@@ -1,0 +1,321 @@
+//! The conformance cases: public async functions, one per behaviour.
+//!
+//! Every case takes the connector under test (as a [`SourceFactory`], so a built-in connector and
+//! a plugin run the same code) and a [`Fixture`], and returns an [`Outcome`] or a [`Failure`].
+//! [`all_cases`] lists them with the capabilities each needs; [`crate::conformance_tests!`] turns
+//! them into one test per case, so a new case reaches every connector.
+
+mod data_loss;
+mod decoding;
+mod efo;
+mod lifecycle;
+mod limits;
+mod reading;
+mod subscription;
+
+use std::time::Duration;
+
+use arrow::array::RecordBatch;
+use futures::future::BoxFuture;
+use tributary_sdk::{ConnectorContext, EnvSecretStore, Offset, ReadLimit, Source, SourceFactory};
+
+use crate::capability::Capability;
+use crate::fixture::Fixture;
+
+pub use data_loss::{fail_on_data_loss_false, fail_on_data_loss_true};
+pub use decoding::{failfast_decoding_stops, permissive_decoding};
+pub use efo::{
+    efo_consumer_deregistered_on_stop, efo_consumer_leak_listed, efo_consumer_registered_active,
+    efo_consumer_reused_by_name,
+};
+pub use lifecycle::{secrets_hidden, shutdown_releases_resources, unknown_option_refused};
+pub use limits::{idle_source_returns_empty, rate_limit_honoured};
+pub use reading::{
+    read_range_determinism, replay_after_restart, starting_earliest, starting_latest,
+};
+pub use subscription::{assign_partitions, subscribe_list, subscribe_pattern_includes_new_target};
+
+/// How a case ended when it did not fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The behaviour holds.
+    Passed,
+    /// The case does not apply; the reason says why.
+    Skipped(String),
+}
+
+/// Why a case failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure(pub String);
+
+impl From<tributary_sdk::Error> for Failure {
+    fn from(e: tributary_sdk::Error) -> Self {
+        Failure(format!("unexpected error: {e}"))
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a case returns.
+pub type CaseResult = std::result::Result<Outcome, Failure>;
+
+/// The signature of every case.
+pub type CaseFn =
+    for<'a> fn(&'a dyn SourceFactory, &'a mut dyn Fixture) -> BoxFuture<'a, CaseResult>;
+
+/// A case with its name and the capabilities it needs.
+#[derive(Clone, Copy)]
+pub struct Case {
+    /// The case name (also the generated test's name).
+    pub name: &'static str,
+    /// What the case checks.
+    pub description: &'static str,
+    /// Capabilities the fixture must declare; otherwise the case is skipped.
+    pub requires: &'static [Capability],
+    /// The case itself.
+    pub run: CaseFn,
+}
+
+impl std::fmt::Debug for Case {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Case")
+            .field("name", &self.name)
+            .field("requires", &self.requires)
+            .finish()
+    }
+}
+
+macro_rules! case {
+    ($name:ident, $requires:expr, $description:expr) => {
+        Case {
+            name: stringify!($name),
+            description: $description,
+            requires: $requires,
+            run: |c, f| Box::pin($name(c, f)),
+        }
+    };
+}
+
+/// Every case of the suite, in report order.
+pub fn all_cases() -> Vec<Case> {
+    use Capability::*;
+    vec![
+        case!(
+            subscribe_list,
+            &[SubscribeList],
+            "a list of targets is read completely"
+        ),
+        case!(
+            subscribe_pattern_includes_new_target,
+            &[SubscribePattern],
+            "a pattern subscription picks up a target created after the start"
+        ),
+        case!(
+            assign_partitions,
+            &[Assign],
+            "assigned partitions are read, others are not"
+        ),
+        case!(
+            starting_earliest,
+            &[],
+            "a new query from earliest reads every record"
+        ),
+        case!(
+            starting_latest,
+            &[StartingLatest],
+            "a new query from latest reads only records produced after it started"
+        ),
+        case!(
+            read_range_determinism,
+            &[],
+            "the same offset range read twice (and by a new instance) yields the same records"
+        ),
+        case!(
+            replay_after_restart,
+            &[],
+            "an uncommitted batch replays exactly after a restart: no loss, no duplicate"
+        ),
+        case!(
+            rate_limit_honoured,
+            &[RateLimit],
+            "the rate-limit option and a host read limit bound every batch"
+        ),
+        case!(
+            fail_on_data_loss_true,
+            &[],
+            "with failOnDataLoss=true each declared data-loss kind fails with its code"
+        ),
+        case!(
+            fail_on_data_loss_false,
+            &[],
+            "with failOnDataLoss=false each declared data-loss kind is counted and skipped"
+        ),
+        case!(
+            permissive_decoding,
+            &[PermissiveDecoding],
+            "a malformed record becomes a null payload and a counter; the stream goes on"
+        ),
+        case!(
+            failfast_decoding_stops,
+            &[PermissiveDecoding],
+            "FAILFAST stops at a malformed record with MALFORMED_RECORD"
+        ),
+        case!(
+            idle_source_returns_empty,
+            &[],
+            "with no new data the source plans empty batches promptly, without blocking"
+        ),
+        case!(
+            shutdown_releases_resources,
+            &[],
+            "stop succeeds and a new instance on the same state works afterwards"
+        ),
+        case!(
+            secrets_hidden,
+            &[],
+            "sensitive option values never appear in Debug output or errors"
+        ),
+        case!(
+            unknown_option_refused,
+            &[],
+            "an unknown option is refused with UNKNOWN_OPTION and a near miss is suggested"
+        ),
+        case!(
+            efo_consumer_registered_active,
+            &[EfoConsumers],
+            "starting an EFO source registers its consumer and waits until it is active"
+        ),
+        case!(
+            efo_consumer_reused_by_name,
+            &[EfoConsumers],
+            "a second source with the same consumer name reuses the consumer"
+        ),
+        case!(
+            efo_consumer_deregistered_on_stop,
+            &[EfoConsumers],
+            "with deregistration requested, stop removes the consumer"
+        ),
+        case!(
+            efo_consumer_leak_listed,
+            &[EfoConsumers],
+            "without deregistration the consumer stays and is listed"
+        ),
+    ]
+}
+
+/// A connector context with a fresh state directory, kept alive with the returned guard.
+pub struct CaseEnv {
+    _dir: tempfile::TempDir,
+    /// The context to build sources with (restarts reuse it).
+    pub context: ConnectorContext,
+}
+
+impl CaseEnv {
+    /// A new environment.
+    pub fn new() -> Result<CaseEnv, Failure> {
+        let dir = tempfile::tempdir().map_err(|e| Failure(format!("temp dir: {e}")))?;
+        let state = dir.path().join("state");
+        std::fs::create_dir_all(&state).map_err(|e| Failure(format!("state dir: {e}")))?;
+        Ok(CaseEnv {
+            context: ConnectorContext {
+                state_dir: Some(state),
+                secrets: std::sync::Arc::new(EnvSecretStore),
+                pipeline: "conformance".into(),
+            },
+            _dir: dir,
+        })
+    }
+}
+
+/// One planned and read batch.
+pub struct ReadBatch {
+    /// Start offset.
+    pub start: Offset,
+    /// End offset.
+    pub end: Offset,
+    /// The records.
+    pub batches: Vec<RecordBatch>,
+}
+
+/// Plans and reads batches until the source reports no new data (or `max_batches`), committing
+/// each. Returns the batches and the final offset.
+pub async fn drain(
+    source: &mut dyn Source,
+    start: Offset,
+    limit: &ReadLimit,
+    max_batches: usize,
+) -> Result<(Vec<ReadBatch>, Offset), tributary_sdk::Error> {
+    let mut out = Vec::new();
+    let mut at = start;
+    for _ in 0..max_batches {
+        let end = source.latest_offset(&at, limit).await?;
+        if end == at {
+            break;
+        }
+        let batches = source.read(&at, &end).await?;
+        source.commit(&end).await?;
+        out.push(ReadBatch {
+            start: at,
+            end: end.clone(),
+            batches,
+        });
+        at = end;
+    }
+    Ok((out, at))
+}
+
+/// Every payload of a drained read, in order.
+pub fn all_payloads(
+    fixture: &dyn Fixture,
+    read: &[ReadBatch],
+) -> Result<Vec<Option<String>>, Failure> {
+    let mut out = Vec::new();
+    for r in read {
+        out.extend(fixture.payloads(&r.batches)?);
+    }
+    Ok(out)
+}
+
+/// Payloads as sorted text (for order-independent comparisons).
+pub fn sorted(values: impl IntoIterator<Item = Option<String>>) -> Vec<Option<String>> {
+    let mut v: Vec<Option<String>> = values.into_iter().collect();
+    v.sort();
+    v
+}
+
+/// Some(..) of each payload, sorted.
+pub fn sorted_some(values: &[String]) -> Vec<Option<String>> {
+    sorted(values.iter().cloned().map(Some))
+}
+
+/// Polls `latest_offset` until data appears or `timeout` passes (for systems that publish
+/// records asynchronously).
+pub async fn wait_for_data(
+    source: &mut dyn Source,
+    start: &Offset,
+    limit: &ReadLimit,
+    timeout: Duration,
+) -> Result<Offset, tributary_sdk::Error> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let end = source.latest_offset(start, limit).await?;
+        if &end != start || std::time::Instant::now() >= deadline {
+            return Ok(end);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Fails a case with a formatted message unless the condition holds.
+macro_rules! ensure {
+    ($cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            return Err($crate::cases::Failure(format!($($fmt)+)));
+        }
+    };
+}
+pub(crate) use ensure;

@@ -1,0 +1,168 @@
+//! The `Fixture` trait: how the suite acts on the external system behind a connector.
+//!
+//! A fixture creates targets (topics, streams, directories), produces records, causes data loss,
+//! and turns the suite's abstract read setup ([`ReadSetup`]) into the connector's own options.
+//! Records are compared by their payload text ([`Fixture::payloads`]), so one case serves every
+//! connector whatever its schema. Methods behind a [`Capability`] have defaults that refuse;
+//! the runner never calls them unless the fixture declares the capability.
+
+use arrow::array::RecordBatch;
+use async_trait::async_trait;
+use tributary_sdk::{DataLossKind, Error, ErrorCode, Options, Result};
+
+use crate::capability::{Capability, LimitUnit, RateLimit};
+
+/// Which targets a source reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subscription {
+    /// These targets (a single directory, a topic list).
+    Targets(Vec<String>),
+    /// Every target whose name matches this regular expression.
+    Pattern(String),
+    /// Explicit `(target, partition)` pairs.
+    Assign(Vec<(String, u32)>),
+}
+
+/// Where a new query starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Starting {
+    /// At the oldest available record.
+    #[default]
+    Earliest,
+    /// After the newest record.
+    Latest,
+}
+
+/// Decoding mode for malformed records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecodeMode {
+    /// Malformed -> null, counted.
+    Permissive,
+    /// Malformed -> error.
+    FailFast,
+}
+
+/// EFO consumer settings for a read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EfoSetup {
+    /// The consumer name to register or reuse.
+    pub consumer_name: String,
+    /// Deregister the consumer when the source stops.
+    pub deregister_on_stop: bool,
+}
+
+/// What a case asks a source to do; the fixture turns it into connector options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadSetup {
+    /// What to read.
+    pub subscription: Subscription,
+    /// Where to start.
+    pub starting: Starting,
+    /// A per-trigger limit through the connector's rate-limit option.
+    pub max_per_trigger: Option<u64>,
+    /// `failOnDataLoss` (or the connector's equivalent); `None` keeps the default.
+    pub fail_on_data_loss: Option<bool>,
+    /// Decoding mode; `None` keeps the default.
+    pub decode_mode: Option<DecodeMode>,
+    /// EFO consumer settings.
+    pub efo: Option<EfoSetup>,
+}
+
+impl ReadSetup {
+    /// Reads one target from the earliest record with default settings.
+    pub fn target(target: &str) -> Self {
+        ReadSetup {
+            subscription: Subscription::Targets(vec![target.to_string()]),
+            starting: Starting::Earliest,
+            max_per_trigger: None,
+            fail_on_data_loss: None,
+            decode_mode: None,
+            efo: None,
+        }
+    }
+}
+
+/// The external system behind a connector under test.
+#[async_trait]
+pub trait Fixture: Send + Sync {
+    /// The fixture's name (`files`, `generator`, `kafka`).
+    fn name(&self) -> &str;
+
+    /// What the fixture and its connector can do.
+    fn capabilities(&self) -> Vec<Capability>;
+
+    /// Creates an empty target; returns its name, unique per call and starting with `hint`
+    /// (pattern cases rely on the prefix).
+    async fn create_target(&mut self, hint: &str) -> Result<String>;
+
+    /// Makes `count` new records available in `target`; returns their payloads in order.
+    async fn produce(&mut self, target: &str, count: usize) -> Result<Vec<String>>;
+
+    /// The connector options for a read.
+    fn source_options(&self, setup: &ReadSetup) -> Result<Options>;
+
+    /// The payload of every row, in order (`None` for a null payload).
+    fn payloads(&self, batches: &[RecordBatch]) -> Result<Vec<Option<String>>>;
+
+    /// The connector's rate-limit option ([`Capability::RateLimit`]).
+    fn rate_limit(&self) -> Option<RateLimit> {
+        None
+    }
+
+    /// How many rate-limit units (rows or files) the batches hold.
+    fn count_units(&self, batches: &[RecordBatch], unit: LimitUnit) -> Result<usize> {
+        match unit {
+            LimitUnit::Rows => Ok(batches.iter().map(|b| b.num_rows()).sum()),
+            LimitUnit::Files => Err(unsupported(self.name(), "count files")),
+        }
+    }
+
+    /// Writes `good` valid records followed by `bad` malformed ones; returns the expected payloads
+    /// (`None` for malformed) ([`Capability::PermissiveDecoding`]).
+    async fn produce_malformed(
+        &mut self,
+        target: &str,
+        good: usize,
+        bad: usize,
+    ) -> Result<Vec<Option<String>>> {
+        let _ = (target, good, bad);
+        Err(unsupported(self.name(), "produce malformed records"))
+    }
+
+    /// The metric that counts malformed records ([`Capability::PermissiveDecoding`]).
+    fn malformed_metric(&self) -> Option<&str> {
+        None
+    }
+
+    /// Makes the records already planned for `target` unavailable in the way `kind` describes
+    /// (trim, delete a file, delete and recreate) ([`Capability::DataLoss`]).
+    async fn cause_data_loss(&mut self, target: &str, kind: DataLossKind) -> Result<()> {
+        let _ = (target, kind);
+        Err(unsupported(self.name(), "cause data loss"))
+    }
+
+    /// Deletes a target.
+    async fn delete_target(&mut self, target: &str) -> Result<()> {
+        let _ = target;
+        Err(unsupported(self.name(), "delete targets"))
+    }
+
+    /// Names of the EFO consumers registered on `target` ([`Capability::EfoConsumers`]).
+    async fn list_efo_consumers(&self, target: &str) -> Result<Vec<String>> {
+        let _ = target;
+        Err(unsupported(self.name(), "list EFO consumers"))
+    }
+
+    /// Releases everything the fixture created.
+    async fn teardown(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The error a fixture returns for something it cannot do.
+pub fn unsupported(fixture: &str, what: &str) -> Error {
+    Error::new(
+        ErrorCode::Internal,
+        format!("fixture '{fixture}' cannot {what}"),
+    )
+}

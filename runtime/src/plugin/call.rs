@@ -1,0 +1,93 @@
+//! Calling into a plugin: status codes to `Result`, and running calls off the executor.
+//!
+//! Plugin calls block (the plugin runs its own runtime with `block_on`), so the host runs every
+//! async connector call on tokio's blocking pool. A handle's state sits behind an
+//! `Arc<Mutex<..>>` that the blocking task owns a clone of: if the awaiting future is dropped
+//! mid-call, the handle is released only after the call returned.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use libloading::Library;
+use tributary_sdk::plugin::abi::{FfiBytes, FfiStatus, STATUS_OK};
+use tributary_sdk::plugin::error_from_bytes;
+use tributary_sdk::{Error, ErrorCode, Result};
+
+/// What every handle of one plugin shares: its identity and the library that must stay loaded.
+#[derive(Debug)]
+pub(crate) struct PluginShared {
+    pub(crate) name: String,
+    pub(crate) file: PathBuf,
+    // Never unloaded while a handle exists; batches may point into the plugin's memory, so
+    // loaded libraries are also pinned for the life of the process (see `loader`).
+    pub(crate) _library: Arc<Library>,
+}
+
+impl PluginShared {
+    /// Turns a call's status and output into a result; errors name the plugin.
+    ///
+    /// # Safety
+    /// `out` must have been filled by the plugin (or still be empty).
+    pub(crate) unsafe fn finish(&self, status: FfiStatus, out: &mut FfiBytes) -> Result<Vec<u8>> {
+        // SAFETY: forwarded from the caller.
+        let bytes = unsafe { out.take() };
+        if status == STATUS_OK {
+            Ok(bytes)
+        } else {
+            Err(self.error(&bytes))
+        }
+    }
+
+    /// An error that crossed the boundary, with the plugin named in its context.
+    pub(crate) fn error(&self, bytes: &[u8]) -> Error {
+        let e = error_from_bytes(bytes);
+        if e.context_value("plugin").is_some() {
+            e
+        } else {
+            e.with_context("plugin", &self.name)
+        }
+    }
+
+    /// Parses a JSON result.
+    pub(crate) fn json<T: serde::de::DeserializeOwned>(
+        &self,
+        what: &str,
+        bytes: &[u8],
+    ) -> Result<T> {
+        serde_json::from_slice(bytes).map_err(|e| {
+            Error::new(
+                ErrorCode::Plugin,
+                format!(
+                    "plugin '{}' returned an invalid {what}: {}",
+                    self.name,
+                    String::from_utf8_lossy(bytes)
+                ),
+            )
+            .with_context("plugin", &self.name)
+            .with_cause(e)
+        })
+    }
+}
+
+/// Runs `f` on the handle behind `state`, on the blocking pool when inside a tokio runtime.
+pub(crate) async fn blocking<S, T, F>(state: &Arc<Mutex<S>>, call: &'static str, f: F) -> Result<T>
+where
+    S: Send + 'static,
+    T: Send + 'static,
+    F: FnOnce(&mut S) -> Result<T> + Send + 'static,
+{
+    let state = state.clone();
+    let run = move || {
+        let mut guard = state.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard)
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle.spawn_blocking(run).await.map_err(|e| {
+            Error::new(
+                ErrorCode::Internal,
+                format!("plugin call {call} did not complete: {e}"),
+            )
+        })?,
+        Err(_) => run(),
+    }
+}

@@ -1,0 +1,205 @@
+//! A plugin's sink seen from the host: an ordinary `SinkFactory` and `Box<dyn Sink>`.
+//!
+//! Batches are exported through the Arrow C Data Interface without copying; the plugin moves
+//! them out of the array the host lends for the call.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use async_trait::async_trait;
+use tributary_sdk::plugin::abi::{FfiBatch, FfiBytes, FfiSink, FfiSlice, ABI_VERSION, KIND_SINK};
+use tributary_sdk::plugin::batches::{export_batch, export_schema};
+use tributary_sdk::{
+    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, Options, Result, Sink, SinkFactory,
+};
+
+use crate::plugin::call::{blocking, PluginShared};
+use crate::plugin::foreign_source::with_context;
+use crate::plugin::loader::ManifestRef;
+
+/// Builds sinks of one plugin connector.
+pub struct ForeignSinkFactory {
+    pub(crate) plugin: Arc<PluginShared>,
+    pub(crate) manifest: ManifestRef,
+    pub(crate) name: String,
+    pub(crate) options: Vec<OptionSpec>,
+}
+
+impl fmt::Debug for ForeignSinkFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ForeignSinkFactory")
+            .field("name", &self.name)
+            .field("plugin", &self.plugin.name)
+            .field("file", &self.plugin.file)
+            .finish()
+    }
+}
+
+impl SinkFactory for ForeignSinkFactory {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn options(&self) -> Vec<OptionSpec> {
+        self.options.clone()
+    }
+
+    fn validate(&self, options: &Options) -> Result<()> {
+        let opts = options.to_json().to_string();
+        let mut err = FfiBytes::empty();
+        // SAFETY: the manifest is alive while the library is; arguments outlive the call.
+        let status = unsafe {
+            (self.manifest.get().validate)(
+                KIND_SINK,
+                FfiSlice::text(&self.name),
+                FfiSlice::text(&opts),
+                &mut err,
+            )
+        };
+        // SAFETY: `err` was filled by the plugin.
+        unsafe { self.plugin.finish(status, &mut err) }.map(|_| ())
+    }
+
+    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Sink>> {
+        let opts = options.to_json().to_string();
+        let mut table = std::mem::MaybeUninit::<FfiSink>::uninit();
+        let mut err = FfiBytes::empty();
+        let status = with_context(context, |ctx| {
+            // SAFETY: the manifest is alive; the out-parameters are written by the plugin.
+            unsafe {
+                (self.manifest.get().create_sink)(
+                    FfiSlice::text(&self.name),
+                    FfiSlice::text(&opts),
+                    ctx,
+                    table.as_mut_ptr(),
+                    &mut err,
+                )
+            }
+        });
+        // SAFETY: `err` was filled by the plugin.
+        unsafe { self.plugin.finish(status, &mut err) }?;
+        // SAFETY: on success the plugin wrote a complete table.
+        let handle = SinkHandle {
+            table: unsafe { table.assume_init() },
+        };
+        if handle.table.version != ABI_VERSION {
+            return Err(Error::new(
+                ErrorCode::Plugin,
+                format!(
+                    "plugin '{}' returned a sink table of ABI version {}, host ABI version is {}",
+                    self.plugin.name, handle.table.version, ABI_VERSION
+                ),
+            ));
+        }
+        let mut out = FfiBytes::empty();
+        // SAFETY: a live table.
+        let status = unsafe { (handle.table.delivery)(&handle.table, &mut out) };
+        let bytes = unsafe { self.plugin.finish(status, &mut out) }?;
+        let delivery: Delivery = self.plugin.json("delivery", &bytes)?;
+        Ok(Box::new(ForeignSink {
+            plugin: self.plugin.clone(),
+            connector: self.name.clone(),
+            handle: Arc::new(Mutex::new(handle)),
+            delivery,
+        }))
+    }
+}
+
+pub(crate) struct SinkHandle {
+    table: FfiSink,
+}
+
+impl Drop for SinkHandle {
+    fn drop(&mut self) {
+        // SAFETY: the table came from the plugin's create_sink and is released once.
+        unsafe { (self.table.release)(&mut self.table) };
+    }
+}
+
+/// A sink living in a plugin, used like any other `Sink`.
+pub struct ForeignSink {
+    plugin: Arc<PluginShared>,
+    connector: String,
+    handle: Arc<Mutex<SinkHandle>>,
+    delivery: Delivery,
+}
+
+#[async_trait]
+impl Sink for ForeignSink {
+    fn delivery(&self) -> Delivery {
+        self.delivery
+    }
+
+    async fn open(&mut self, schema: SchemaRef) -> Result<()> {
+        let plugin = self.plugin.clone();
+        blocking(&self.handle, "open", move |h| {
+            let mut ffi = export_schema(&schema)?;
+            let mut err = FfiBytes::empty();
+            // SAFETY: a live table; the schema stays owned by us for the call.
+            let status = unsafe { (h.table.open)(&mut h.table, &mut ffi, &mut err) };
+            // SAFETY: `err` was filled by the plugin.
+            unsafe { plugin.finish(status, &mut err) }.map(|_| ())
+        })
+        .await
+    }
+
+    async fn write(&mut self, batch_id: u64, batches: &[RecordBatch]) -> Result<()> {
+        let mut exported: Vec<FfiBatch> =
+            batches.iter().map(export_batch).collect::<Result<_>>()?;
+        let plugin = self.plugin.clone();
+        blocking(&self.handle, "write", move |h| {
+            let mut err = FfiBytes::empty();
+            // SAFETY: a live table; the plugin moves every batch out of `exported` and leaves
+            // released (empty) batches behind, which drop as no-ops.
+            let status = unsafe {
+                (h.table.write)(
+                    &mut h.table,
+                    batch_id,
+                    exported.as_mut_ptr(),
+                    exported.len(),
+                    &mut err,
+                )
+            };
+            drop(exported);
+            // SAFETY: `err` was filled by the plugin.
+            unsafe { plugin.finish(status, &mut err) }.map(|_| ())
+        })
+        .await
+    }
+
+    async fn stop(&mut self) -> Result<()> {
+        let plugin = self.plugin.clone();
+        blocking(&self.handle, "stop", move |h| {
+            let mut err = FfiBytes::empty();
+            // SAFETY: a live table.
+            let status = unsafe { (h.table.stop)(&mut h.table, &mut err) };
+            // SAFETY: `err` was filled by the plugin.
+            unsafe { plugin.finish(status, &mut err) }.map(|_| ())
+        })
+        .await
+    }
+}
+
+impl fmt::Debug for ForeignSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = match self.handle.try_lock() {
+            Ok(guard) => {
+                let mut out = FfiBytes::empty();
+                // SAFETY: a live table.
+                let status = unsafe { (guard.table.debug)(&guard.table, &mut out) };
+                match unsafe { self.plugin.finish(status, &mut out) } {
+                    Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+                    Err(e) => format!("<{}>", e.code()),
+                }
+            }
+            Err(_) => "<busy>".to_string(),
+        };
+        f.debug_struct("ForeignSink")
+            .field("plugin", &self.plugin.name)
+            .field("connector", &self.connector)
+            .field("inner", &format_args!("{inner}"))
+            .finish()
+    }
+}

@@ -1,0 +1,322 @@
+//! A plugin's source seen from the host: an ordinary `SourceFactory` and `Box<dyn Source>`.
+//!
+//! [`ForeignSourceFactory`] builds sources through the plugin's `create_source`; each
+//! [`ForeignSource`] forwards every `Source` method through the [`FfiSource`] function table.
+//! Offsets, limits, identities and metrics cross as JSON; batches as Arrow C structures.
+//! The schema, identity and default read limit are fixed when the source is built.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use async_trait::async_trait;
+use tributary_sdk::plugin::abi::{
+    FFI_ArrowSchema, FfiBytes, FfiContext, FfiSlice, FfiSource, ABI_VERSION, KIND_SOURCE,
+};
+use tributary_sdk::plugin::batches::{empty_batches, import_batches, import_schema};
+use tributary_sdk::plugin::secrets::export_secret_store;
+use tributary_sdk::{
+    ConnectorContext, Error, ErrorCode, Offset, OptionSpec, Options, ReadLimit, Result, Source,
+    SourceFactory, SourceIdentity, SourceMetrics,
+};
+
+use crate::plugin::call::{blocking, PluginShared};
+use crate::plugin::loader::ManifestRef;
+
+/// Builds sources of one plugin connector.
+pub struct ForeignSourceFactory {
+    pub(crate) plugin: Arc<PluginShared>,
+    pub(crate) manifest: ManifestRef,
+    pub(crate) name: String,
+    pub(crate) options: Vec<OptionSpec>,
+}
+
+impl fmt::Debug for ForeignSourceFactory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ForeignSourceFactory")
+            .field("name", &self.name)
+            .field("plugin", &self.plugin.name)
+            .field("file", &self.plugin.file)
+            .finish()
+    }
+}
+
+/// Lends the connector context to one call (the secret store handle is released afterwards).
+pub(crate) fn with_context<T>(
+    context: &ConnectorContext,
+    f: impl FnOnce(*const FfiContext) -> T,
+) -> T {
+    let state_dir = context
+        .state_dir
+        .as_ref()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut secrets = export_secret_store(context.secrets.clone());
+    let ctx = FfiContext {
+        state_dir: FfiSlice::text(&state_dir),
+        pipeline: FfiSlice::text(&context.pipeline),
+        secrets: &secrets,
+    };
+    let out = f(&ctx);
+    // SAFETY: our own table, released once; the plugin took its own clone if it keeps one.
+    unsafe { (secrets.release)(&mut secrets) };
+    out
+}
+
+impl SourceFactory for ForeignSourceFactory {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn options(&self) -> Vec<OptionSpec> {
+        self.options.clone()
+    }
+
+    fn validate(&self, options: &Options) -> Result<()> {
+        let opts = options.to_json().to_string();
+        let mut err = FfiBytes::empty();
+        // SAFETY: the manifest is alive while the library is; arguments outlive the call.
+        let status = unsafe {
+            (self.manifest.get().validate)(
+                KIND_SOURCE,
+                FfiSlice::text(&self.name),
+                FfiSlice::text(&opts),
+                &mut err,
+            )
+        };
+        // SAFETY: `err` was filled by the plugin.
+        unsafe { self.plugin.finish(status, &mut err) }.map(|_| ())
+    }
+
+    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Source>> {
+        let opts = options.to_json().to_string();
+        let mut table = std::mem::MaybeUninit::<FfiSource>::uninit();
+        let mut err = FfiBytes::empty();
+        let status = with_context(context, |ctx| {
+            // SAFETY: the manifest is alive; the out-parameters are written by the plugin.
+            unsafe {
+                (self.manifest.get().create_source)(
+                    FfiSlice::text(&self.name),
+                    FfiSlice::text(&opts),
+                    ctx,
+                    table.as_mut_ptr(),
+                    &mut err,
+                )
+            }
+        });
+        // SAFETY: `err` was filled by the plugin.
+        unsafe { self.plugin.finish(status, &mut err) }?;
+        // SAFETY: on success the plugin wrote a complete table.
+        let table = unsafe { table.assume_init() };
+        let handle = SourceHandle { table };
+        if handle.table.version != ABI_VERSION {
+            return Err(Error::new(
+                ErrorCode::Plugin,
+                format!(
+                    "plugin '{}' returned a source table of ABI version {}, host ABI version is {}",
+                    self.plugin.name, handle.table.version, ABI_VERSION
+                ),
+            ));
+        }
+        ForeignSource::build(self.plugin.clone(), self.name.clone(), handle)
+    }
+}
+
+/// The plugin's source table; released when the last reference goes.
+pub(crate) struct SourceHandle {
+    table: FfiSource,
+}
+
+impl Drop for SourceHandle {
+    fn drop(&mut self) {
+        // SAFETY: the table came from the plugin's create_source and is released once.
+        unsafe { (self.table.release)(&mut self.table) };
+    }
+}
+
+/// A source living in a plugin, used like any other `Source`.
+pub struct ForeignSource {
+    plugin: Arc<PluginShared>,
+    connector: String,
+    handle: Arc<Mutex<SourceHandle>>,
+    schema: SchemaRef,
+    identity: SourceIdentity,
+    read_limit: ReadLimit,
+}
+
+impl ForeignSource {
+    fn build(
+        plugin: Arc<PluginShared>,
+        connector: String,
+        mut handle: SourceHandle,
+    ) -> Result<Box<dyn Source>> {
+        let t = &mut handle.table;
+        let mut schema = FFI_ArrowSchema::empty();
+        let mut out = FfiBytes::empty();
+        // SAFETY: a live table; out-parameters are filled by the plugin.
+        let status = unsafe { (t.schema)(t, &mut schema, &mut out) };
+        unsafe { plugin.finish(status, &mut out) }?;
+        let schema = import_schema(&schema)?;
+        // SAFETY: as above.
+        let status = unsafe { (t.identity)(t, &mut out) };
+        let bytes = unsafe { plugin.finish(status, &mut out) }?;
+        let identity: SourceIdentity = plugin.json("source identity", &bytes)?;
+        // SAFETY: as above.
+        let status = unsafe { (t.default_read_limit)(t, &mut out) };
+        let bytes = unsafe { plugin.finish(status, &mut out) }?;
+        let read_limit: ReadLimit = plugin.json("read limit", &bytes)?;
+        Ok(Box::new(ForeignSource {
+            plugin,
+            connector,
+            handle: Arc::new(Mutex::new(handle)),
+            schema,
+            identity,
+            read_limit,
+        }))
+    }
+
+    /// Runs a JSON-returning call of the table on the blocking pool.
+    async fn json_call(
+        &self,
+        call: &'static str,
+        f: impl FnOnce(&mut FfiSource, &mut FfiBytes) -> i32 + Send + 'static,
+    ) -> Result<Vec<u8>> {
+        let plugin = self.plugin.clone();
+        blocking(&self.handle, call, move |h| {
+            let mut out = FfiBytes::empty();
+            let status = f(&mut h.table, &mut out);
+            // SAFETY: `out` was filled by the plugin.
+            unsafe { plugin.finish(status, &mut out) }
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl Source for ForeignSource {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn identity(&self) -> SourceIdentity {
+        self.identity.clone()
+    }
+
+    fn default_read_limit(&self) -> ReadLimit {
+        self.read_limit.clone()
+    }
+
+    async fn initial_offset(&mut self) -> Result<Offset> {
+        // SAFETY (all calls below): the table is alive while the handle is, and the handle's
+        // lock serialises calls; arguments are owned by the closure for the whole call.
+        let bytes = self
+            .json_call("initial_offset", |t, out| unsafe {
+                (t.initial_offset)(t, out)
+            })
+            .await?;
+        self.plugin.json("offset", &bytes)
+    }
+
+    async fn prepare_available_now(&mut self) -> Result<()> {
+        self.json_call("prepare_available_now", |t, out| unsafe {
+            (t.prepare_available_now)(t, out)
+        })
+        .await
+        .map(|_| ())
+    }
+
+    async fn latest_offset(&mut self, start: &Offset, limit: &ReadLimit) -> Result<Offset> {
+        let start = start.to_json_string();
+        let limit = serde_json::to_string(limit)
+            .map_err(|e| Error::new(ErrorCode::Internal, "read limit").with_cause(e))?;
+        let bytes = self
+            .json_call("latest_offset", move |t, out| unsafe {
+                (t.latest_offset)(t, FfiSlice::text(&start), FfiSlice::text(&limit), out)
+            })
+            .await?;
+        self.plugin.json("offset", &bytes)
+    }
+
+    async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
+        let start = start.to_json_string();
+        let end = end.to_json_string();
+        let plugin = self.plugin.clone();
+        let schema = self.schema.clone();
+        blocking(&self.handle, "read", move |h| {
+            let t = &mut h.table;
+            let mut list = empty_batches();
+            let mut err = FfiBytes::empty();
+            // SAFETY: see above; `list` and `err` are filled by the plugin.
+            let status = unsafe {
+                (t.read)(
+                    t,
+                    FfiSlice::text(&start),
+                    FfiSlice::text(&end),
+                    &mut list,
+                    &mut err,
+                )
+            };
+            // SAFETY: `err` was filled by the plugin.
+            unsafe { plugin.finish(status, &mut err) }?;
+            // SAFETY: on success `list` holds batches exported by the plugin.
+            unsafe { import_batches(&mut list, Some(&schema)) }
+        })
+        .await
+    }
+
+    async fn commit(&mut self, end: &Offset) -> Result<()> {
+        let end = end.to_json_string();
+        self.json_call("commit", move |t, out| unsafe {
+            (t.commit)(t, FfiSlice::text(&end), out)
+        })
+        .await
+        .map(|_| ())
+    }
+
+    fn metrics(&self) -> SourceMetrics {
+        let guard = self.handle.lock().unwrap_or_else(|p| p.into_inner());
+        let t = &guard.table;
+        let mut out = FfiBytes::empty();
+        // SAFETY: see above.
+        let status = unsafe { (t.metrics)(t, &mut out) };
+        let result = unsafe { self.plugin.finish(status, &mut out) }
+            .and_then(|b| self.plugin.json::<SourceMetrics>("metrics", &b));
+        match result {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(plugin = %self.plugin.name, "plugin metrics unavailable: {e}");
+                SourceMetrics::new()
+            }
+        }
+    }
+
+    async fn stop(&mut self) -> Result<()> {
+        self.json_call("stop", |t, out| unsafe { (t.stop)(t, out) })
+            .await
+            .map(|_| ())
+    }
+}
+
+impl fmt::Debug for ForeignSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = match self.handle.try_lock() {
+            Ok(guard) => {
+                let t = &guard.table;
+                let mut out = FfiBytes::empty();
+                // SAFETY: see above.
+                let status = unsafe { (t.debug)(t, &mut out) };
+                match unsafe { self.plugin.finish(status, &mut out) } {
+                    Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+                    Err(e) => format!("<{}>", e.code()),
+                }
+            }
+            Err(_) => "<busy>".to_string(),
+        };
+        f.debug_struct("ForeignSource")
+            .field("plugin", &self.plugin.name)
+            .field("connector", &self.connector)
+            .field("inner", &format_args!("{inner}"))
+            .finish()
+    }
+}

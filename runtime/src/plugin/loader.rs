@@ -1,0 +1,314 @@
+//! Loading plugin libraries: the version handshake, then the manifest, then the factories.
+//!
+//! Order of checks, each refused with a message naming the file:
+//! 1. the file loads as a shared library for this host (a library for another target fails here);
+//! 2. it exports [`ENTRY_SYMBOL`] (a library that exports another generation of the entry symbol
+//!    is named as such);
+//! 3. the manifest's first field, the ABI version, equals [`ABI_VERSION`] — checked before any
+//!    other field is read or any other call is made;
+//! 4. the manifest's target equals the host's, and its contents parse.
+//!
+//! Loaded libraries are never unloaded: record batches a plugin produced point into its memory
+//! and carry its release callbacks, so unloading could free code that live data still needs.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use libloading::Library;
+use tributary_sdk::plugin::abi::{
+    EntryFn, FfiManifest, ABI_VERSION, ENTRY_SYMBOL, ENTRY_SYMBOL_PREFIX,
+};
+use tributary_sdk::plugin::export::target;
+use tributary_sdk::{ConnectorKind, Error, ErrorCode, Result, SinkFactory, SourceFactory};
+
+use crate::plugin::call::PluginShared;
+use crate::plugin::foreign_sink::ForeignSinkFactory;
+use crate::plugin::foreign_source::ForeignSourceFactory;
+use crate::plugin::manifest::{bad, PluginManifest};
+use crate::registry::Registry;
+
+/// Libraries pinned for the life of the process (see the module docs).
+static PINNED: Mutex<Vec<Arc<Library>>> = Mutex::new(Vec::new());
+
+/// A pointer to a plugin's static manifest.
+#[derive(Clone, Copy)]
+pub(crate) struct ManifestRef(*const FfiManifest);
+
+// SAFETY: the manifest is immutable static data of a library that is never unloaded.
+unsafe impl Send for ManifestRef {}
+// SAFETY: see above.
+unsafe impl Sync for ManifestRef {}
+
+impl ManifestRef {
+    pub(crate) fn get(&self) -> &FfiManifest {
+        // SAFETY: non-null (checked at load), static in a pinned library.
+        unsafe { &*self.0 }
+    }
+}
+
+/// A plugin library that passed the handshake.
+#[derive(Clone)]
+pub struct LoadedPlugin {
+    shared: Arc<PluginShared>,
+    raw: ManifestRef,
+    manifest: PluginManifest,
+}
+
+impl std::fmt::Debug for LoadedPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedPlugin")
+            .field("manifest", &self.manifest)
+            .finish()
+    }
+}
+
+impl LoadedPlugin {
+    /// What the plugin declared.
+    pub fn manifest(&self) -> &PluginManifest {
+        &self.manifest
+    }
+
+    /// The library file.
+    pub fn path(&self) -> &Path {
+        &self.shared.file
+    }
+
+    /// Its sources, as ordinary factories.
+    pub fn source_factories(&self) -> Vec<Arc<dyn SourceFactory>> {
+        self.manifest
+            .connectors_of(ConnectorKind::Source)
+            .map(|c| {
+                Arc::new(ForeignSourceFactory {
+                    plugin: self.shared.clone(),
+                    manifest: self.raw,
+                    name: c.name.clone(),
+                    options: c.options.clone(),
+                }) as Arc<dyn SourceFactory>
+            })
+            .collect()
+    }
+
+    /// Its sinks, as ordinary factories.
+    pub fn sink_factories(&self) -> Vec<Arc<dyn SinkFactory>> {
+        self.manifest
+            .connectors_of(ConnectorKind::Sink)
+            .map(|c| {
+                Arc::new(ForeignSinkFactory {
+                    plugin: self.shared.clone(),
+                    manifest: self.raw,
+                    name: c.name.clone(),
+                    options: c.options.clone(),
+                }) as Arc<dyn SinkFactory>
+            })
+            .collect()
+    }
+
+    /// Adds every connector of the plugin to a registry.
+    pub fn register_into(&self, registry: &mut Registry) {
+        for f in self.source_factories() {
+            registry.add_source(f);
+        }
+        for f in self.sink_factories() {
+            registry.add_sink(f);
+        }
+    }
+}
+
+/// Loads one plugin library and checks it (see the module docs for the order of checks).
+pub fn load(path: &Path) -> Result<LoadedPlugin> {
+    let file = path.to_path_buf();
+    if !path.is_file() {
+        return Err(bad(path, "no such file").with_context("path", path.display()));
+    }
+    // SAFETY: loading a library runs its initialisers; plugins are trusted code the user chose
+    // to load (by putting them on the plugin path).
+    let library = unsafe { Library::new(path) }.map_err(|e| {
+        bad(
+            path,
+            &format!(
+                "it cannot be loaded as a shared library for this host ({}): {e}",
+                target()
+            ),
+        )
+    })?;
+    let entry: EntryFn = {
+        // SAFETY: the symbol's type is fixed by the ABI contract.
+        let symbol = unsafe { library.get::<EntryFn>(ENTRY_SYMBOL.as_bytes()) };
+        match symbol {
+            Ok(s) => *s,
+            Err(_) => return Err(missing_entry(path, &library)),
+        }
+    };
+    // SAFETY: the entry symbol has the contract's signature; it catches its own panics.
+    let manifest = unsafe { entry() };
+    if manifest.is_null() {
+        return Err(bad(
+            path,
+            "its entry symbol returned no manifest (the plugin failed to describe itself; see its \
+             output on stderr)",
+        ));
+    }
+    // SAFETY: every ABI generation keeps `abi_version: u32` as the manifest's first field, so this
+    // read is valid whatever version the plugin was built for. Nothing else is read before the check.
+    let abi_version = unsafe { std::ptr::read(manifest as *const u32) };
+    if abi_version != ABI_VERSION {
+        return Err(bad(
+            path,
+            &format!(
+                "it was built for plugin ABI version {abi_version}, this host supports ABI version \
+                 {ABI_VERSION}; rebuild it against tributary-sdk {}",
+                tributary_sdk::SDK_VERSION
+            ),
+        )
+        .with_context("expected", ABI_VERSION)
+        .with_context("actual", abi_version));
+    }
+    // SAFETY: versions match, so the layout is ours; the manifest is static in the library.
+    let info = unsafe { PluginManifest::read(file.clone(), &*manifest) }?;
+    let host = target();
+    if info.target != host {
+        return Err(bad(
+            path,
+            &format!(
+                "it was built for target {}, this host is {host}",
+                info.target
+            ),
+        ));
+    }
+    let library = Arc::new(library);
+    PINNED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(library.clone());
+    tracing::info!(plugin = %info.name, version = %info.version, file = %path.display(), "plugin loaded");
+    Ok(LoadedPlugin {
+        shared: Arc::new(PluginShared {
+            name: info.name.clone(),
+            file,
+            _library: library,
+        }),
+        raw: ManifestRef(manifest),
+        manifest: info,
+    })
+}
+
+fn missing_entry(path: &Path, library: &Library) -> Error {
+    let other = (0..=32u32).filter(|v| *v != 1).find(|v| {
+        let name = format!("{ENTRY_SYMBOL_PREFIX}{v}");
+        // SAFETY: only the symbol's presence is checked; it is never called.
+        unsafe { library.get::<*const u8>(name.as_bytes()) }.is_ok()
+    });
+    match other {
+        Some(v) => bad(
+            path,
+            &format!(
+                "it exports {ENTRY_SYMBOL_PREFIX}{v} (a plugin for a different host generation), \
+                 this host (plugin ABI version {ABI_VERSION}) needs {ENTRY_SYMBOL}"
+            ),
+        ),
+        None => bad(
+            path,
+            &format!(
+                "it does not export the symbol {ENTRY_SYMBOL}: it is not a Tributary plugin (plugins \
+                 call tributary_sdk::export_plugin!; this host supports plugin ABI version {ABI_VERSION})"
+            ),
+        ),
+    }
+}
+
+/// The environment variable listing plugin directories (`:`-separated, `;` on Windows).
+pub const PLUGIN_PATH_ENV: &str = "TRIBUTARY_PLUGIN_PATH";
+
+/// The directories in `TRIBUTARY_PLUGIN_PATH`.
+pub fn plugin_path_from_env() -> Vec<PathBuf> {
+    std::env::var_os(PLUGIN_PATH_ENV)
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A pipeline's `plugin_path` followed by `TRIBUTARY_PLUGIN_PATH`, without duplicates.
+pub fn search_path(pipeline_plugin_path: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in pipeline_plugin_path
+        .iter()
+        .cloned()
+        .chain(plugin_path_from_env())
+    {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Shared libraries directly inside the given directories (or the files themselves), sorted.
+pub fn candidates(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let ext = std::env::consts::DLL_EXTENSION;
+    let mut out = Vec::new();
+    for dir in paths {
+        if dir.is_file() {
+            out.push(dir.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(dir).map_err(|e| {
+            Error::new(
+                ErrorCode::Plugin,
+                format!("plugin directory {} cannot be read", dir.display()),
+            )
+            .with_context("path", dir.display())
+            .with_cause(e)
+        })?;
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == ext))
+            .collect();
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}
+
+/// Loads every plugin found in `paths`, each result kept (for listings that show broken plugins).
+pub fn scan(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Result<LoadedPlugin>)>> {
+    Ok(candidates(paths)?
+        .into_iter()
+        .map(|p| {
+            let r = load(&p);
+            (p, r)
+        })
+        .collect())
+}
+
+/// Loads every plugin found in `paths`. Any plugin that fails the checks, or two plugins offering
+/// a connector of the same kind and name, fail the whole discovery with the reason.
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<LoadedPlugin>> {
+    let mut loaded: Vec<LoadedPlugin> = Vec::new();
+    for (_, r) in scan(paths)? {
+        let plugin = r?;
+        for c in &plugin.manifest.connectors {
+            if let Some(other) = loaded.iter().find(|p| {
+                p.manifest
+                    .connectors
+                    .iter()
+                    .any(|o| o.kind == c.kind && o.name.eq_ignore_ascii_case(&c.name))
+            }) {
+                return Err(Error::new(
+                    ErrorCode::Plugin,
+                    format!(
+                        "connector '{}' is offered by two plugins: {} and {}",
+                        c.name,
+                        other.path().display(),
+                        plugin.path().display()
+                    ),
+                )
+                .with_context("connector", &c.name));
+            }
+        }
+        loaded.push(plugin);
+    }
+    Ok(loaded)
+}
