@@ -37,21 +37,29 @@ fn run(values: &[&str]) -> (DataType, Vec<String>, tributary_sdk::SourceMetrics)
 #[test]
 fn types_follow_the_mapping() {
     let (dt, _, _) = run(&[]);
-    let DataType::Struct(fields) = dt else { panic!("{dt}") };
+    let DataType::Struct(fields) = dt else {
+        panic!("{dt}")
+    };
     let ty = |n: &str| fields.find(n).unwrap().1.data_type().clone();
     assert_eq!(ty("id"), DataType::Int64);
     assert_eq!(ty("name"), DataType::Utf8);
     assert_eq!(ty("price"), DataType::Float64);
     assert_eq!(ty("active"), DataType::Boolean);
     assert!(matches!(ty("tags"), DataType::List(f) if *f.data_type() == DataType::Utf8));
-    assert_eq!(ty("at"), DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())));
+    assert_eq!(
+        ty("at"),
+        DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+    );
     assert_eq!(ty("day"), DataType::Date32);
     assert!(matches!(ty("address"), DataType::Struct(f) if f.len() == 1));
     assert!(matches!(ty("attrs"), DataType::Map(_, false)));
     assert_eq!(ty("extra"), DataType::Utf8);
     // Declared order is kept.
     let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
-    assert_eq!(names, ["id", "name", "price", "active", "tags", "at", "day", "address", "attrs", "extra"]);
+    assert_eq!(
+        names,
+        ["id", "name", "price", "active", "tags", "at", "day", "address", "attrs", "extra"]
+    );
 }
 
 #[test]
@@ -129,7 +137,11 @@ fn invalid_utf8_is_its_own_reason() {
 
 #[test]
 fn deep_nesting_is_malformed_not_a_crash() {
-    let deep = format!("{{\"extra\": {}{}}}", "[".repeat(10_000), "]".repeat(10_000));
+    let deep = format!(
+        "{{\"extra\": {}{}}}",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
     let (_, rows, m) = run(&[&deep]);
     assert_eq!(rows, ["null"]);
     assert_eq!(metric(&m, "malformed.badJson"), 1);
@@ -147,7 +159,11 @@ fn failfast_names_partition_and_offset() {
     assert_eq!(err.context_value("partition"), Some("3"));
     assert_eq!(err.context_value("offset"), Some("101"));
     assert_eq!(err.context_value("topic"), Some("orders"));
-    assert!(err.message().contains("partition 3 offset 101"), "{}", err.message());
+    assert!(
+        err.message().contains("partition 3 offset 101"),
+        "{}",
+        err.message()
+    );
     // A type mismatch fails too in FAILFAST.
     let err = decode_values(
         &payload(SchemaFormat::JsonSchema, SCHEMA),
@@ -155,12 +171,19 @@ fn failfast_names_partition_and_offset() {
         vec![Some(b"{\"id\": \"x\"}".to_vec())],
     )
     .unwrap_err();
-    assert_eq!(err.context_value("reason"), Some("malformed.jsonTypeMismatch"));
+    assert_eq!(
+        err.context_value("reason"),
+        Some("malformed.jsonTypeMismatch")
+    );
 }
 
 fn refusal(schema: &str) -> String {
-    let e = decode_values(&payload(SchemaFormat::JsonSchema, schema), DecodeMode::Permissive, vec![])
-        .unwrap_err();
+    let e = decode_values(
+        &payload(SchemaFormat::JsonSchema, schema),
+        DecodeMode::Permissive,
+        vec![],
+    )
+    .unwrap_err();
     assert_eq!(e.code(), ErrorCode::Schema);
     e.message().to_string()
 }
@@ -201,4 +224,16 @@ fn local_refs_and_nullable_unions_resolve() {
     assert_eq!(f[0].data_type(), &DataType::Float64);
     assert_eq!(f[1].data_type(), &DataType::Int64);
     assert_eq!(rows[0], r#"{"a":1.5,"b":3}"#);
+}
+
+/// Found by fuzzing: a record failing inside a map (or list) left its open entries behind.
+#[test]
+fn failure_inside_an_open_map_or_list_rolls_back() {
+    let (_, rows, m) = run(&[
+        r#"{"attrs": {"a": 1, "b" , "c": 2}}"#,
+        r#"{"tags": ["a", "b" "c"]}"#,
+        r#"{"attrs": {"k": 5}, "tags": ["z"]}"#,
+    ]);
+    assert_eq!(rows, ["null", "null", r#"{"tags":["z"],"attrs":{"k":5}}"#]);
+    assert_eq!(metric(&m, "malformed.badJson"), 2);
 }

@@ -86,8 +86,9 @@ impl Bytes {
     fn len(&self) -> usize {
         self.valid.len()
     }
+    /// Drops values from `n` on, and bytes of a value not yet closed.
     fn truncate(&mut self, n: usize) {
-        if n < self.len() {
+        if n <= self.len() {
             self.data.truncate(self.offsets[n] as usize);
             self.offsets.truncate(n + 1);
             self.valid.truncate(n);
@@ -316,8 +317,9 @@ impl Col {
                 b.valid.truncate(n);
             }
             Col::Struct(s) => s.truncate(n),
+            // `<=`: items of a list (entries of a map) still open belong to no row yet.
             Col::List(l) => {
-                if n < l.valid.len() {
+                if n <= l.valid.len() {
                     let end = l.offsets[n] as usize;
                     l.child.truncate(end);
                     l.offsets.truncate(n + 1);
@@ -325,7 +327,7 @@ impl Col {
                 }
             }
             Col::Map(m) => {
-                if n < m.valid.len() {
+                if n <= m.valid.len() {
                     let end = m.offsets[n] as usize;
                     m.keys.truncate(end);
                     m.values.truncate(end);

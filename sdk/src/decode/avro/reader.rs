@@ -51,7 +51,11 @@ impl RowDecoder for AvroDecoder {
 
     fn decode(&mut self, bytes: &[u8]) -> std::result::Result<(), Bad> {
         let n = self.col.len();
-        let mut r = Reader { b: bytes, i: 0 };
+        let mut r = Reader {
+            b: bytes,
+            i: 0,
+            zero_size_budget: MAX_ZERO_SIZE_ITEMS,
+        };
         let result = r.value(&self.plan, &mut self.col).and_then(|_| {
             if r.i == bytes.len() {
                 Ok(())
@@ -80,9 +84,14 @@ impl RowDecoder for AvroDecoder {
 
 type R<T = ()> = std::result::Result<T, Bad>;
 
+/// Most items that take no bytes (nulls, records of nulls) one record may hold in its arrays
+/// and maps; without a cap a few bytes of block counts could ask for billions of them.
+const MAX_ZERO_SIZE_ITEMS: u64 = 1 << 20;
+
 struct Reader<'a> {
     b: &'a [u8],
     i: usize,
+    zero_size_budget: u64,
 }
 
 #[inline]
@@ -164,7 +173,7 @@ impl<'a> Reader<'a> {
         let count = count as u64;
         let left = (self.b.len() - self.i) as u64;
         let limit = if item_min == 0 {
-            1 << 20
+            self.zero_size_budget
         } else {
             left / item_min as u64
         };
@@ -174,6 +183,9 @@ impl<'a> Reader<'a> {
             } else {
                 truncated(at)
             });
+        }
+        if item_min == 0 {
+            self.zero_size_budget -= count;
         }
         Ok(count as usize)
     }
