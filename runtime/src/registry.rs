@@ -33,6 +33,16 @@ impl Registry {
         r
     }
 
+    /// The built-in connectors plus those of every plugin found in `plugin_path` and
+    /// `TRIBUTARY_PLUGIN_PATH`. A plugin that fails its checks fails the whole call, naming it.
+    pub fn with_plugins(plugin_path: &[std::path::PathBuf]) -> Result<Self> {
+        let mut r = Registry::builtin();
+        for p in crate::plugin::discover(&crate::plugin::search_path(plugin_path))? {
+            p.register_into(&mut r);
+        }
+        Ok(r)
+    }
+
     /// Registers a source factory (a later one with the same name replaces the earlier).
     pub fn add_source(&mut self, f: Arc<dyn SourceFactory>) {
         self.sources.insert(f.name().to_ascii_lowercase(), f);

@@ -9,6 +9,7 @@ use tributary_runtime::checkpoint::Checkpoint;
 use tributary_runtime::engine::{self, Pipeline};
 use tributary_runtime::files_state;
 use tributary_runtime::pipeline::PipelineSpec;
+use tributary_runtime::plugin;
 use tributary_runtime::progress::{JsonLinesListener, TerminalListener};
 use tributary_runtime::registry::Registry;
 use tributary_sdk::{ChainSecretStore, EnvSecretStore, Error, FileSecretStore};
@@ -50,6 +51,9 @@ enum Command {
         /// The pipeline file (TOML).
         pipeline: PathBuf,
     },
+    /// List and inspect connector plugins (shared libraries built with the SDK's export macro).
+    #[command(subcommand)]
+    Plugins(PluginsCommand),
     /// List every file the files source discovered in a checkpoint, with its batch and commit
     /// state (like Databricks' cloud_files_state).
     ///
@@ -57,6 +61,28 @@ enum Command {
     FilesState {
         /// The checkpoint directory.
         checkpoint: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+        format: OutputFormat,
+    },
+}
+
+#[derive(Subcommand)]
+enum PluginsCommand {
+    /// List the plugins found in the plugin path: file, name, version, ABI and connectors.
+    ///
+    /// Example: TRIBUTARY_PLUGIN_PATH=target/plugins/debug tributary plugins list
+    List {
+        /// Plugin directories, searched before TRIBUTARY_PLUGIN_PATH.
+        #[arg(long = "plugin-path", value_name = "DIR")]
+        plugin_path: Vec<PathBuf>,
+    },
+    /// Show one plugin's manifest and the options of each of its connectors.
+    ///
+    /// Example: tributary plugins inspect target/plugins/debug/libtributary_plugin_generator.so
+    Inspect {
+        /// The plugin library file.
+        file: PathBuf,
         /// Output format.
         #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
         format: OutputFormat,
@@ -102,7 +128,8 @@ fn run(cli: Cli) -> Result<(), Error> {
             }
             let rt = tokio::runtime::Runtime::new()?;
             rt.block_on(async move {
-                let mut p = Pipeline::build(&spec, &Registry::builtin(), Arc::new(secrets))?;
+                let registry = Registry::with_plugins(&spec.plugin_path)?;
+                let mut p = Pipeline::build(&spec, &registry, Arc::new(secrets))?;
                 if !quiet {
                     p.add_listener(Box::new(TerminalListener::new()));
                 }
@@ -145,7 +172,7 @@ fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Check { pipeline } => {
             let spec = PipelineSpec::load(&pipeline)?;
-            engine::validate(&spec, &Registry::builtin())?;
+            engine::validate(&spec, &Registry::with_plugins(&spec.plugin_path)?)?;
             println!(
                 "{}: ok ({} -> {}, trigger {:?})",
                 pipeline.display(),
@@ -157,6 +184,19 @@ fn run(cli: Cli) -> Result<(), Error> {
                     .join(", "),
                 spec.trigger
             );
+            Ok(())
+        }
+        Command::Plugins(PluginsCommand::List { plugin_path }) => {
+            let scanned = plugin::scan(&plugin::search_path(&plugin_path))?;
+            print!("{}", plugin::plugins_list_table(&scanned));
+            Ok(())
+        }
+        Command::Plugins(PluginsCommand::Inspect { file, format }) => {
+            let loaded = plugin::load(&file)?;
+            match format {
+                OutputFormat::Table => print!("{}", plugin::inspect(&loaded)),
+                OutputFormat::Json => println!("{}", plugin::inspect_json(&loaded)),
+            }
             Ok(())
         }
         Command::FilesState { checkpoint, format } => {
