@@ -42,9 +42,9 @@ async fn scram_sha_256_and_512_authenticate_with_secret_references() {
         return;
     };
     for (mech, bits) in [("SCRAM-SHA-256", "256"), ("SCRAM-SHA-512", "512")] {
-        let user = std::env::var(format!("TRIBUTARY_KAFKA_SCRAM{bits}_USER")).unwrap();
+        let user = var(&format!("TRIBUTARY_KAFKA_SCRAM{bits}_USER")).unwrap();
         let pw_var = format!("TRIBUTARY_KAFKA_SCRAM{bits}_PASSWORD");
-        let pw = std::env::var(&pw_var).unwrap();
+        let pw = var(&pw_var).unwrap();
         let pw_ref = format!("{{{{secrets/env/{pw_var}}}}}");
         let o = opts(
             &b,
@@ -67,7 +67,7 @@ async fn scram_wrong_password_is_an_authentication_error_in_bounded_time() {
     let Some(b) = env("TRIBUTARY_KAFKA_SCRAM_BOOTSTRAP") else {
         return;
     };
-    let user = std::env::var("TRIBUTARY_KAFKA_SCRAM512_USER").unwrap();
+    let user = var("TRIBUTARY_KAFKA_SCRAM512_USER").unwrap();
     let o = opts(
         &b,
         &[
@@ -91,7 +91,7 @@ async fn tls_with_the_right_ca_works_and_a_wrong_ca_is_refused() {
     let Some(b) = env("TRIBUTARY_KAFKA_TLS_BOOTSTRAP") else {
         return;
     };
-    let ca = std::env::var("TRIBUTARY_KAFKA_CA").unwrap();
+    let ca = var("TRIBUTARY_KAFKA_CA").unwrap();
     let admin = client_config(
         &b,
         &[("security.protocol", "SSL"), ("ssl.ca.location", &ca)],
@@ -99,7 +99,7 @@ async fn tls_with_the_right_ca_works_and_a_wrong_ca_is_refused() {
     let got = round_trip(&admin, opts(&b, &[("tls.truststore.location", &ca)])).await;
     assert_eq!(got, vec!["secret-handshake"]);
     // The same CA as a PKCS#12 trust store.
-    let p12 = std::env::var("TRIBUTARY_KAFKA_CA_P12").unwrap();
+    let p12 = var("TRIBUTARY_KAFKA_CA_P12").unwrap();
     let o = opts(
         &b,
         &[
@@ -112,7 +112,7 @@ async fn tls_with_the_right_ca_works_and_a_wrong_ca_is_refused() {
     );
     assert_eq!(round_trip(&admin, o).await, vec!["secret-handshake"]);
 
-    let wrong = std::env::var("TRIBUTARY_KAFKA_WRONG_CA").unwrap();
+    let wrong = var("TRIBUTARY_KAFKA_WRONG_CA").unwrap();
     let o = opts(
         &b,
         &[
@@ -135,9 +135,9 @@ async fn mutual_tls_needs_a_client_certificate() {
     let Some(b) = env("TRIBUTARY_KAFKA_MTLS_BOOTSTRAP") else {
         return;
     };
-    let ca = std::env::var("TRIBUTARY_KAFKA_CA").unwrap();
-    let cert = std::env::var("TRIBUTARY_KAFKA_CLIENT_CERT").unwrap();
-    let key = std::env::var("TRIBUTARY_KAFKA_CLIENT_KEY").unwrap();
+    let ca = var("TRIBUTARY_KAFKA_CA").unwrap();
+    let cert = var("TRIBUTARY_KAFKA_CLIENT_CERT").unwrap();
+    let key = var("TRIBUTARY_KAFKA_CLIENT_KEY").unwrap();
     let admin = client_config(
         &b,
         &[
@@ -156,7 +156,7 @@ async fn mutual_tls_needs_a_client_certificate() {
         ],
     );
     assert_eq!(round_trip(&admin, pem).await, vec!["secret-handshake"]);
-    let p12 = std::env::var("TRIBUTARY_KAFKA_CLIENT_P12").unwrap();
+    let p12 = var("TRIBUTARY_KAFKA_CLIENT_P12").unwrap();
     let pkcs12 = opts(
         &b,
         &[
@@ -169,7 +169,7 @@ async fn mutual_tls_needs_a_client_certificate() {
         ],
     );
     assert_eq!(round_trip(&admin, pkcs12).await, vec!["secret-handshake"]);
-    let enc = std::env::var("TRIBUTARY_KAFKA_CLIENT_KEY_ENCRYPTED").unwrap();
+    let enc = var("TRIBUTARY_KAFKA_CLIENT_KEY_ENCRYPTED").unwrap();
     let encrypted = opts(
         &b,
         &[

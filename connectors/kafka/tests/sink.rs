@@ -191,6 +191,28 @@ async fn topic_column_routes_rows_and_a_row_without_topic_is_named() {
     assert_eq!(err.context_value("row"), Some("1"));
     assert_eq!(err.context_value("batch"), Some("2"));
 
+    // A delivery failure (a partition that does not exist) fails the whole batch.
+    let pschema = Arc::new(Schema::new(vec![
+        Field::new("value", DataType::Utf8, true),
+        Field::new("partition", DataType::Int32, true),
+    ]));
+    let to_missing = RecordBatch::try_new(
+        pschema.clone(),
+        vec![
+            Arc::new(StringArray::from(vec!["ok", "lost"])),
+            Arc::new(Int32Array::from(vec![0, 99])),
+        ],
+    )
+    .unwrap();
+    let mut s = sink(&b, &[("topic", &t1), ("kafka.message.timeout.ms", "5000")]);
+    s.open(pschema).await.unwrap();
+    let err = s.write(3, &[to_missing]).await.unwrap_err();
+    assert!(
+        matches!(err.code(), ErrorCode::SinkWrite | ErrorCode::Timeout),
+        "{err}"
+    );
+    assert_eq!(err.context_value("row"), Some("1"), "{err}");
+
     // Without a topic option and without a topic column the sink refuses to open.
     let no_topic = Arc::new(Schema::new(vec![Field::new(
         "value",

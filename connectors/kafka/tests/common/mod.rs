@@ -17,20 +17,39 @@ use rdkafka::ClientConfig;
 use tributary_kafka::KafkaSource;
 use tributary_sdk::{ConnectorContext, Offset, Options, ReadLimit, Source};
 
-/// An environment variable set by the service script. Missing: skip (`None`), or fail under CI.
+/// A variable from `kafka.env` written by the service script, for runs that did not source it.
+fn from_env_file(name: &str) -> Option<String> {
+    let dir = std::env::var("TRIBUTARY_SERVICES_DIR").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/services").to_string()
+    });
+    let text = std::fs::read_to_string(format!("{dir}/kafka.env")).ok()?;
+    text.lines().find_map(|l| {
+        let (k, v) = l.trim().strip_prefix("export ")?.split_once('=')?;
+        (k == name).then(|| v.to_string())
+    })
+}
+
+/// A setting of the service script: the environment, or its `kafka.env` file.
+pub fn var(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .or_else(|| from_env_file(name))
+}
+
+/// An endpoint set by the service script. Missing: skip (`None`), or fail under CI.
 pub fn env(name: &str) -> Option<String> {
-    match std::env::var(name) {
-        Ok(v) if !v.is_empty() => Some(v),
-        _ => {
+    match var(name) {
+        Some(v) => Some(v),
+        None => {
             if std::env::var_os("CI").is_some() {
-                panic!("{name} is not set; run scripts/services/kafka.sh start and source target/services/kafka.env");
+                panic!("{name} is not set; run scripts/services/kafka.sh start");
             }
             eprintln!("skipped: {name} is not set (run scripts/services/kafka.sh start)");
             None
         }
     }
 }
-
 /// A topic name unique to this test run.
 pub fn unique(prefix: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);
@@ -163,8 +182,31 @@ pub fn opts(bootstrap: &str, pairs: &[(&str, &str)]) -> Options {
     o
 }
 
+/// Resolves `{{secrets/env/NAME}}` from the environment or the service script's `kafka.env`.
+#[derive(Debug)]
+pub struct TestSecrets;
+
+impl tributary_sdk::SecretStore for TestSecrets {
+    fn resolve(
+        &self,
+        r: &tributary_sdk::SecretRef,
+    ) -> tributary_sdk::Result<tributary_sdk::Secret> {
+        match (r.scope.as_str(), var(&r.key)) {
+            ("env", Some(v)) => Ok(tributary_sdk::Secret::new(v)),
+            _ => tributary_sdk::EnvSecretStore.resolve(r),
+        }
+    }
+}
+
+pub fn context() -> ConnectorContext {
+    ConnectorContext {
+        secrets: std::sync::Arc::new(TestSecrets),
+        ..Default::default()
+    }
+}
+
 pub fn source(options: &Options) -> KafkaSource {
-    KafkaSource::new(options, &ConnectorContext::default()).unwrap()
+    KafkaSource::new(options, &context()).unwrap()
 }
 
 /// One micro-batch as the runtime runs it: returns the new end and the rows.
