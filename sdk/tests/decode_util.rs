@@ -1,4 +1,5 @@
 //! Helpers shared by the decode tests (included with `#[path]`).
+#![cfg(any(feature = "json", feature = "avro", feature = "protobuf"))]
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -80,7 +81,10 @@ pub fn rows_json(batch: &RecordBatch) -> Vec<String> {
         .lines()
         .map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v.get("value").cloned().unwrap_or(serde_json::Value::Null).to_string()
+            v.get("value")
+                .cloned()
+                .unwrap_or(serde_json::Value::Null)
+                .to_string()
         })
         .collect()
 }
