@@ -71,10 +71,10 @@ impl Options {
     /// rest of the key kept as written (`kafka.security.protocol` -> `security.protocol`).
     pub fn with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a str, &'a str)> {
         let lower = prefix.to_ascii_lowercase();
-        self.entries.iter().filter_map(move |(lk, (k, v))| {
-            lk.starts_with(&lower)
-                .then(|| (&k[prefix.len()..], v.as_str()))
-        })
+        self.entries
+            .iter()
+            .filter(move |(lk, _)| lk.starts_with(&lower))
+            .map(move |(_, (k, v))| (&k[prefix.len()..], v.as_str()))
     }
 
     /// Number of options.
