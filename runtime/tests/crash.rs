@@ -1,6 +1,8 @@
 //! Crash test: SIGKILL the `tributary` binary at random points while it ingests many files into
 //! Parquet, restart it each time, and check that every input row lands exactly once.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::{Duration, Instant};

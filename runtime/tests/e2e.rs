@@ -1,6 +1,8 @@
 //! End-to-end runs of the `tributary` binary: files -> Parquet with available-now, incremental
 //! re-runs, `files-state`, and bad input that must fail with one clear error line.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;

@@ -2,6 +2,8 @@
 //! started by `scripts/services/kafka.sh` (TRIBUTARY_KAFKA_BOOTSTRAP). Malformed payloads become
 //! null structs, are counted in the progress metrics, and the stream goes on.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::sync::{Arc, Mutex};

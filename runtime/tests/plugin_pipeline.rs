@@ -2,6 +2,8 @@
 //! real cdylib), run by the `tributary` binary: `plugin_path` discovery, `plugins list`, and an
 //! exactly-once run through the C ABI.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,8 @@
 //! A long-running `processingTime` pipeline through the library API: it picks up files that
 //! arrive while it runs, reports progress to listeners, and stops cleanly when asked.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::sync::{Arc, Mutex};

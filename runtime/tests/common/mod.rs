@@ -1,4 +1,10 @@
-#![allow(dead_code, missing_docs)]
+#![allow(
+    dead_code,
+    missing_docs,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::new_without_default
+)]
 //! Helpers shared by the runtime's end-to-end tests: pipeline files, input files, the binary.
 
 use std::path::{Path, PathBuf};
