@@ -5,6 +5,8 @@
 //! `cargo bench -p tributary-runtime --bench rerun` (TRIBUTARY_BENCH_FILES sets the file count,
 //! default 100000).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 use std::time::Instant;
 
