@@ -9,7 +9,7 @@
 //! - each with `_10pct_malformed`: ours with every 10th record corrupted.
 //!
 //! Run: `cargo bench -p tributary-sdk --features json,avro,protobuf --bench decode`.
-#![allow(missing_docs, deprecated)]
+#![allow(missing_docs, deprecated, clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
 use std::io::Cursor;

@@ -1,5 +1,6 @@
 //! Avro decoding: golden tests per mapping rule (data encoded by `apache-avro`, an independent
 //! encoder), refusals, malformed input.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 #![cfg(feature = "avro")]
 #![allow(deprecated)] // to_avro_datum: the plain datum encoder is what we want here
 
@@ -53,8 +54,14 @@ fn record(event: Value, ns: Option<&str>) -> Value {
         ("s".into(), Value::String("héllo".into())),
         ("e".into(), Value::Enum(1, "GREEN".into())),
         ("fx".into(), Value::Fixed(2, vec![1, 2])),
-        ("arr".into(), Value::Array(vec![Value::Int(1), Value::Int(2), Value::Int(3)])),
-        ("m".into(), Value::Map([("k".to_string(), Value::String("v".into()))].into())),
+        (
+            "arr".into(),
+            Value::Array(vec![Value::Int(1), Value::Int(2), Value::Int(3)]),
+        ),
+        (
+            "m".into(),
+            Value::Map([("k".to_string(), Value::String("v".into()))].into()),
+        ),
         (
             "ns".into(),
             match ns {
@@ -63,13 +70,31 @@ fn record(event: Value, ns: Option<&str>) -> Value {
             },
         ),
         ("ts_ms".into(), Value::TimestampMillis(1_700_000_000_123)),
-        ("ts_us".into(), Value::TimestampMicros(1_700_000_000_123_456)),
+        (
+            "ts_us".into(),
+            Value::TimestampMicros(1_700_000_000_123_456),
+        ),
         ("day".into(), Value::Date(19_000)),
-        ("dec".into(), Value::Decimal(Decimal::from(vec![0xff, 0x85]))),
-        ("decf".into(), Value::Decimal(Decimal::from(vec![0, 0, 0, 0, 0, 0, 0x30, 0x39]))),
-        ("id".into(), Value::Uuid("6ba7b810-9dad-11d1-80b4-00c04fd430c8".parse().unwrap())),
-        ("nested".into(), Value::Record(vec![("x".into(), Value::Int(1))])),
-        ("again".into(), Value::Record(vec![("x".into(), Value::Int(2))])),
+        (
+            "dec".into(),
+            Value::Decimal(Decimal::from(vec![0xff, 0x85])),
+        ),
+        (
+            "decf".into(),
+            Value::Decimal(Decimal::from(vec![0, 0, 0, 0, 0, 0, 0x30, 0x39])),
+        ),
+        (
+            "id".into(),
+            Value::Uuid("6ba7b810-9dad-11d1-80b4-00c04fd430c8".parse().unwrap()),
+        ),
+        (
+            "nested".into(),
+            Value::Record(vec![("x".into(), Value::Int(1))]),
+        ),
+        (
+            "again".into(),
+            Value::Record(vec![("x".into(), Value::Int(2))]),
+        ),
         ("event".into(), event),
     ])
 }
@@ -80,14 +105,26 @@ fn encode(v: Value) -> Vec<u8> {
 }
 
 fn click(url: &str) -> Value {
-    Value::Union(1, Box::new(Value::Record(vec![("url".into(), Value::String(url.into()))])))
+    Value::Union(
+        1,
+        Box::new(Value::Record(vec![(
+            "url".into(),
+            Value::String(url.into()),
+        )])),
+    )
 }
 
 #[test]
 fn types_follow_the_mapping() {
-    let (dt, _, _) =
-        decode_values(&payload(SchemaFormat::Avro, SCHEMA), DecodeMode::Permissive, vec![]).unwrap();
-    let DataType::Struct(fields) = dt else { panic!() };
+    let (dt, _, _) = decode_values(
+        &payload(SchemaFormat::Avro, SCHEMA),
+        DecodeMode::Permissive,
+        vec![],
+    )
+    .unwrap();
+    let DataType::Struct(fields) = dt else {
+        panic!()
+    };
     let ty = |n: &str| fields.find(n).unwrap().1.data_type().clone();
     assert_eq!(ty("b"), DataType::Boolean);
     assert_eq!(ty("i"), DataType::Int32);
@@ -101,14 +138,22 @@ fn types_follow_the_mapping() {
     assert!(matches!(ty("arr"), DataType::List(f) if *f.data_type() == DataType::Int32));
     assert!(matches!(ty("m"), DataType::Map(_, _)));
     assert_eq!(ty("ns"), DataType::Utf8);
-    assert_eq!(ty("ts_ms"), DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())));
-    assert_eq!(ty("ts_us"), DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())));
+    assert_eq!(
+        ty("ts_ms"),
+        DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into()))
+    );
+    assert_eq!(
+        ty("ts_us"),
+        DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+    );
     assert_eq!(ty("day"), DataType::Date32);
     assert_eq!(ty("dec"), DataType::Decimal128(9, 2));
     assert_eq!(ty("decf"), DataType::Decimal128(18, 3));
     assert_eq!(ty("id"), DataType::Utf8);
     assert_eq!(ty("again"), ty("nested"));
-    let DataType::Struct(ev) = ty("event") else { panic!() };
+    let DataType::Struct(ev) = ty("event") else {
+        panic!()
+    };
     let names: Vec<&str> = ev.iter().map(|f| f.name().as_str()).collect();
     assert_eq!(names, ["Click", "View"]);
     assert!(ev.iter().all(|f| f.is_nullable()));
@@ -116,7 +161,10 @@ fn types_follow_the_mapping() {
 
 #[test]
 fn values_decode_exactly() {
-    let view = Value::Union(2, Box::new(Value::Record(vec![("ms".into(), Value::Long(42))])));
+    let view = Value::Union(
+        2,
+        Box::new(Value::Record(vec![("ms".into(), Value::Long(42))])),
+    );
     let (_, rows, m) = decode_values(
         &payload(SchemaFormat::Avro, SCHEMA),
         DecodeMode::Permissive,
@@ -131,7 +179,11 @@ fn values_decode_exactly() {
         rows[0],
         r#"{"b":true,"i":-5,"l":1099511627776,"f":1.5,"d":-2.25,"by":"00ff","s":"héllo","e":"GREEN","fx":"0102","arr":[1,2,3],"m":{"k":"v"},"ns":"x","ts_ms":"2023-11-14T22:13:20.123Z","ts_us":"2023-11-14T22:13:20.123456Z","day":"2022-01-08","dec":-1.23,"decf":12.345,"id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","nested":{"x":1},"again":{"x":2},"event":{"Click":{"url":"/a"}}}"#
     );
-    assert!(rows[1].ends_with(r#""event":{"View":{"ms":42}}}"#), "{}", rows[1]);
+    assert!(
+        rows[1].ends_with(r#""event":{"View":{"ms":42}}}"#),
+        "{}",
+        rows[1]
+    );
     assert!(!rows[1].contains("\"ns\""));
     assert!(!rows[2].contains("\"event\""), "{}", rows[2]);
     assert_eq!(metric(&m, "malformedRecords"), 0);
@@ -181,16 +233,23 @@ fn huge_block_counts_do_not_allocate() {
         z >>= 7;
     }
     bytes.push(z as u8);
-    let (_, rows, m) =
-        decode_values(&payload(SchemaFormat::Avro, schema), DecodeMode::Permissive, vec![Some(bytes)])
-            .unwrap();
+    let (_, rows, m) = decode_values(
+        &payload(SchemaFormat::Avro, schema),
+        DecodeMode::Permissive,
+        vec![Some(bytes)],
+    )
+    .unwrap();
     assert_eq!(rows, ["null"]);
     assert_eq!(metric(&m, "malformed.badAvro"), 1);
 }
 
 fn refusal(schema: &str) -> String {
-    let e = decode_values(&payload(SchemaFormat::Avro, schema), DecodeMode::Permissive, vec![])
-        .unwrap_err();
+    let e = decode_values(
+        &payload(SchemaFormat::Avro, schema),
+        DecodeMode::Permissive,
+        vec![],
+    )
+    .unwrap_err();
     assert_eq!(e.code(), ErrorCode::Schema);
     e.message().to_string()
 }
@@ -198,13 +257,20 @@ fn refusal(schema: &str) -> String {
 #[test]
 fn refusals_name_the_field() {
     assert_eq!(
-        refusal(r#"{"type":"record","name":"Node","fields":[{"name":"next","type":["null","Node"]}]}"#),
+        refusal(
+            r#"{"type":"record","name":"Node","fields":[{"name":"next","type":["null","Node"]}]}"#
+        ),
         "Avro schema field 'next': recursive type 'Node' cannot be represented as Arrow columns"
     );
     assert_eq!(
-        refusal(r#"{"type":"record","name":"R","fields":[{"name":"big","type":{"type":"bytes","logicalType":"decimal","precision":40,"scale":2}}]}"#),
+        refusal(
+            r#"{"type":"record","name":"R","fields":[{"name":"big","type":{"type":"bytes","logicalType":"decimal","precision":40,"scale":2}}]}"#
+        ),
         "Avro schema field 'big': decimal precision 40 is outside 1..=38 (Arrow decimal128)"
     );
-    assert_eq!(refusal(r#""string""#), "the Avro schema must be a record (or a union of records), found Utf8");
+    assert_eq!(
+        refusal(r#""string""#),
+        "the Avro schema must be a record (or a union of records), found Utf8"
+    );
     assert!(refusal("{").starts_with("avro_schema is not a valid Avro schema"));
 }

@@ -1,4 +1,5 @@
 //! JSON Schema decoding: one golden test per mapping rule, refusals, permissive and FAILFAST.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 #![cfg(feature = "json")]
 
 #[path = "decode_util.rs"]

@@ -1,5 +1,6 @@
 //! PERMISSIVE decoding under 10% malformed input: the good records decode exactly as they do
 //! alone, every bad one is a null, and the counters say why.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 #![cfg(all(feature = "json", feature = "avro", feature = "protobuf"))]
 #![allow(deprecated)] // to_avro_datum
 
@@ -48,7 +49,12 @@ fn check(schemas: &StreamSchemas, good: impl Fn(usize) -> Vec<u8>, corrupt: &[Co
 fn side(format: SchemaFormat, text: &str, wire: WireFormat, id: Option<u32>) -> StreamSchemas {
     StreamSchemas {
         key: None,
-        payload: Some(ResolvedSchema { format, text: text.into(), wire, registry_id: id }),
+        payload: Some(ResolvedSchema {
+            format,
+            text: text.into(),
+            wire,
+            registry_id: id,
+        }),
     }
 }
 
@@ -60,7 +66,11 @@ fn json_ten_percent_malformed() {
         |i| format!(r#"{{"id": {i}, "name": "n{i}", "v": [{i}.5, 2]}}"#).into_bytes(),
         &[
             ("malformed.badJson", |g| g[..g.len() - 3].to_vec()),
-            ("malformed.badJson", |g| g.iter().map(|&c| if c == b':' { b'=' } else { c }).collect()),
+            ("malformed.badJson", |g| {
+                g.iter()
+                    .map(|&c| if c == b':' { b'=' } else { c })
+                    .collect()
+            }),
             ("malformed.invalidUtf8", |g| {
                 let mut v = g.to_vec();
                 let at = v.iter().position(|&c| c == b'n').unwrap_or(0) + 1;
@@ -78,8 +88,14 @@ fn avro_good(i: usize) -> Vec<u8> {
     let v = Value::Record(vec![
         ("id".into(), Value::Long(i as i64)),
         ("s".into(), Value::String(format!("s{i}"))),
-        ("a".into(), Value::Array(vec![Value::Int(i as i32), Value::Int(1)])),
-        ("u".into(), Value::Union(1, Box::new(Value::Double(i as f64)))),
+        (
+            "a".into(),
+            Value::Array(vec![Value::Int(i as i32), Value::Int(1)]),
+        ),
+        (
+            "u".into(),
+            Value::Union(1, Box::new(Value::Double(i as f64))),
+        ),
     ]);
     confluent_frame(42, None, &apache_avro::to_avro_datum(&schema, v).unwrap())
 }
@@ -132,7 +148,14 @@ fn proto_good(i: usize) -> Vec<u8> {
 #[test]
 fn protobuf_ten_percent_malformed() {
     check(
-        &side(SchemaFormat::Protobuf { message: "b.M".into() }, PROTO, WireFormat::Plain, None),
+        &side(
+            SchemaFormat::Protobuf {
+                message: "b.M".into(),
+            },
+            PROTO,
+            WireFormat::Plain,
+            None,
+        ),
         proto_good,
         &[
             ("malformed.truncatedProtobuf", |g| g[..g.len() - 3].to_vec()),

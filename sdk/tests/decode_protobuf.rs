@@ -1,5 +1,6 @@
 //! Protobuf decoding: golden tests per mapping rule (data encoded by prost-reflect's
 //! `DynamicMessage`, an independent encoder), refusals naming the field, malformed input.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 #![cfg(feature = "protobuf")]
 
 #[path = "decode_util.rs"]
@@ -38,7 +39,12 @@ fn pool(text: &str) -> DescriptorPool {
 }
 
 fn schemas(text: &str, message: &str) -> tributary_sdk::StreamSchemas {
-    payload(SchemaFormat::Protobuf { message: message.into() }, text)
+    payload(
+        SchemaFormat::Protobuf {
+            message: message.into(),
+        },
+        text,
+    )
 }
 
 fn event() -> DynamicMessage {
@@ -63,28 +69,47 @@ fn event() -> DynamicMessage {
     let mut inner = DynamicMessage::new(inner_desc.clone());
     inner.set_field_by_name("x", Value::String("in".into()));
     m.set_field_by_name("inner", Value::Message(inner.clone()));
-    m.set_field_by_name("nums", Value::List(vec![Value::I32(1), Value::I32(-2), Value::I32(300)]));
-    m.set_field_by_name("words", Value::List(vec![Value::String("a".into()), Value::String("b".into())]));
+    m.set_field_by_name(
+        "nums",
+        Value::List(vec![Value::I32(1), Value::I32(-2), Value::I32(300)]),
+    );
+    m.set_field_by_name(
+        "words",
+        Value::List(vec![Value::String("a".into()), Value::String("b".into())]),
+    );
     m.set_field_by_name(
         "counts",
         Value::Map([(MapKey::String("k".into()), Value::I64(9))].into()),
     );
-    let int32_value = pool.get_message_by_name("google.protobuf.Int32Value").unwrap();
+    let int32_value = pool
+        .get_message_by_name("google.protobuf.Int32Value")
+        .unwrap();
     m.set_field_by_name("maybe", Value::Message(DynamicMessage::new(int32_value))); // present, value 0
-    let ts = pool.get_message_by_name("google.protobuf.Timestamp").unwrap();
+    let ts = pool
+        .get_message_by_name("google.protobuf.Timestamp")
+        .unwrap();
     let mut at = DynamicMessage::new(ts);
     at.set_field_by_name("seconds", Value::I64(1_700_000_000));
     at.set_field_by_name("nanos", Value::I32(123_456_000));
     m.set_field_by_name("at", Value::Message(at));
-    m.set_field_by_name("items", Value::List(vec![Value::Message(inner.clone()), Value::Message(inner)]));
+    m.set_field_by_name(
+        "items",
+        Value::List(vec![Value::Message(inner.clone()), Value::Message(inner)]),
+    );
     m
 }
 
 #[test]
 fn types_follow_the_mapping() {
-    let (dt, _, _) =
-        decode_values(&schemas(PROTO, "com.example.Event"), DecodeMode::Permissive, vec![]).unwrap();
-    let DataType::Struct(fields) = dt else { panic!() };
+    let (dt, _, _) = decode_values(
+        &schemas(PROTO, "com.example.Event"),
+        DecodeMode::Permissive,
+        vec![],
+    )
+    .unwrap();
+    let DataType::Struct(fields) = dt else {
+        panic!()
+    };
     let ty = |n: &str| fields.find(n).unwrap().1.data_type().clone();
     assert_eq!(ty("i32"), DataType::Int32);
     assert_eq!(ty("i64"), DataType::Int64);
@@ -100,7 +125,10 @@ fn types_follow_the_mapping() {
     assert!(matches!(ty("counts"), DataType::Map(_, _)));
     assert_eq!(ty("maybe"), DataType::Int32);
     assert_eq!(ty("label"), DataType::Utf8);
-    assert_eq!(ty("at"), DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())));
+    assert_eq!(
+        ty("at"),
+        DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+    );
 }
 
 #[test]
@@ -137,7 +165,10 @@ fn unpacked_repeated_merged_messages_and_unknown_fields() {
         vec![Some(b)],
     )
     .unwrap();
-    assert_eq!(rows[0], r#"{"inner":{"x":"q"},"nums":[5,6],"words":[],"counts":{},"items":[]}"#);
+    assert_eq!(
+        rows[0],
+        r#"{"inner":{"x":"q"},"nums":[5,6],"words":[],"counts":{},"items":[]}"#
+    );
 }
 
 #[test]
@@ -163,10 +194,10 @@ fn malformed_protobuf_is_null_and_counted_by_reason() {
         &schemas(PROTO, "com.example.Event"),
         DecodeMode::Permissive,
         vec![
-            Some(vec![0x60, 0x01]),            // name (string) sent as varint
-            Some(vec![0x62, 0x05, b'a']),      // name length 5, 1 byte
+            Some(vec![0x60, 0x01]),             // name (string) sent as varint
+            Some(vec![0x62, 0x05, b'a']),       // name length 5, 1 byte
             Some(vec![0x62, 0x02, 0xff, 0xfe]), // name not UTF-8
-            Some(vec![0x0f]),                  // wire type 7
+            Some(vec![0x0f]),                   // wire type 7
             Some(good.clone()),
         ],
     )
@@ -218,8 +249,22 @@ fn refusals_name_the_field() {
         refusal("message Node { Node next = 1; } Node n = 1;"),
         "protobuf field 'M.n.next': recursive message r.M.Node cannot be represented as Arrow columns"
     );
-    let e = decode_values(&schemas(PROTO, "com.example.Nope"), DecodeMode::Permissive, vec![]).unwrap_err();
-    assert!(e.message().starts_with("message_name 'com.example.Nope' is not in the protobuf schema"), "{}", e.message());
+    let e = decode_values(
+        &schemas(PROTO, "com.example.Nope"),
+        DecodeMode::Permissive,
+        vec![],
+    )
+    .unwrap_err();
+    assert!(
+        e.message()
+            .starts_with("message_name 'com.example.Nope' is not in the protobuf schema"),
+        "{}",
+        e.message()
+    );
     let e = decode_values(&schemas("message {", "x"), DecodeMode::Permissive, vec![]).unwrap_err();
-    assert!(e.message().starts_with("proto_schema does not parse"), "{}", e.message());
+    assert!(
+        e.message().starts_with("proto_schema does not parse"),
+        "{}",
+        e.message()
+    );
 }

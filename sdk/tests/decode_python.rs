@@ -2,6 +2,7 @@
 //! schemas in the test registry over HTTP and frame records; the Rust side resolves and decodes
 //! them. Needs `TRIBUTARY_REGISTRY_PYTHON` (set by `scripts/services/registry-python.sh`);
 //! skipped without it unless CI is set.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 #![cfg(all(feature = "registry", feature = "json"))]
 
 #[path = "decode_util.rs"]
@@ -29,22 +30,36 @@ fn python() -> Option<String> {
 async fn confluent_kafka_python_records_decode() {
     let Some(py) = python() else { return };
     let registry = TestRegistry::start_with_auth("svc", "pa55").unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../testkit/schema-registry/python/produce.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testkit/schema-registry/python/produce.py"
+    );
     // The registry serves from its own thread, so a blocking child process is fine here.
     let out = std::process::Command::new(py)
         .args([script, &registry.url(), "svc", "pa55"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut records: Vec<(String, Vec<u8>)> = Vec::new();
     for line in String::from_utf8(out.stdout).unwrap().lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         let hex = v["hex"].as_str().unwrap();
-        let bytes = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+        let bytes = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
         records.push((v["kind"].as_str().unwrap().to_string(), bytes));
     }
     let of = |kind: &str| -> Vec<Option<Vec<u8>>> {
-        records.iter().filter(|r| r.0 == kind).map(|r| Some(r.1.clone())).collect()
+        records
+            .iter()
+            .filter(|r| r.0 == kind)
+            .map(|r| Some(r.1.clone()))
+            .collect()
     };
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("sr")).unwrap();
@@ -57,7 +72,13 @@ async fn confluent_kafka_python_records_decode() {
             .with("schema_registry_secret", "{{secrets/sr/pw}}")
             .with("payload_schema_locator", locator);
         let cfg = DecodeConfig::from_options(&o, &secrets).unwrap();
-        async move { RegistrySchemaProvider::new(&cfg).unwrap().resolve(topic).await.unwrap() }
+        async move {
+            RegistrySchemaProvider::new(&cfg)
+                .unwrap()
+                .resolve(topic)
+                .await
+                .unwrap()
+        }
     };
 
     let avro = resolve("strategy=TopicNameStrategy,format=AVRO", "orders").await;
@@ -73,11 +94,17 @@ async fn confluent_kafka_python_records_decode() {
     assert_eq!(metric(&m, "malformedRecords"), 0);
 
     // Event is the second message of the file: framed with indexes [1].
-    let events = resolve("strategy=TopicNameStrategy,format=PROTOBUF,message=com.example.Event", "events").await;
+    let events = resolve(
+        "strategy=TopicNameStrategy,format=PROTOBUF,message=com.example.Event",
+        "events",
+    )
+    .await;
     let (_, rows, m) = decode_values(&events, DecodeMode::Permissive, of("event")).unwrap();
     assert_eq!(
         rows,
-        [r#"{"name":"e1","n":18446744073709551615,"at":"2023-11-14T22:13:20.000005Z","tags":["p","q"]}"#]
+        [
+            r#"{"name":"e1","n":18446744073709551615,"at":"2023-11-14T22:13:20.000005Z","tags":["p","q"]}"#
+        ]
     );
     assert_eq!(metric(&m, "malformedRecords"), 0);
 

@@ -1,4 +1,5 @@
 //! Helpers shared by the decode tests (included with `#[path]`).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 #![cfg(any(feature = "json", feature = "avro", feature = "protobuf"))]
 #![allow(dead_code)]
 

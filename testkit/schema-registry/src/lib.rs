@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path, Request, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -271,14 +271,13 @@ struct RegisterBody {
     references: Vec<SchemaReference>,
 }
 
-fn parse_body(headers: &HeaderMap, body: &str) -> Result<RegisterBody, Response> {
-    let _ = headers;
+fn parse_body(body: &str) -> Result<RegisterBody, Box<Response>> {
     serde_json::from_str(body).map_err(|e| {
-        error(
+        Box::new(error(
             StatusCode::UNPROCESSABLE_ENTITY,
             42201,
             format!("Invalid schema: {e}"),
-        )
+        ))
     })
 }
 
@@ -308,12 +307,11 @@ fn schema_json(s: &StoredSchema) -> serde_json::Map<String, serde_json::Value> {
 async fn register(
     State(shared): State<Arc<Shared>>,
     Path(subject): Path<String>,
-    headers: HeaderMap,
     body: String,
 ) -> Response {
-    let body = match parse_body(&headers, &body) {
+    let body = match parse_body(&body) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let Ok(mut store) = shared.store.lock() else {
         return error(StatusCode::INTERNAL_SERVER_ERROR, 50001, "lock".into());
@@ -325,12 +323,11 @@ async fn register(
 async fn lookup(
     State(shared): State<Arc<Shared>>,
     Path(subject): Path<String>,
-    headers: HeaderMap,
     body: String,
 ) -> Response {
-    let body = match parse_body(&headers, &body) {
+    let body = match parse_body(&body) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let wanted = stored(body);
     let Ok(store) = shared.store.lock() else {
