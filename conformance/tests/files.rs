@@ -1,5 +1,7 @@
 //! The conformance suite against the built-in files connector.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 
 use tributary_conformance::fixtures::FilesFixture;

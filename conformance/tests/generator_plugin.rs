@@ -1,6 +1,8 @@
 //! The conformance suite against the example generator loaded as a plugin through the C ABI:
 //! the same cases and the same entry point as the statically linked run.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use tributary_conformance::fixtures::GeneratorFixture;

@@ -1,5 +1,7 @@
 //! The conformance suite against the example generator connector, linked statically.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 
 use tributary_conformance::fixtures::GeneratorFixture;

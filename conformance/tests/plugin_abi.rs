@@ -3,6 +3,8 @@
 //! a panic inside the plugin becomes an error and the host keeps running; batches, options,
 //! offsets, errors and sinks cross intact.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::PathBuf;
@@ -204,13 +206,13 @@ async fn the_plugin_sink_writes_idempotently_per_batch_id() {
 fn discovery_reads_directories_and_the_environment_variable() {
     let lib = common::build_plugin("", "debug");
     let dir = lib.parent().unwrap().to_path_buf();
-    let found = plugin::discover(&[dir.clone()]).unwrap();
+    let found = plugin::discover(std::slice::from_ref(&dir)).unwrap();
     assert_eq!(found.len(), 1);
     let mut registry = tributary_runtime::registry::Registry::builtin();
     found[0].register_into(&mut registry);
     assert_eq!(registry.source("generator").unwrap().name(), "generator");
     assert_eq!(registry.sink("jsonlines").unwrap().name(), "jsonlines");
-    let table = plugin::plugins_list_table(&plugin::scan(&[dir.clone()]).unwrap());
+    let table = plugin::plugins_list_table(&plugin::scan(std::slice::from_ref(&dir)).unwrap());
     assert!(
         table.contains("source:generator, sink:jsonlines"),
         "{table}"

@@ -130,8 +130,8 @@ mod tests {
             ],
         )
         .unwrap();
-        sink.write(3, &[b.clone()]).await.unwrap();
-        sink.write(3, &[b.clone()]).await.unwrap();
+        sink.write(3, std::slice::from_ref(&b)).await.unwrap();
+        sink.write(3, std::slice::from_ref(&b)).await.unwrap();
         let text = fs::read_to_string(dir.join("batch-3.jsonl")).unwrap();
         assert_eq!(
             text,

@@ -1,9 +1,11 @@
 //! Calling into a plugin: status codes to `Result`, and running calls off the executor.
 //!
-//! Plugin calls block (the plugin runs its own runtime with `block_on`), so the host runs every
-//! async connector call on tokio's blocking pool. A handle's state sits behind an
-//! `Arc<Mutex<..>>` that the blocking task owns a clone of: if the awaiting future is dropped
-//! mid-call, the handle is released only after the call returned.
+//! Plugin calls block (the plugin runs its own runtime with `block_on`), so the host never runs
+//! them as plain code on an executor thread: on a multi-thread runtime it uses `block_in_place`
+//! (the worker's other tasks move to another thread; no thread hop per call), on a current-thread
+//! runtime the blocking pool (`spawn_blocking`). A handle's state sits behind an `Arc<Mutex<..>>`
+//! that the blocking task owns a clone of: if the awaiting future is dropped mid-call, the handle
+//! is released only after the call returned.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -82,6 +84,12 @@ where
         f(&mut guard)
     };
     match tokio::runtime::Handle::try_current() {
+        // On a multi-thread runtime the call runs right here, with this worker's other tasks
+        // handed to another thread: no thread hop per call, and the future cannot be dropped
+        // mid-call.
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(run)
+        }
         Ok(handle) => handle.spawn_blocking(run).await.map_err(|e| {
             Error::new(
                 ErrorCode::Internal,
