@@ -23,6 +23,7 @@
 //! ```
 
 pub mod checkpoint;
+pub mod conformance;
 pub mod engine;
 pub mod files_state;
 pub mod pipeline;

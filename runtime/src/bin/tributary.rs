@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use tributary_runtime::checkpoint::Checkpoint;
+use tributary_runtime::conformance;
 use tributary_runtime::engine::{self, Pipeline};
 use tributary_runtime::files_state;
 use tributary_runtime::pipeline::PipelineSpec;
@@ -50,6 +51,34 @@ enum Command {
     Check {
         /// The pipeline file (TOML).
         pipeline: PathBuf,
+    },
+    /// Run the conformance suite against a source connector (built in or from a plugin) with a
+    /// fixture that acts on the external system; print a table, write JSON and JUnit XML reports.
+    ///
+    /// Example: tributary conformance --connector files --fixture files --junit target/files.xml
+    /// Example: tributary conformance --connector generator --plugin target/plugins/debug/libtributary_plugin_generator.so --fixture generator
+    Conformance {
+        /// Source connector name.
+        #[arg(long)]
+        connector: String,
+        /// Load the connector from this plugin library instead of the built-in ones.
+        #[arg(long, value_name = "FILE")]
+        plugin: Option<PathBuf>,
+        /// Fixture: files, generator, kafka (with TRIBUTARY_KAFKA_BOOTSTRAP set).
+        #[arg(long)]
+        fixture: String,
+        /// Extra connector options laid over each case's options, as key=value.
+        #[arg(long = "options", value_name = "KEY=VALUE", num_args = 1..)]
+        options: Vec<String>,
+        /// Run only these cases.
+        #[arg(long = "case", value_name = "NAME")]
+        cases: Vec<String>,
+        /// Write the JSON report here.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Write the JUnit XML report here.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
     },
     /// List and inspect connector plugins (shared libraries built with the SDK's export macro).
     #[command(subcommand)]
@@ -185,6 +214,43 @@ fn run(cli: Cli) -> Result<(), Error> {
                 spec.trigger
             );
             Ok(())
+        }
+        Command::Conformance {
+            connector,
+            plugin,
+            fixture,
+            options,
+            cases,
+            json,
+            junit,
+        } => {
+            let req = conformance::ConformanceRequest {
+                connector,
+                plugin,
+                fixture,
+                options: conformance::parse_pairs(&options)?,
+                only: cases,
+            };
+            let rt = tokio::runtime::Runtime::new()?;
+            let report = rt.block_on(conformance::run(&req))?;
+            print!("{}", report.to_table());
+            if let Some(path) = json {
+                let text = serde_json::to_string_pretty(&report.to_json()).map_err(|e| {
+                    Error::new(tributary_sdk::ErrorCode::Internal, "JSON report").with_cause(e)
+                })?;
+                std::fs::write(&path, text)?;
+            }
+            if let Some(path) = junit {
+                std::fs::write(&path, report.to_junit_xml())?;
+            }
+            if report.is_success() {
+                Ok(())
+            } else {
+                Err(Error::new(
+                    tributary_sdk::ErrorCode::Plugin,
+                    format!("conformance failed: {}", report.summary()),
+                ))
+            }
         }
         Command::Plugins(PluginsCommand::List { plugin_path }) => {
             let scanned = plugin::scan(&plugin::search_path(&plugin_path))?;
