@@ -143,18 +143,15 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
                 ),
             ));
         }
-        let mut obj = serde_json::Map::new();
+        // Keys in name order whatever serde_json's `preserve_order` feature says.
+        let mut obj = std::collections::BTreeMap::new();
         for (c, v) in fails {
-            obj.insert(
-                fields[*c].name().clone(),
-                serde_json::Value::String(v.clone()),
-            );
+            obj.insert(fields[*c].name().as_str(), v.as_str());
         }
-        obj.insert(
-            "_file_path".into(),
-            serde_json::Value::String(path.to_string()),
-        );
-        rescued[row] = Some(serde_json::Value::Object(obj).to_string());
+        obj.insert("_file_path", path);
+        rescued[row] = Some(serde_json::to_string(&obj).map_err(|e| {
+            Error::new(ErrorCode::Internal, "cannot encode rescued data").with_cause(e)
+        })?);
         malformed_rows += 1;
     }
     let batch = RecordBatch::try_new(ctx.file_schema.clone(), columns)?;

@@ -19,7 +19,7 @@ use std::io::Cursor;
 
 use arrow_array::RecordBatch;
 use arrow_json::reader::{infer_json_schema_from_iterator, Decoder, ReaderBuilder};
-use arrow_schema::{ArrowError, Schema};
+use arrow_schema::{ArrowError, DataType, Schema};
 use bytes::Bytes;
 use tributary_sdk::{Error, ErrorCode, Result};
 
@@ -241,10 +241,41 @@ pub fn infer(samples: &[(String, Bytes)], max_records: usize, infer_types: bool)
             } else {
                 leaves_as_strings(f.data_type())
             };
-            f.as_ref().clone().with_data_type(dt).with_nullable(true)
+            f.as_ref()
+                .clone()
+                .with_data_type(sort_struct_fields(&dt))
+                .with_nullable(true)
         })
         .collect();
+    // Spark orders inferred JSON columns by name, at every level. Sort explicitly: the order
+    // the inference returns depends on serde_json's `preserve_order` feature, which another
+    // crate of the build may turn on.
+    let mut fields = fields;
+    fields.sort_by(|a, b| a.name().cmp(b.name()));
     Ok(Schema::new(fields))
+}
+
+fn sort_struct_fields(dt: &DataType) -> DataType {
+    match dt {
+        DataType::Struct(fs) => {
+            let mut fs: Vec<arrow_schema::Field> = fs
+                .iter()
+                .map(|f| {
+                    f.as_ref()
+                        .clone()
+                        .with_data_type(sort_struct_fields(f.data_type()))
+                })
+                .collect();
+            fs.sort_by(|a, b| a.name().cmp(b.name()));
+            DataType::Struct(fs.into())
+        }
+        DataType::List(item) => DataType::List(std::sync::Arc::new(
+            item.as_ref()
+                .clone()
+                .with_data_type(sort_struct_fields(item.data_type())),
+        )),
+        other => other.clone(),
+    }
 }
 
 #[cfg(test)]
