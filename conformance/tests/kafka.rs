@@ -5,9 +5,7 @@
 //! The generated tests run every case with a plain fixture on the main broker. The data-loss
 //! cases run again with the fixtures that can cause data loss, one kind at a time: topics with a
 //! short retention on the main broker (`START_OFFSET_RESET`), and topics recreated
-//! (`PARTITION_OFFSET_CHANGED`) or deleted (`PARTITIONS_DELETED`) on the scratch broker. The
-//! deleted-topic runs are `#[ignore]`d: the connector fails them (see their reasons); run them
-//! with `--ignored`.
+//! (`PARTITION_OFFSET_CHANGED`) or deleted (`PARTITIONS_DELETED`) on the scratch broker.
 
 #![cfg(feature = "kafka")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -83,18 +81,14 @@ async fn fail_on_data_loss_false_recreated_topic() {
     run_case_test("fail_on_data_loss_false", recreated_setup).await;
 }
 
-/// Known connector gap: reading a planned range of a topic deleted after planning waits for
-/// `kafkaConsumer.pollTimeoutMs` and fails with TIMEOUT instead of PARTITIONS_DELETED.
+/// Reading a planned range of a topic deleted after planning fails with PARTITIONS_DELETED.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "tributary-kafka: read() of a deleted topic times out (TIMEOUT) instead of DATA_LOSS.PARTITIONS_DELETED"]
 async fn fail_on_data_loss_true_deleted_topic() {
     run_case_test("fail_on_data_loss_true", deleted_setup).await;
 }
 
-/// Known connector gap: with failOnDataLoss=false the same read fails with TIMEOUT instead of
-/// counting the loss and going on.
+/// With failOnDataLoss=false the same read counts the loss and goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "tributary-kafka: read() of a deleted topic times out (TIMEOUT) instead of counting DATA_LOSS.PARTITIONS_DELETED"]
 async fn fail_on_data_loss_false_deleted_topic() {
     run_case_test("fail_on_data_loss_false", deleted_setup).await;
 }

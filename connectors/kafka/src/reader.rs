@@ -382,6 +382,28 @@ fn poll_ranges(
 
 /// Explains ranges that stopped progressing: the partition ends before the range end
 /// (recreated), its earliest offset passed the range (retention), or nothing is left to read.
+/// Whether a partition still exists according to fresh metadata: `Some(false)` when the topic is
+/// gone or lacks the partition, `None` when the metadata itself cannot be fetched (the broker may
+/// just be unreachable: no conclusion).
+fn partition_exists(
+    consumer: &BaseConsumer<KafkaContext>,
+    topic: &str,
+    partition: i32,
+    s: &ReadSettings,
+) -> Option<bool> {
+    let md = consumer
+        .fetch_metadata(Some(topic), s.request_timeout)
+        .ok()?;
+    let Some(t) = md.topics().iter().find(|t| t.name() == topic) else {
+        return Some(false);
+    };
+    if let Some(code) = t.error() {
+        return (code == rdkafka::types::RDKafkaRespErr::RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+            .then_some(false);
+    }
+    Some(t.partitions().iter().any(|p| p.id() == partition))
+}
+
 fn check_stalled(
     consumer: &BaseConsumer<KafkaContext>,
     states: &mut [RangeState],
@@ -397,6 +419,27 @@ fn check_stalled(
                 Ok(w) => w,
                 Err(e) => {
                     tracing::debug!("{}: watermarks unavailable: {e}", location(&st.range));
+                    if partition_exists(consumer, &st.range.topic, st.range.partition, s)
+                        == Some(false)
+                    {
+                        let detail = format!(
+                            "Partition {} was deleted while offsets [{}, {}) were being read",
+                            location(&st.range),
+                            st.next,
+                            st.range.end
+                        );
+                        loss(
+                            s,
+                            events,
+                            DataLossEvent::new(
+                                DataLossKind::PartitionDeleted,
+                                location(&st.range),
+                                detail,
+                            )
+                            .with_positions(st.next, "none"),
+                        )?;
+                        finish(consumer, st, pending);
+                    }
                     continue;
                 }
             };
