@@ -29,6 +29,29 @@ impl Trigger {
     }
 }
 
+impl std::fmt::Display for Trigger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Trigger::ProcessingTime(d) if d.is_zero() => {
+                f.write_str("processingTime (as fast as possible)")
+            }
+            Trigger::ProcessingTime(d) => {
+                write!(f, "processingTime every {}", humantime_like(*d))
+            }
+            Trigger::AvailableNow => f.write_str("availableNow"),
+            Trigger::Once => f.write_str("once"),
+        }
+    }
+}
+
+fn humantime_like(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
 /// The `[trigger]` table of a pipeline file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

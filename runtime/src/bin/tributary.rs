@@ -203,7 +203,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             let spec = PipelineSpec::load(&pipeline)?;
             engine::validate(&spec, &Registry::with_plugins(&spec.plugin_path)?)?;
             println!(
-                "{}: ok ({} -> {}, trigger {:?})",
+                "{}: ok ({} -> {}, trigger {})",
                 pipeline.display(),
                 spec.source,
                 spec.sinks
