@@ -10,7 +10,8 @@ use std::any::Any;
 use std::ffi::{c_char, CString};
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::connector::{ConnectorContext, SinkFactory, SourceFactory};
 use crate::error::{Error, ErrorCode, Result};
@@ -352,4 +353,59 @@ pub(crate) fn find_sink<'a>(
         )
         .with_context("connector", name)
     })
+}
+
+/// A connector (source or sink) behind a function table: locked for each call, run inside the
+/// panic guard, and poisoned after a panic so later calls fail with a clear error instead of
+/// touching state the panic may have left half-updated.
+pub(crate) struct Guarded<T: ?Sized> {
+    kind: &'static str,
+    inner: Mutex<Box<T>>,
+    poisoned: AtomicBool,
+}
+
+impl<T: ?Sized> Guarded<T> {
+    /// Wraps a connector; `kind` ("source" or "sink") names it in errors.
+    pub(crate) fn new(kind: &'static str, inner: Box<T>) -> Self {
+        Guarded {
+            kind,
+            inner: Mutex::new(inner),
+            poisoned: AtomicBool::new(false),
+        }
+    }
+
+    /// Runs `f` on the connector, guarded against panics and poisoning.
+    pub(crate) fn call<R>(
+        &self,
+        call: &str,
+        f: impl FnOnce(&mut Box<T>) -> Result<R>,
+    ) -> Result<R> {
+        if self.poisoned.load(Ordering::SeqCst) {
+            return Err(Error::new(
+                ErrorCode::Internal,
+                format!(
+                    "{} of plugin '{}' panicked earlier and cannot be used ({call} refused)",
+                    self.kind,
+                    plugin_name()
+                ),
+            )
+            .with_context("plugin", plugin_name()));
+        }
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            let mut inner = self.inner.lock().map_err(|_| {
+                Error::new(
+                    ErrorCode::Internal,
+                    format!("plugin {} lock poisoned", self.kind),
+                )
+            })?;
+            f(&mut inner)
+        }));
+        match outcome {
+            Ok(result) => result,
+            Err(payload) => {
+                self.poisoned.store(true, Ordering::SeqCst);
+                Err(panicked(call, &panic_text(payload.as_ref())))
+            }
+        }
+    }
 }

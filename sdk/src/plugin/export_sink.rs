@@ -6,25 +6,20 @@
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::Result;
 use crate::plugin::abi::{
     FFI_ArrowSchema, FfiBatch, FfiBytes, FfiContext, FfiSink, FfiSlice, FfiStatus, ABI_VERSION,
     STATUS_ERROR, STATUS_OK,
 };
 use crate::plugin::batches::{import_batch, import_schema};
 use crate::plugin::export::{
-    block_on, definition, error_bytes, find_sink, guard, panic_text, panicked, parse_context,
-    parse_options, parse_text, plugin_name, to_json_bytes, write_out,
+    block_on, definition, error_bytes, find_sink, guard, parse_context, parse_options, parse_text,
+    plugin_name, to_json_bytes, write_out, Guarded,
 };
 use crate::sink::Sink;
 
-struct SinkState {
-    sink: Mutex<Box<dyn Sink>>,
-    poisoned: AtomicBool,
-}
+type SinkState = Guarded<dyn Sink>;
 
 /// Runs `f` on the sink behind `this`, guarded against panics and poisoning.
 ///
@@ -37,30 +32,7 @@ unsafe fn with_sink<T>(
 ) -> Result<T> {
     // SAFETY: private_data was set by `create_sink` and lives until `release`.
     let state = unsafe { &*((*this).private_data as *const SinkState) };
-    if state.poisoned.load(Ordering::SeqCst) {
-        return Err(Error::new(
-            ErrorCode::Internal,
-            format!(
-                "sink of plugin '{}' panicked earlier and cannot be used ({call} refused)",
-                plugin_name()
-            ),
-        )
-        .with_context("plugin", plugin_name()));
-    }
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let mut sink = state
-            .sink
-            .lock()
-            .map_err(|_| Error::new(ErrorCode::Internal, "plugin sink lock poisoned"))?;
-        f(&mut sink)
-    }));
-    match outcome {
-        Ok(result) => result,
-        Err(payload) => {
-            state.poisoned.store(true, Ordering::SeqCst);
-            Err(panicked(call, &panic_text(payload.as_ref())))
-        }
-    }
+    state.call(call, f)
 }
 
 pub(crate) unsafe extern "C" fn create_sink(
@@ -80,10 +52,7 @@ pub(crate) unsafe extern "C" fn create_sink(
     });
     match result {
         Ok(sink) => {
-            let state = Box::new(SinkState {
-                sink: Mutex::new(sink),
-                poisoned: AtomicBool::new(false),
-            });
+            let state: Box<SinkState> = Box::new(Guarded::new("sink", sink));
             let table = FfiSink {
                 version: ABI_VERSION,
                 private_data: Box::into_raw(state) as *mut c_void,

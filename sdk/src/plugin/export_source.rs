@@ -6,11 +6,8 @@
 //! error instead of touching state a panic may have left half-updated.
 
 use std::ffi::c_void;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::Result;
 use crate::offset::Offset;
 use crate::plugin::abi::{
     FFI_ArrowSchema, FfiBatches, FfiBytes, FfiContext, FfiSlice, FfiSource, FfiStatus, ABI_VERSION,
@@ -18,16 +15,13 @@ use crate::plugin::abi::{
 };
 use crate::plugin::batches::{export_batches, export_schema};
 use crate::plugin::export::{
-    block_on, definition, error_bytes, find_source, guard, panic_text, panicked, parse_context,
-    parse_json, parse_options, parse_text, plugin_name, to_json_bytes, write_out,
+    block_on, definition, error_bytes, find_source, guard, parse_context, parse_json,
+    parse_options, parse_text, plugin_name, to_json_bytes, write_out, Guarded,
 };
 use crate::read_limit::ReadLimit;
 use crate::source::Source;
 
-struct SourceState {
-    source: Mutex<Box<dyn Source>>,
-    poisoned: AtomicBool,
-}
+type SourceState = Guarded<dyn Source>;
 
 /// Runs `f` on the source behind `this`, guarded against panics and poisoning.
 ///
@@ -40,30 +34,7 @@ unsafe fn with_source<T>(
 ) -> Result<T> {
     // SAFETY: private_data was set by `create_source` and lives until `release`.
     let state = unsafe { &*((*this).private_data as *const SourceState) };
-    if state.poisoned.load(Ordering::SeqCst) {
-        return Err(Error::new(
-            ErrorCode::Internal,
-            format!(
-                "source of plugin '{}' panicked earlier and cannot be used ({call} refused)",
-                plugin_name()
-            ),
-        )
-        .with_context("plugin", plugin_name()));
-    }
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let mut source = state
-            .source
-            .lock()
-            .map_err(|_| Error::new(ErrorCode::Internal, "plugin source lock poisoned"))?;
-        f(&mut source)
-    }));
-    match outcome {
-        Ok(result) => result,
-        Err(payload) => {
-            state.poisoned.store(true, Ordering::SeqCst);
-            Err(panicked(call, &panic_text(payload.as_ref())))
-        }
-    }
+    state.call(call, f)
 }
 
 pub(crate) unsafe extern "C" fn create_source(
@@ -83,10 +54,7 @@ pub(crate) unsafe extern "C" fn create_source(
     });
     match result {
         Ok(source) => {
-            let state = Box::new(SourceState {
-                source: Mutex::new(source),
-                poisoned: AtomicBool::new(false),
-            });
+            let state: Box<SourceState> = Box::new(Guarded::new("source", source));
             let table = FfiSource {
                 version: ABI_VERSION,
                 private_data: Box::into_raw(state) as *mut c_void,
