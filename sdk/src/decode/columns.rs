@@ -11,7 +11,9 @@ use arrow_array::{
     make_array, new_empty_array, ArrayRef, BooleanArray, FixedSizeBinaryArray, ListArray, MapArray,
     StructArray,
 };
-use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{
+    BooleanBuffer, Buffer, NullBuffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer,
+};
 use arrow_schema::{ArrowError, DataType, FieldRef, Fields};
 
 use crate::error::{Error, ErrorCode, Result};
@@ -20,7 +22,7 @@ use crate::error::{Error, ErrorCode, Result};
 #[derive(Debug, Default)]
 pub(crate) struct Prim<T> {
     pub values: Vec<T>,
-    pub valid: Vec<bool>,
+    pub valid: Valid,
 }
 
 impl<T: Default + Copy> Prim<T> {
@@ -45,7 +47,7 @@ impl<T: Default + Copy> Prim<T> {
 pub(crate) struct Bytes {
     pub offsets: Vec<i32>,
     pub data: Vec<u8>,
-    pub valid: Vec<bool>,
+    pub valid: Valid,
 }
 
 impl Default for Bytes {
@@ -53,7 +55,7 @@ impl Default for Bytes {
         Bytes {
             offsets: vec![0],
             data: Vec::new(),
-            valid: Vec::new(),
+            valid: Valid::default(),
         }
     }
 }
@@ -101,7 +103,7 @@ impl Bytes {
 pub(crate) struct StructCol {
     pub fields: Fields,
     pub children: Vec<Col>,
-    pub valid: Vec<bool>,
+    pub valid: Valid,
 }
 
 impl StructCol {
@@ -137,7 +139,7 @@ impl StructCol {
     /// Builds the array.
     pub fn finish(&mut self) -> Result<StructArray> {
         let len = self.valid.len();
-        let nulls = take_nulls(&mut self.valid);
+        let nulls = self.valid.take();
         if self.children.is_empty() {
             return Ok(StructArray::new_empty_fields(len, nulls));
         }
@@ -156,7 +158,7 @@ pub(crate) struct ListCol {
     pub field: FieldRef,
     pub offsets: Vec<i32>,
     pub child: Box<Col>,
-    pub valid: Vec<bool>,
+    pub valid: Valid,
 }
 
 impl ListCol {
@@ -175,7 +177,7 @@ pub(crate) struct MapCol {
     pub offsets: Vec<i32>,
     pub keys: Box<Col>,
     pub values: Box<Col>,
-    pub valid: Vec<bool>,
+    pub valid: Valid,
 }
 
 impl MapCol {
@@ -229,13 +231,13 @@ impl Col {
                     .iter()
                     .map(|f| Col::new(f.data_type()))
                     .collect::<Result<_>>()?,
-                valid: Vec::new(),
+                valid: Valid::default(),
             }),
             DataType::List(field) => Col::List(ListCol {
                 field: field.clone(),
                 offsets: vec![0],
                 child: Box::new(Col::new(field.data_type())?),
-                valid: Vec::new(),
+                valid: Valid::default(),
             }),
             DataType::Map(field, _) => {
                 let DataType::Struct(kv) = field.data_type() else {
@@ -249,7 +251,7 @@ impl Col {
                     offsets: vec![0],
                     keys: Box::new(Col::new(kv[0].data_type())?),
                     values: Box::new(Col::new(kv[1].data_type())?),
-                    valid: Vec::new(),
+                    valid: Valid::default(),
                 })
             }
             other => return Err(internal(&format!("no column builder for {other}"))),
@@ -347,7 +349,7 @@ impl Col {
             }
             Col::Bool(p) => {
                 let values = BooleanBuffer::from_iter(p.values.drain(..));
-                Arc::new(BooleanArray::new(values, take_nulls(&mut p.valid)))
+                Arc::new(BooleanArray::new(values, p.valid.take()))
             }
             Col::I32(p, dt) => prim_array(std::mem::take(&mut p.values), &mut p.valid, dt)?,
             Col::I64(p, dt) => prim_array(std::mem::take(&mut p.values), &mut p.valid, dt)?,
@@ -366,19 +368,19 @@ impl Col {
             Col::Binary(b) => bytes_array(b, &DataType::Binary)?,
             Col::Fixed(b, size) => {
                 let data = Buffer::from_vec(std::mem::take(&mut b.data));
-                let nulls = take_nulls(&mut b.valid);
+                let nulls = b.valid.take();
                 Arc::new(FixedSizeBinaryArray::try_new(*size, data, nulls)?)
             }
             Col::Struct(s) => Arc::new(s.finish()?),
             Col::List(l) => {
                 let offsets = take_offsets(&mut l.offsets)?;
-                let nulls = take_nulls(&mut l.valid);
+                let nulls = l.valid.take();
                 let child = l.child.finish()?;
                 Arc::new(ListArray::try_new(l.field.clone(), offsets, child, nulls)?)
             }
             Col::Map(m) => {
                 let offsets = take_offsets(&mut m.offsets)?;
-                let nulls = take_nulls(&mut m.valid);
+                let nulls = m.valid.take();
                 let DataType::Struct(kv) = m.field.data_type() else {
                     return Err(internal("map entries must be a struct"));
                 };
@@ -403,13 +405,37 @@ fn internal(msg: &str) -> Error {
     Error::new(ErrorCode::Internal, msg.to_string())
 }
 
-/// Validity flags to a null buffer (None when all valid); leaves `valid` empty.
-fn take_nulls(valid: &mut Vec<bool>) -> Option<NullBuffer> {
-    let v = std::mem::take(valid);
-    if v.iter().all(|b| *b) {
-        None
-    } else {
-        Some(NullBuffer::from(v))
+/// Validity of a column's slots, as a bitmap built directly (no bitmap at all while every slot
+/// is valid, which is the common case).
+#[derive(Debug)]
+pub(crate) struct Valid(NullBufferBuilder);
+
+impl Default for Valid {
+    fn default() -> Self {
+        Valid(NullBufferBuilder::new(0))
+    }
+}
+
+impl Valid {
+    /// Appends one slot's validity.
+    #[inline]
+    pub fn push(&mut self, valid: bool) {
+        self.0.append(valid);
+    }
+    /// Number of slots.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// Drops slots from `n` on.
+    #[inline]
+    pub fn truncate(&mut self, n: usize) {
+        self.0.truncate(n);
+    }
+    /// The null buffer (None when all valid); leaves the builder empty.
+    fn take(&mut self) -> Option<NullBuffer> {
+        // A null rolled back by `truncate` can leave a bitmap without nulls.
+        self.0.finish().filter(|n| n.null_count() > 0)
     }
 }
 
@@ -430,11 +456,11 @@ fn too_large() -> Error {
 
 fn prim_array<T: arrow_buffer::ArrowNativeType>(
     values: Vec<T>,
-    valid: &mut Vec<bool>,
+    valid: &mut Valid,
     dt: &DataType,
 ) -> Result<ArrayRef> {
     let len = values.len();
-    let nulls = take_nulls(valid);
+    let nulls = valid.take();
     let data = arrow_data::ArrayDataBuilder::new(dt.clone())
         .len(len)
         .add_buffer(Buffer::from_vec(values))
@@ -451,7 +477,7 @@ fn bytes_array(b: &mut Bytes, dt: &DataType) -> Result<ArrayRef> {
     let len = b.valid.len();
     let offsets = std::mem::replace(&mut b.offsets, vec![0]);
     let data = std::mem::take(&mut b.data);
-    let nulls = take_nulls(&mut b.valid);
+    let nulls = b.valid.take();
     if len == 0 {
         return Ok(new_empty_array(dt));
     }

@@ -192,18 +192,59 @@ pub struct StreamDecoder {
     counters: Counters,
 }
 
-/// Reads the bytes of one row of a binary or utf8 column.
-fn row_bytes(col: &dyn Array, i: usize) -> Option<&[u8]> {
-    use arrow_array::cast::AsArray;
-    if col.is_null(i) {
-        return None;
+/// A binary or utf8 column's offsets, values and nulls, downcast once per batch.
+struct ByteRows<'a> {
+    offsets: Offsets<'a>,
+    values: &'a [u8],
+    nulls: Option<&'a arrow_buffer::NullBuffer>,
+}
+
+enum Offsets<'a> {
+    Small(&'a [i32]),
+    Large(&'a [i64]),
+}
+
+impl<'a> ByteRows<'a> {
+    /// None when `col` is not binary or utf8.
+    fn new(col: &'a dyn Array) -> Option<ByteRows<'a>> {
+        use arrow_array::cast::AsArray;
+        let (offsets, values) = match col.data_type() {
+            DataType::Binary => {
+                let a = col.as_binary::<i32>();
+                (Offsets::Small(a.value_offsets()), a.values().as_slice())
+            }
+            DataType::LargeBinary => {
+                let a = col.as_binary::<i64>();
+                (Offsets::Large(a.value_offsets()), a.values().as_slice())
+            }
+            DataType::Utf8 => {
+                let a = col.as_string::<i32>();
+                (Offsets::Small(a.value_offsets()), a.values().as_slice())
+            }
+            DataType::LargeUtf8 => {
+                let a = col.as_string::<i64>();
+                (Offsets::Large(a.value_offsets()), a.values().as_slice())
+            }
+            _ => return None,
+        };
+        Some(ByteRows {
+            offsets,
+            values,
+            nulls: col.nulls(),
+        })
     }
-    match col.data_type() {
-        DataType::Binary => Some(col.as_binary::<i32>().value(i)),
-        DataType::LargeBinary => Some(col.as_binary::<i64>().value(i)),
-        DataType::Utf8 => Some(col.as_string::<i32>().value(i).as_bytes()),
-        DataType::LargeUtf8 => Some(col.as_string::<i64>().value(i).as_bytes()),
-        _ => None,
+
+    /// The bytes of row `i`, None when null (or out of range).
+    #[inline]
+    fn get(&self, i: usize) -> Option<&'a [u8]> {
+        if self.nulls.is_some_and(|n| n.is_null(i)) {
+            return None;
+        }
+        let (start, end) = match self.offsets {
+            Offsets::Small(o) => (*o.get(i)? as usize, *o.get(i + 1)? as usize),
+            Offsets::Large(o) => (*o.get(i)? as usize, *o.get(i + 1)? as usize),
+        };
+        self.values.get(start..end)
     }
 }
 
@@ -305,9 +346,10 @@ impl StreamDecoder {
             }
             return utf8_column(col, &mut self.counters, self.mode, batch, idx);
         };
+        let rows = ByteRows::new(col);
         let mut decoded = 0u64;
         for i in 0..col.len() {
-            let Some(bytes) = row_bytes(col, i) else {
+            let Some(bytes) = rows.as_ref().and_then(|r| r.get(i)) else {
                 decoder.push_null();
                 continue;
             };
@@ -346,9 +388,10 @@ fn utf8_column(
     batch: &RecordBatch,
     idx: usize,
 ) -> Result<ArrayRef> {
+    let rows = ByteRows::new(col);
     let mut b = Bytes::default();
     for i in 0..col.len() {
-        match row_bytes(col, i) {
+        match rows.as_ref().and_then(|r| r.get(i)) {
             None => b.push_null(),
             Some(bytes) if std::str::from_utf8(bytes).is_ok() => b.push(bytes),
             Some(_) => {
