@@ -118,6 +118,12 @@ impl StructCol {
     pub fn len(&self) -> usize {
         self.valid.len()
     }
+    /// Makes room for `n` more rows.
+    pub fn reserve(&mut self, n: usize) {
+        for c in &mut self.children {
+            c.reserve(n);
+        }
+    }
     /// Drops rows from `n` on.
     pub fn truncate(&mut self, n: usize) {
         for c in &mut self.children {
@@ -300,6 +306,25 @@ impl Col {
                 m.offsets.push(m.keys.len() as i32);
                 m.valid.push(false);
             }
+        }
+    }
+
+    /// Makes room for `n` more rows (fixed-width values and offsets), so that filling a batch
+    /// does not regrow the buffers row by row.
+    pub fn reserve(&mut self, n: usize) {
+        match self {
+            Col::Null(_) => {}
+            Col::Bool(p) => p.values.reserve(n),
+            Col::I32(p, _) => p.values.reserve(n),
+            Col::I64(p, _) => p.values.reserve(n),
+            Col::F32(p) => p.values.reserve(n),
+            Col::F64(p) => p.values.reserve(n),
+            Col::I128(p, _) => p.values.reserve(n),
+            Col::Utf8(b) | Col::Binary(b) => b.offsets.reserve(n),
+            Col::Fixed(b, size) => b.data.reserve(n.saturating_mul(*size as usize)),
+            Col::Struct(s) => s.reserve(n),
+            Col::List(l) => l.offsets.reserve(n),
+            Col::Map(m) => m.offsets.reserve(n),
         }
     }
 

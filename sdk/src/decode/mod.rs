@@ -94,6 +94,10 @@ pub(crate) trait RowDecoder: Send + std::fmt::Debug {
     fn decode(&mut self, bytes: &[u8]) -> std::result::Result<(), Bad>;
     /// Appends a null.
     fn push_null(&mut self);
+    /// Makes room for `n` more records (a hint; the default does nothing).
+    fn reserve(&mut self, n: usize) {
+        let _ = n;
+    }
     /// The column built so far; the builder starts again empty.
     fn finish(&mut self) -> Result<ArrayRef>;
     /// Field-level type mismatches since the last call (JSON only).
@@ -348,6 +352,7 @@ impl StreamDecoder {
         };
         let rows = ByteRows::new(col);
         let mut decoded = 0u64;
+        decoder.reserve(col.len());
         for i in 0..col.len() {
             let Some(bytes) = rows.as_ref().and_then(|r| r.get(i)) else {
                 decoder.push_null();

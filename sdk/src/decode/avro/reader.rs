@@ -77,6 +77,10 @@ impl RowDecoder for AvroDecoder {
         self.col.push_null();
     }
 
+    fn reserve(&mut self, n: usize) {
+        self.col.reserve(n);
+    }
+
     fn finish(&mut self) -> Result<ArrayRef> {
         self.col.finish()
     }
@@ -107,6 +111,13 @@ fn bad(what: &'static str, at: usize) -> Bad {
 impl<'a> Reader<'a> {
     #[inline]
     fn varint(&mut self) -> R<u64> {
+        // One-byte varints (small ints, lengths, union branches) are the common case.
+        if let Some(&byte) = self.b.get(self.i) {
+            if byte & 0x80 == 0 {
+                self.i += 1;
+                return Ok(byte as u64);
+            }
+        }
         let mut v: u64 = 0;
         let mut shift = 0;
         loop {

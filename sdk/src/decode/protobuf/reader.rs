@@ -79,6 +79,10 @@ impl RowDecoder for ProtoDecoder {
         self.col.push_null();
     }
 
+    fn reserve(&mut self, n: usize) {
+        self.col.reserve(n);
+    }
+
     fn finish(&mut self) -> Result<ArrayRef> {
         Ok(Arc::new(self.col.finish()?))
     }
