@@ -373,7 +373,9 @@ impl Col {
                 Arc::new(arrow_array::NullArray::new(len))
             }
             Col::Bool(p) => {
-                let values = BooleanBuffer::from_iter(p.values.drain(..));
+                // From a slice packs the bits a word at a time.
+                let values = BooleanBuffer::from(p.values.as_slice());
+                p.values.clear();
                 Arc::new(BooleanArray::new(values, p.valid.take()))
             }
             Col::I32(p, dt) => prim_array(std::mem::take(&mut p.values), &mut p.valid, dt)?,

@@ -232,7 +232,7 @@ impl<'a> Reader<'a> {
                 let n = self.len()?;
                 let at = self.i;
                 let s = self.take(n)?;
-                if std::str::from_utf8(s).is_err() {
+                if !s.is_ascii() && std::str::from_utf8(s).is_err() {
                     return Err(Bad::new(
                         Malformed::InvalidUtf8,
                         "a string is not valid UTF-8",
