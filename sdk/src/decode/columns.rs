@@ -48,6 +48,8 @@ pub(crate) struct Bytes {
     pub offsets: Vec<i32>,
     pub data: Vec<u8>,
     pub valid: Valid,
+    /// Bytes per value in the last finished batch (to reserve for the next one).
+    per_value: usize,
 }
 
 impl Default for Bytes {
@@ -56,6 +58,7 @@ impl Default for Bytes {
             offsets: vec![0],
             data: Vec::new(),
             valid: Valid::default(),
+            per_value: 0,
         }
     }
 }
@@ -320,7 +323,10 @@ impl Col {
             Col::F32(p) => p.values.reserve(n),
             Col::F64(p) => p.values.reserve(n),
             Col::I128(p, _) => p.values.reserve(n),
-            Col::Utf8(b) | Col::Binary(b) => b.offsets.reserve(n),
+            Col::Utf8(b) | Col::Binary(b) => {
+                b.offsets.reserve(n);
+                b.data.reserve(n.saturating_mul(b.per_value));
+            }
             Col::Fixed(b, size) => b.data.reserve(n.saturating_mul(*size as usize)),
             Col::Struct(s) => s.reserve(n),
             Col::List(l) => l.offsets.reserve(n),
@@ -502,6 +508,7 @@ fn bytes_array(b: &mut Bytes, dt: &DataType) -> Result<ArrayRef> {
         return Err(too_large());
     }
     let len = b.valid.len();
+    b.per_value = b.data.len().checked_div(len).unwrap_or(0);
     let offsets = std::mem::replace(&mut b.offsets, vec![0]);
     let data = std::mem::take(&mut b.data);
     let nulls = b.valid.take();
