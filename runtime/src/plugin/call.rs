@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use libloading::Library;
-use tributary_sdk::plugin::abi::{FfiBytes, FfiStatus, STATUS_OK};
+
+use crate::plugin::loader::ManifestRef;
+use tributary_sdk::plugin::abi::{FfiBytes, FfiSlice, FfiStatus, STATUS_OK};
 use tributary_sdk::plugin::error_from_bytes;
 use tributary_sdk::{Error, ErrorCode, Result};
 
@@ -38,6 +40,24 @@ impl PluginShared {
         } else {
             Err(self.error(&bytes))
         }
+    }
+
+    /// Asks the plugin to validate the options of its connector `kind`/`name` (no I/O there).
+    pub(crate) fn validate(
+        &self,
+        manifest: &ManifestRef,
+        kind: u32,
+        name: &str,
+        options: &tributary_sdk::Options,
+    ) -> Result<()> {
+        let opts = options.to_json().to_string();
+        let mut err = FfiBytes::empty();
+        // SAFETY: the manifest is alive while the library is; arguments outlive the call.
+        let status = unsafe {
+            (manifest.get().validate)(kind, FfiSlice::text(name), FfiSlice::text(&opts), &mut err)
+        };
+        // SAFETY: `err` was filled by the plugin.
+        unsafe { self.finish(status, &mut err) }.map(|_| ())
     }
 
     /// An error that crossed the boundary, with the plugin named in its context.

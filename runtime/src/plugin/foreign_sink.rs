@@ -47,19 +47,8 @@ impl SinkFactory for ForeignSinkFactory {
     }
 
     fn validate(&self, options: &Options) -> Result<()> {
-        let opts = options.to_json().to_string();
-        let mut err = FfiBytes::empty();
-        // SAFETY: the manifest is alive while the library is; arguments outlive the call.
-        let status = unsafe {
-            (self.manifest.get().validate)(
-                KIND_SINK,
-                FfiSlice::text(&self.name),
-                FfiSlice::text(&opts),
-                &mut err,
-            )
-        };
-        // SAFETY: `err` was filled by the plugin.
-        unsafe { self.plugin.finish(status, &mut err) }.map(|_| ())
+        self.plugin
+            .validate(&self.manifest, KIND_SINK, &self.name, options)
     }
 
     fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Sink>> {

@@ -74,19 +74,8 @@ impl SourceFactory for ForeignSourceFactory {
     }
 
     fn validate(&self, options: &Options) -> Result<()> {
-        let opts = options.to_json().to_string();
-        let mut err = FfiBytes::empty();
-        // SAFETY: the manifest is alive while the library is; arguments outlive the call.
-        let status = unsafe {
-            (self.manifest.get().validate)(
-                KIND_SOURCE,
-                FfiSlice::text(&self.name),
-                FfiSlice::text(&opts),
-                &mut err,
-            )
-        };
-        // SAFETY: `err` was filled by the plugin.
-        unsafe { self.plugin.finish(status, &mut err) }.map(|_| ())
+        self.plugin
+            .validate(&self.manifest, KIND_SOURCE, &self.name, options)
     }
 
     fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Source>> {
