@@ -99,6 +99,99 @@ async fn avro_topic_name_strategy_decodes_and_checks_schema_id() {
     assert_eq!(metric(&m, "malformed.badMagicByte"), 1);
 }
 
+const ADDRESS: &str = r#"{"type":"record","name":"Address","namespace":"com.shared","fields":[{"name":"city","type":"string"}]}"#;
+const CUSTOMER: &str = r#"{"type":"record","name":"Customer","namespace":"com.shared","fields":[{"name":"name","type":"string"},{"name":"address","type":"Address"}]}"#;
+const ORDER_WITH_REFS: &str = r#"{"type":"record","name":"Order","namespace":"com.example","fields":[{"name":"id","type":"long"},{"name":"buyer","type":"com.shared.Customer"},{"name":"ship_to","type":["null","com.shared.Address"]}]}"#;
+/// The same Order written out by hand: the writer schema of the test records.
+const ORDER_SELF_CONTAINED: &str = r#"{"type":"record","name":"Order","namespace":"com.example","fields":[{"name":"id","type":"long"},
+ {"name":"buyer","type":{"type":"record","name":"Customer","namespace":"com.shared","fields":[{"name":"name","type":"string"},
+   {"name":"address","type":{"type":"record","name":"Address","fields":[{"name":"city","type":"string"}]}}]}},
+ {"name":"ship_to","type":["null","com.shared.Address"]}]}"#;
+
+#[tokio::test]
+async fn avro_references_to_other_subjects_are_resolved() {
+    use tributary_test_registry::SchemaReference;
+    let e = env("pa55");
+    let reference = |name: &str, subject: &str| SchemaReference {
+        name: name.into(),
+        subject: subject.into(),
+        version: 1,
+    };
+    e.registry.register("address", "AVRO", ADDRESS).unwrap();
+    e.registry
+        .register_with_references(
+            "customer",
+            "AVRO",
+            CUSTOMER,
+            vec![reference("com.shared.Address", "address")],
+        )
+        .unwrap();
+    let id = e
+        .registry
+        .register_with_references(
+            "orders-value",
+            "AVRO",
+            ORDER_WITH_REFS,
+            vec![
+                reference("com.shared.Customer", "customer"),
+                reference("com.shared.Address", "address"),
+            ],
+        )
+        .unwrap();
+    let cfg = config(&e, "strategy=TopicNameStrategy,format=AVRO", &[]).unwrap();
+    let schemas = RegistrySchemaProvider::new(&cfg)
+        .unwrap()
+        .resolve("orders")
+        .await
+        .unwrap();
+    let writer = apache_avro::Schema::parse_str(ORDER_SELF_CONTAINED).unwrap();
+    let address = |city: &str| Value::Record(vec![("city".into(), Value::String(city.into()))]);
+    let record = Value::Record(vec![
+        ("id".into(), Value::Long(7)),
+        (
+            "buyer".into(),
+            Value::Record(vec![
+                ("name".into(), Value::String("Ada".into())),
+                ("address".into(), address("Oslo")),
+            ]),
+        ),
+        (
+            "ship_to".into(),
+            Value::Union(1, Box::new(address("Bergen"))),
+        ),
+    ]);
+    let datum = apache_avro::to_avro_datum(&writer, record).unwrap();
+    let (_, rows, _) = decode_values(
+        &schemas,
+        DecodeMode::Permissive,
+        vec![Some(confluent_frame(id, None, &datum))],
+    )
+    .unwrap();
+    assert_eq!(
+        rows,
+        [
+            r#"{"id":7,"buyer":{"name":"Ada","address":{"city":"Oslo"}},"ship_to":{"city":"Bergen"}}"#
+        ]
+    );
+
+    // A reference to a subject that is not there is a schema error naming it.
+    e.registry
+        .register_with_references(
+            "broken-value",
+            "AVRO",
+            ORDER_WITH_REFS,
+            vec![reference("com.shared.Customer", "nobody")],
+        )
+        .unwrap();
+    let err = RegistrySchemaProvider::new(&cfg)
+        .unwrap()
+        .resolve("broken")
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::Schema);
+    assert!(err.message().contains("nobody"), "{}", err.message());
+}
+
 #[tokio::test]
 async fn a_restart_resolves_the_latest_version_again() {
     let e = env("pa55");

@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use arrow_array::{
     make_array, new_empty_array, ArrayRef, BooleanArray, FixedSizeBinaryArray, ListArray, MapArray,
-    StructArray,
+    StringArray, StructArray,
 };
 use arrow_buffer::{
-    BooleanBuffer, Buffer, NullBuffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer,
+    BooleanBuffer, BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer,
 };
 use arrow_schema::{ArrowError, DataType, FieldRef, Fields};
 
@@ -50,6 +50,8 @@ pub(crate) struct Bytes {
     pub valid: Valid,
     /// Bytes per value in the last finished batch (to reserve for the next one).
     per_value: usize,
+    /// Set by decoders that check every utf8 value they push (see [`Col::trust_utf8`]).
+    utf8_checked: bool,
 }
 
 impl Default for Bytes {
@@ -59,6 +61,7 @@ impl Default for Bytes {
             data: Vec::new(),
             valid: Valid::default(),
             per_value: 0,
+            utf8_checked: false,
         }
     }
 }
@@ -312,6 +315,23 @@ impl Col {
         }
     }
 
+    /// Declares that every utf8 value this builder (and its children) will get is checked
+    /// UTF-8 by the decoder before it is pushed, so [`Col::finish`] need not check the column
+    /// again. Only for decoders that validate each string (Avro, Protobuf); debug builds
+    /// still check.
+    pub fn trust_utf8(&mut self) {
+        match self {
+            Col::Utf8(b) => b.utf8_checked = true,
+            Col::Struct(s) => s.children.iter_mut().for_each(Col::trust_utf8),
+            Col::List(l) => l.child.trust_utf8(),
+            Col::Map(m) => {
+                m.keys.trust_utf8();
+                m.values.trust_utf8();
+            }
+            _ => {}
+        }
+    }
+
     /// Makes room for `n` more rows (fixed-width values and offsets), so that filling a batch
     /// does not regrow the buffers row by row.
     pub fn reserve(&mut self, n: usize) {
@@ -439,36 +459,57 @@ fn internal(msg: &str) -> Error {
 }
 
 /// Validity of a column's slots, as a bitmap built directly (no bitmap at all while every slot
-/// is valid, which is the common case).
-#[derive(Debug)]
-pub(crate) struct Valid(NullBufferBuilder);
-
-impl Default for Valid {
-    fn default() -> Self {
-        Valid(NullBufferBuilder::new(0))
-    }
+/// is valid, which is the common case). Hand-written rather than Arrow's `NullBufferBuilder`
+/// so that appending a valid slot is an inlined counter increment (it is called for every
+/// value of every column).
+#[derive(Debug, Default)]
+pub(crate) struct Valid {
+    len: usize,
+    bits: Option<BooleanBufferBuilder>,
 }
 
 impl Valid {
     /// Appends one slot's validity.
     #[inline]
     pub fn push(&mut self, valid: bool) {
-        self.0.append(valid);
+        match &mut self.bits {
+            Some(bits) => bits.append(valid),
+            None if valid => {}
+            None => self.materialize(),
+        }
+        self.len += 1;
+    }
+    /// Starts the bitmap at the first null: every slot so far valid, then this null.
+    #[cold]
+    fn materialize(&mut self) {
+        let mut bits = BooleanBufferBuilder::new(self.len.max(1024));
+        bits.append_n(self.len, true);
+        bits.append(false);
+        self.bits = Some(bits);
     }
     /// Number of slots.
     #[inline]
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.len
     }
     /// Drops slots from `n` on.
     #[inline]
     pub fn truncate(&mut self, n: usize) {
-        self.0.truncate(n);
+        if n < self.len {
+            self.len = n;
+            if let Some(bits) = &mut self.bits {
+                bits.truncate(n);
+            }
+        }
     }
     /// The null buffer (None when all valid); leaves the builder empty.
     fn take(&mut self) -> Option<NullBuffer> {
+        self.len = 0;
         // A null rolled back by `truncate` can leave a bitmap without nulls.
-        self.0.finish().filter(|n| n.null_count() > 0)
+        self.bits
+            .take()
+            .map(|mut b| NullBuffer::new(b.finish()))
+            .filter(|n| n.null_count() > 0)
     }
 }
 
@@ -515,7 +556,17 @@ fn bytes_array(b: &mut Bytes, dt: &DataType) -> Result<ArrayRef> {
     if len == 0 {
         return Ok(new_empty_array(dt));
     }
-    // Safety net: utf8 columns are only ever filled with validated UTF-8 (checked by `build`).
+    if b.utf8_checked && *dt == DataType::Utf8 && !cfg!(debug_assertions) {
+        // Offsets only grow (values are appended, rollbacks cut offsets and data together)
+        // and end within `data`, checked above against i32::MAX.
+        let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+        // SAFETY: `utf8_checked` is only set by decoders that check each value is UTF-8
+        // before pushing it, so `data` is a concatenation of valid UTF-8 strings and every
+        // offset falls on a value boundary. Debug builds take the checking path below.
+        let array = unsafe { StringArray::new_unchecked(offsets, Buffer::from_vec(data), nulls) };
+        return Ok(Arc::new(array));
+    }
+    // Utf8 columns of the JSON decoder are checked here, once per batch.
     let data = arrow_data::ArrayDataBuilder::new(dt.clone())
         .len(len)
         .add_buffer(Buffer::from_vec(offsets))

@@ -212,6 +212,15 @@ impl SchemaLocator {
         })
     }
 
+    /// Whether the subject is named after the topic (TopicNameStrategy,
+    /// TopicRecordNameStrategy), so that it is only defined for a stream of one topic.
+    pub fn subject_per_topic(&self) -> bool {
+        matches!(
+            self.strategy,
+            SubjectStrategy::TopicName | SubjectStrategy::TopicRecordName(_)
+        )
+    }
+
     /// The subject for a stream (topic) and side.
     pub fn subject(&self, topic: &str, is_key: bool) -> String {
         match &self.strategy {
@@ -269,6 +278,20 @@ pub struct DecodeConfig {
 }
 
 impl DecodeConfig {
+    /// The locator option (`key_schema_locator` / `payload_schema_locator`) whose subject is
+    /// named after the topic, if any: such a section can only decode a stream of one topic.
+    pub fn subject_per_topic_option(&self) -> Option<&'static str> {
+        [
+            (&self.payload, "payload_schema_locator"),
+            (&self.key, "key_schema_locator"),
+        ]
+        .into_iter()
+        .find_map(|(side, name)| match side {
+            Some(SideSource::Registry(l)) if l.subject_per_topic() => Some(name),
+            _ => None,
+        })
+    }
+
     /// Validates the decode options (unknown names refused with a suggestion) and resolves the
     /// registry secret through `secrets`.
     pub fn from_options(options: &Options, secrets: &dyn SecretStore) -> Result<DecodeConfig> {

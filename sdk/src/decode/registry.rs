@@ -2,7 +2,8 @@
 //!
 //! Talks to the registry with `schema_registry_converter` (reqwest + rustls): basic auth with the
 //! API key and secret, the latest (or a fixed) version of the subject named by the locator's
-//! strategy, and for protobuf the referenced subjects too. The answer is compiled before it is
+//! strategy, and the referenced subjects too (protobuf imports; Avro named types, written into
+//! the schema). The answer is compiled before it is
 //! returned, so an unsupported schema is refused at start. A registry that cannot be reached
 //! (connection refused, timeouts, 5xx) is retried with exponential backoff and then reported as
 //! `CONNECTION_FAILED` (retryable) — never as malformed data; 401/403 are
@@ -201,16 +202,18 @@ impl RegistrySchemaProvider {
             )
             .with_context("subject", subject)),
             (SchemaFormat::Avro, SchemaType::Avro) => {
-                if !reg.references.is_empty() {
-                    return Err(Error::new(
-                        ErrorCode::Schema,
-                        format!("subject '{subject}': Avro schemas with references are not supported"),
-                    )
-                    .with_context("subject", subject));
-                }
+                // Types from other subjects are written into the schema (it becomes
+                // self-contained, as the registry's own dereferenced form).
+                let refs = self.references(&reg).await?;
+                let text = if refs.is_empty() {
+                    reg.schema
+                } else {
+                    crate::decode::avro::inline_references(&reg.schema, &refs)
+                        .map_err(|e| e.with_context("subject", subject))?
+                };
                 Ok(ResolvedSchema {
                     format: SchemaFormat::Avro,
-                    text: reg.schema,
+                    text,
                     wire: WireFormat::Confluent,
                     registry_id: Some(reg.id),
                 })

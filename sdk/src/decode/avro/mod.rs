@@ -16,6 +16,7 @@
 //! Refused: recursive types, decimals with precision above 38, big-decimal.
 
 mod reader;
+mod references;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use arrow_schema::{DataType, Field, Fields, TimeUnit};
 use crate::error::{Error, ErrorCode, Result};
 
 pub(crate) use reader::AvroDecoder;
+pub(crate) use references::inline_references;
 
 /// How one Avro value is read.
 #[derive(Debug, Clone)]

@@ -35,7 +35,10 @@ impl AvroDecoder {
                 ),
             ));
         }
-        let col = Col::new(&data_type)?;
+        let mut col = Col::new(&data_type)?;
+        // Every string is checked before it is pushed; enum symbols come from the schema and
+        // uuids are written as hex.
+        col.trust_utf8();
         Ok(AvroDecoder {
             data_type,
             plan,
@@ -201,6 +204,9 @@ impl<'a> Reader<'a> {
         Ok(count as usize)
     }
 
+    /// One value. Scalars are decoded inline here (this is inlined into the record loop, so
+    /// a record of scalars costs no call per field); complex types go to [`Reader::complex`].
+    #[inline(always)]
     fn value(&mut self, node: &ANode, col: &mut Col) -> R {
         match (node, col) {
             (ANode::Null, Col::Null(n)) => *n += 1,
@@ -232,7 +238,7 @@ impl<'a> Reader<'a> {
                 let n = self.len()?;
                 let at = self.i;
                 let s = self.take(n)?;
-                if !s.is_ascii() && std::str::from_utf8(s).is_err() {
+                if !is_ascii(s) && std::str::from_utf8(s).is_err() {
                     return Err(Bad::new(
                         Malformed::InvalidUtf8,
                         "a string is not valid UTF-8",
@@ -274,6 +280,15 @@ impl<'a> Reader<'a> {
                     .ok_or_else(|| bad("enum index out of range", at))?;
                 b.push(sym.as_bytes());
             }
+            (node, col) => return self.complex(node, col),
+        }
+        Ok(())
+    }
+
+    /// Records, arrays, maps and unions.
+    #[inline(never)]
+    fn complex(&mut self, node: &ANode, col: &mut Col) -> R {
+        match (node, col) {
             (ANode::Record(fields), Col::Struct(s)) => {
                 for (f, c) in fields.iter().zip(s.children.iter_mut()) {
                     self.value(f, c)?;
@@ -336,6 +351,16 @@ impl<'a> Reader<'a> {
             _ => return Err(bad("internal: plan and builder disagree", self.i)),
         }
         Ok(())
+    }
+}
+
+/// Whether `s` is ASCII; short strings (the common case) are checked inline.
+#[inline(always)]
+fn is_ascii(s: &[u8]) -> bool {
+    if s.len() <= 32 {
+        s.iter().fold(0u8, |acc, b| acc | b) < 0x80
+    } else {
+        s.is_ascii()
     }
 }
 

@@ -37,7 +37,11 @@ impl ProtoDecoder {
         imports: &[(String, String)],
     ) -> Result<ProtoDecoder> {
         let c = super::compile(schema, message, imports)?;
-        let Col::Struct(col) = Col::new(&DataType::Struct(c.fields.clone()))? else {
+        let mut col = Col::new(&DataType::Struct(c.fields.clone()))?;
+        // Every string is checked with `from_utf8` before it is pushed; enum names come from
+        // the schema.
+        col.trust_utf8();
+        let Col::Struct(col) = col else {
             return Err(crate::Error::new(
                 crate::ErrorCode::Internal,
                 "struct builder expected",
