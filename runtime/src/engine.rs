@@ -89,15 +89,50 @@ struct Decode {
     decoder: Option<StreamDecoder>,
 }
 
-/// The stream name schemas are resolved for (the subject of TopicNameStrategy): the first
-/// subscribed topic, the Kinesis stream name, or the pipeline name.
-fn stream_name(spec: &PipelineSpec) -> String {
-    ["subscribe", "topic", "streamName"]
-        .iter()
-        .find_map(|k| spec.source_options.get(k))
-        .and_then(|v| v.split(',').map(str::trim).find(|t| !t.is_empty()))
-        .map(str::to_string)
-        .unwrap_or_else(|| spec.name.clone())
+/// The stream name schemas are resolved for (the topic of TopicNameStrategy subjects): the
+/// subscribed topic, the Kinesis stream name, or the pipeline name. A decode section whose
+/// subject is named after the topic needs a stream of exactly one topic: one decoded column
+/// has one schema, so several topics (or a pattern) are refused rather than decoded with the
+/// first topic's schema.
+fn stream_name(spec: &PipelineSpec, config: &DecodeConfig) -> Result<String> {
+    let o = &spec.source_options;
+    let mut topics: Vec<String> = Vec::new();
+    if let Some(v) = o.get("subscribe").or_else(|| o.get("streamName")) {
+        topics.extend(
+            v.split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_string),
+        );
+    } else if let Some(v) = o.get("assign") {
+        if let Ok(serde_json::Value::Object(m)) = serde_json::from_str(v) {
+            topics.extend(m.keys().cloned());
+        }
+    }
+    let Some(option) = config.subject_per_topic_option() else {
+        return Ok(topics
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| spec.name.clone()));
+    };
+    let reads = if let Some(p) = o.get("subscribePattern") {
+        format!("topics matching subscribePattern '{p}'")
+    } else if topics.len() == 1 {
+        return Ok(topics.remove(0));
+    } else if topics.is_empty() {
+        "no named topic".to_string()
+    } else {
+        format!("{} topics ({})", topics.len(), topics.join(", "))
+    };
+    Err(Error::new(
+        ErrorCode::ConflictingOptions,
+        format!(
+            "option 'source.decode.{option}' names the registry subject after the topic, but this \
+             source reads {reads}; a decoded column has one schema: give subject=<name> in the \
+             locator, or run one pipeline per topic"
+        ),
+    )
+    .with_context("option", option))
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -137,6 +172,17 @@ impl Pipeline {
         secrets: Arc<dyn SecretStore>,
     ) -> Result<Pipeline> {
         validate(spec, registry)?;
+        let decode = match &spec.decode_options {
+            None => None,
+            Some(options) => {
+                let config = DecodeConfig::from_options(options, secrets.as_ref())?;
+                Some(Decode {
+                    stream: stream_name(spec, &config)?,
+                    config,
+                    decoder: None,
+                })
+            }
+        };
         let checkpoint = Checkpoint::open(&spec.checkpoint)?;
         let source_ctx = ConnectorContext {
             state_dir: Some(checkpoint.source_state_dir()),
@@ -151,14 +197,6 @@ impl Pipeline {
             state_dir: None,
             secrets: secrets.clone(),
             pipeline: spec.name.clone(),
-        };
-        let decode = match &spec.decode_options {
-            None => None,
-            Some(options) => Some(Decode {
-                config: DecodeConfig::from_options(options, secrets.as_ref())?,
-                stream: stream_name(spec),
-                decoder: None,
-            }),
         };
         let mut sinks = Vec::new();
         for (name, options) in &spec.sinks {
@@ -422,4 +460,67 @@ impl Pipeline {
 
 fn rfc3339_now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tributary_sdk::EnvSecretStore;
+
+    fn spec(source_options: &str, locator: &str) -> (PipelineSpec, DecodeConfig) {
+        let text = format!(
+            "checkpoint = \"/tmp/ck\"\n[source]\nconnector = \"kafka\"\noptions = {{ {source_options} }}\n\
+             decode = {{ schema_registry_url = \"http://localhost:1\", payload_schema_locator = \"{locator}\" }}\n\
+             [[sink]]\nconnector = \"console\"\n"
+        );
+        let spec = PipelineSpec::parse(&text, "p.toml").unwrap();
+        let config =
+            DecodeConfig::from_options(spec.decode_options.as_ref().unwrap(), &EnvSecretStore)
+                .unwrap();
+        (spec, config)
+    }
+
+    #[test]
+    fn topic_named_subjects_need_exactly_one_topic() {
+        let topic_name = "strategy=TopicNameStrategy,format=AVRO";
+        let (s, c) = spec("subscribe = \"orders\"", topic_name);
+        assert_eq!(stream_name(&s, &c).unwrap(), "orders");
+        let (s, c) = spec("assign = '{\"orders\":[0,1]}'", topic_name);
+        assert_eq!(stream_name(&s, &c).unwrap(), "orders");
+
+        let (s, c) = spec("subscribe = \"orders, refunds\"", topic_name);
+        let e = stream_name(&s, &c).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ConflictingOptions);
+        assert!(
+            e.message().contains("payload_schema_locator")
+                && e.message().contains("2 topics (orders, refunds)")
+                && e.message().contains("subject=<name>"),
+            "{}",
+            e.message()
+        );
+        let (s, c) = spec(
+            "subscribePattern = \"orders-.*\"",
+            "strategy=TopicRecordNameStrategy,record=x.Order,format=AVRO",
+        );
+        let e = stream_name(&s, &c).unwrap_err();
+        assert!(
+            e.message().contains("subscribePattern 'orders-.*'"),
+            "{}",
+            e.message()
+        );
+    }
+
+    #[test]
+    fn a_fixed_subject_reads_any_number_of_topics() {
+        let (s, c) = spec(
+            "subscribe = \"orders, refunds\"",
+            "subject=orders-value,format=AVRO",
+        );
+        assert_eq!(stream_name(&s, &c).unwrap(), "orders");
+        let (s, c) = spec(
+            "subscribePattern = \"o.*\"",
+            "strategy=RecordNameStrategy,record=x.Order,format=AVRO",
+        );
+        assert_eq!(stream_name(&s, &c).unwrap(), s.name);
+    }
 }

@@ -93,6 +93,18 @@ async fn confluent_kafka_python_records_decode() {
     );
     assert_eq!(metric(&m, "malformedRecords"), 0);
 
+    // Shipment references com.shared.Address, registered under another subject.
+    let shipments = resolve("strategy=TopicNameStrategy,format=AVRO", "shipments").await;
+    let (_, rows, m) = decode_values(&shipments, DecodeMode::Permissive, of("avro_ref")).unwrap();
+    assert_eq!(
+        rows,
+        [
+            r#"{"id":1,"to":{"city":"Oslo","zip":"0150"}}"#,
+            r#"{"id":2,"to":{"city":"Bergen"},"back":{"city":"Oslo"}}"#,
+        ]
+    );
+    assert_eq!(metric(&m, "malformedRecords"), 0);
+
     // Event is the second message of the file: framed with indexes [1].
     let events = resolve(
         "strategy=TopicNameStrategy,format=PROTOBUF,message=com.example.Event",

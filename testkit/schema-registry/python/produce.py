@@ -1,6 +1,9 @@
 """Encodes records with confluent-kafka's Schema Registry serializers (an independent encoder of the
 Confluent wire format) against a registry URL, and prints one JSON line per record:
-{"kind": "avro"|"other"|"event", "hex": "<framed bytes>"}.
+{"kind": "avro"|"avro_ref"|"other"|"event", "hex": "<framed bytes>"}.
+
+"avro_ref" records are written with a schema that references a type registered under another
+subject (Confluent schema references), resolved by the serializer through the registry.
 
 Usage: produce.py <registry url> <user> <password>
 """
@@ -8,7 +11,7 @@ import json
 import sys
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2  # noqa: F401
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
@@ -24,6 +27,37 @@ AVRO = json.dumps({
         {"name": "note", "type": ["null", "string"], "default": None},
     ],
 })
+
+ADDRESS = json.dumps({
+    "type": "record", "name": "Address", "namespace": "com.shared",
+    "fields": [{"name": "city", "type": "string"}, {"name": "zip", "type": ["null", "string"], "default": None}],
+})
+
+SHIPMENT = json.dumps({
+    "type": "record", "name": "Shipment", "namespace": "com.example",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "to", "type": "com.shared.Address"},
+        {"name": "back", "type": ["null", "com.shared.Address"], "default": None},
+    ],
+})
+
+
+def avro_with_references(client):
+    """Registers Address under its own subject and Shipment referencing it, then serializes
+    with the registered (latest) Shipment schema."""
+    client.register_schema("com.shared.Address", Schema(ADDRESS, "AVRO"))
+    refs = [SchemaReference("com.shared.Address", "com.shared.Address", 1)]
+    client.register_schema("shipments-value", Schema(SHIPMENT, "AVRO", refs))
+    ser = AvroSerializer(client, Schema(SHIPMENT, "AVRO", refs),
+                         conf={"auto.register.schemas": False, "use.latest.version": True})
+    ctx = SerializationContext("shipments", MessageField.VALUE)
+    recs = [
+        {"id": 1, "to": {"city": "Oslo", "zip": "0150"}, "back": None},
+        {"id": 2, "to": {"city": "Bergen", "zip": None}, "back": {"city": "Oslo", "zip": None}},
+    ]
+    for rec in recs:
+        print(json.dumps({"kind": "avro_ref", "hex": ser(rec, ctx).hex()}))
 
 
 def proto_classes():
@@ -57,6 +91,8 @@ def main():
         rec = {"id": i, "name": f"n{i}", "price": Decimal(f"{i}.25"), "tags": ["a", f"t{i}"],
                "ts": datetime(2024, 1, 1, 0, 0, i, tzinfo=timezone.utc), "note": None if i == 0 else f"x{i}"}
         print(json.dumps({"kind": "avro", "hex": avro(rec, ctx).hex()}))
+
+    avro_with_references(client)
 
     Other, Event = proto_classes()
     ev_ser = ProtobufSerializer(Event, client, {"use.deprecated.format": False})
