@@ -16,6 +16,7 @@
 //! Refused: recursive types, decimals with precision above 38, big-decimal.
 
 mod reader;
+#[cfg(feature = "registry")]
 mod references;
 
 use std::collections::HashMap;
@@ -28,6 +29,7 @@ use arrow_schema::{DataType, Field, Fields, TimeUnit};
 use crate::error::{Error, ErrorCode, Result};
 
 pub(crate) use reader::AvroDecoder;
+#[cfg(feature = "registry")]
 pub(crate) use references::inline_references;
 
 /// How one Avro value is read.
