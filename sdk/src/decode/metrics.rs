@@ -5,8 +5,6 @@
 //! `malformedRecords`. Field-level type mismatches (a JSON string where a number was declared)
 //! null only that field and are counted as `typeMismatchFields`.
 
-use std::collections::BTreeMap;
-
 use crate::source::SourceMetrics;
 
 /// The reason a record could not be decoded.
@@ -40,6 +38,22 @@ pub enum Malformed {
 }
 
 impl Malformed {
+    /// Every reason, in declaration order (`reason as usize` indexes it).
+    const ALL: [Malformed; 12] = [
+        Malformed::BadJson,
+        Malformed::JsonTypeMismatch,
+        Malformed::TruncatedAvro,
+        Malformed::BadAvro,
+        Malformed::AvroTrailingBytes,
+        Malformed::BadMagicByte,
+        Malformed::WrongSchemaId,
+        Malformed::WrongMessageIndex,
+        Malformed::ProtobufWireType,
+        Malformed::TruncatedProtobuf,
+        Malformed::BadProtobuf,
+        Malformed::InvalidUtf8,
+    ];
+
     /// The counter name, `malformed.<reason>`.
     pub fn counter(&self) -> &'static str {
         match self {
@@ -77,7 +91,8 @@ impl Bad {
 /// Counters of one decoder.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Counters {
-    by_reason: BTreeMap<Malformed, u64>,
+    /// Per reason, indexed by `reason as usize`.
+    by_reason: [u64; Malformed::ALL.len()],
     total: u64,
     mismatches: u64,
     decoded: u64,
@@ -85,7 +100,7 @@ pub(crate) struct Counters {
 
 impl Counters {
     pub fn malformed(&mut self, reason: Malformed) {
-        *self.by_reason.entry(reason).or_default() += 1;
+        self.by_reason[reason as usize] += 1;
         self.total += 1;
     }
     pub fn mismatches(&mut self, n: u64) {
@@ -96,12 +111,35 @@ impl Counters {
     }
     pub fn to_metrics(&self) -> SourceMetrics {
         let mut m = SourceMetrics::new();
-        for (reason, n) in &self.by_reason {
-            m.insert(reason.counter().to_string(), (*n).into());
+        for (reason, n) in Malformed::ALL.iter().zip(self.by_reason) {
+            if n > 0 {
+                m.insert(reason.counter().to_string(), n.into());
+            }
         }
         m.insert("malformedRecords".into(), self.total.into());
         m.insert("typeMismatchFields".into(), self.mismatches.into());
         m.insert("decodedValues".into(), self.decoded.into());
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_has_its_own_slot() {
+        for (i, r) in Malformed::ALL.iter().enumerate() {
+            assert_eq!(*r as usize, i, "{r:?} is out of order in Malformed::ALL");
+        }
+        let mut c = Counters::default();
+        c.malformed(Malformed::InvalidUtf8);
+        c.malformed(Malformed::BadJson);
+        c.malformed(Malformed::BadJson);
+        let m = c.to_metrics();
+        assert_eq!(m["malformed.badJson"], 2);
+        assert_eq!(m["malformed.invalidUtf8"], 1);
+        assert_eq!(m["malformedRecords"], 3);
+        assert!(!m.contains_key("malformed.badAvro"));
     }
 }
