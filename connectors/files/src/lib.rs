@@ -69,12 +69,12 @@
 
 pub mod config;
 pub mod ddl;
-pub mod discovery;
+mod discovery;
 mod error;
-pub mod format;
-pub mod schema;
-pub mod source;
-pub mod state;
+mod format;
+mod schema;
+mod source;
+mod state;
 
 pub use config::FilesConfig;
 pub use source::{seq_range, FilesSource, FilesSourceFactory};

@@ -152,16 +152,6 @@ impl FileStateStore {
         self.next_seq
     }
 
-    /// Number of distinct paths known.
-    pub fn len(&self) -> usize {
-        self.known.len()
-    }
-
-    /// True when nothing was ever discovered.
-    pub fn is_empty(&self) -> bool {
-        self.known.is_empty()
-    }
-
     /// A metadata value (`identity`, ...).
     pub fn meta(&self, key: &str) -> Result<Option<String>> {
         self.conn
@@ -330,6 +320,7 @@ impl FileStateStore {
     }
 
     /// Every entry, in seq order.
+    #[cfg(test)]
     pub fn entries(&self) -> Result<Vec<FileStateEntry>> {
         entries(&self.conn)
     }
