@@ -5,7 +5,9 @@ use std::time::Duration;
 use tributary_sdk::{DataLossKind, ErrorCode, ReadLimit, SourceFactory};
 
 use crate::capability::Capability;
-use crate::cases::{drain, ensure, wait_for_data, CaseEnv, CaseResult, Failure, Outcome};
+use crate::cases::{
+    drain, ensure, start_reading, wait_for_data, CaseEnv, CaseResult, Failure, Outcome, Reading,
+};
 use crate::fixture::{Fixture, ReadSetup};
 
 fn declared_kinds(fixture: &dyn Fixture) -> Vec<DataLossKind> {
@@ -41,16 +43,12 @@ pub async fn fail_on_data_loss_true(
         fixture.produce(&target, 4).await?;
         let mut setup = ReadSetup::target(&target);
         setup.fail_on_data_loss = Some(true);
-        let options = fixture.source_options(&setup)?;
-        let mut source = connector.create(&options, &env.context)?;
-        let start = source.initial_offset().await?;
-        let end = wait_for_data(
-            source.as_mut(),
-            &start,
-            &ReadLimit::All,
-            Duration::from_secs(20),
-        )
-        .await?;
+        let Reading {
+            mut source,
+            start,
+            end,
+            ..
+        } = start_reading(connector, fixture, &env, &setup).await?;
         ensure!(
             end != start,
             "no data planned before causing {}",
@@ -101,16 +99,12 @@ pub async fn fail_on_data_loss_false(
         fixture.produce(&target, 4).await?;
         let mut setup = ReadSetup::target(&target);
         setup.fail_on_data_loss = Some(false);
-        let options = fixture.source_options(&setup)?;
-        let mut source = connector.create(&options, &env.context)?;
-        let start = source.initial_offset().await?;
-        let end = wait_for_data(
-            source.as_mut(),
-            &start,
-            &ReadLimit::All,
-            Duration::from_secs(20),
-        )
-        .await?;
+        let Reading {
+            mut source,
+            start,
+            end,
+            ..
+        } = start_reading(connector, fixture, &env, &setup).await?;
         ensure!(
             end != start,
             "no data planned before causing {}",

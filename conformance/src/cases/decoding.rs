@@ -1,10 +1,8 @@
 //! Permissive decoding and FAILFAST.
 
-use std::time::Duration;
+use tributary_sdk::{ErrorCode, SourceFactory};
 
-use tributary_sdk::{ErrorCode, ReadLimit, SourceFactory};
-
-use crate::cases::{drain, ensure, wait_for_data, CaseEnv, CaseResult, Failure, Outcome};
+use crate::cases::{ensure, start_reading, CaseEnv, CaseResult, Failure, Outcome, Reading};
 use crate::fixture::{DecodeMode, Fixture, ReadSetup};
 
 /// In PERMISSIVE mode a malformed record yields a null payload and a count in the fixture's
@@ -24,30 +22,20 @@ pub async fn permissive_decoding(
     let expected = fixture.produce_malformed(&target, 3, 2).await?;
     let mut setup = ReadSetup::target(&target);
     setup.decode_mode = Some(DecodeMode::Permissive);
-    let options = fixture.source_options(&setup)?;
-    let mut source = connector.create(&options, &env.context)?;
-    let start = source.initial_offset().await?;
-    wait_for_data(
-        source.as_mut(),
-        &start,
-        &ReadLimit::All,
-        Duration::from_secs(20),
-    )
-    .await?;
-    let (read, _) = drain(source.as_mut(), start, &ReadLimit::All, 100).await?;
-    let got = crate::cases::all_payloads(fixture, &read)?;
+    let mut r = start_reading(connector, fixture, &env, &setup).await?;
+    let got = r.read_all(fixture).await?;
     ensure!(
         got == expected,
         "permissive decoding should give {expected:?}, read {got:?}"
     );
     let bad = expected.iter().filter(|v| v.is_none()).count() as u64;
-    let metrics = source.metrics();
+    let metrics = r.source.metrics();
     let counted = metrics.get(&metric).and_then(|v| v.as_u64()).unwrap_or(0);
     ensure!(
         counted == bad,
         "{metric} should count {bad} malformed records, metrics are {metrics:?}"
     );
-    source.stop().await?;
+    r.source.stop().await?;
     Ok(Outcome::Passed)
 }
 
@@ -61,16 +49,12 @@ pub async fn failfast_decoding_stops(
     fixture.produce_malformed(&target, 2, 1).await?;
     let mut setup = ReadSetup::target(&target);
     setup.decode_mode = Some(DecodeMode::FailFast);
-    let options = fixture.source_options(&setup)?;
-    let mut source = connector.create(&options, &env.context)?;
-    let start = source.initial_offset().await?;
-    let end = wait_for_data(
-        source.as_mut(),
-        &start,
-        &ReadLimit::All,
-        Duration::from_secs(20),
-    )
-    .await?;
+    let Reading {
+        mut source,
+        start,
+        end,
+        ..
+    } = start_reading(connector, fixture, &env, &setup).await?;
     let e = source
         .read(&start, &end)
         .await

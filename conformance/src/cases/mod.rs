@@ -17,10 +17,12 @@ use std::time::Duration;
 
 use arrow::array::RecordBatch;
 use futures::future::BoxFuture;
-use tributary_sdk::{ConnectorContext, EnvSecretStore, Offset, ReadLimit, Source, SourceFactory};
+use tributary_sdk::{
+    ConnectorContext, EnvSecretStore, Offset, Options, ReadLimit, Source, SourceFactory,
+};
 
 use crate::capability::Capability;
-use crate::fixture::Fixture;
+use crate::fixture::{Fixture, ReadSetup};
 
 pub use data_loss::{fail_on_data_loss_false, fail_on_data_loss_true};
 pub use decoding::{failfast_decoding_stops, permissive_decoding};
@@ -228,6 +230,69 @@ impl CaseEnv {
             },
             _dir: dir,
         })
+    }
+}
+
+/// A source built for a case's read setup, with its first offset and the end of the first
+/// batch once data shows.
+pub struct Reading {
+    /// The source.
+    pub source: Box<dyn Source>,
+    /// The options it was built with (a restart builds a new instance from them).
+    pub options: Options,
+    /// Its initial offset.
+    pub start: Offset,
+    /// The end planned under [`ReadLimit::All`] once data showed (`start` when none did
+    /// within 20 s).
+    pub end: Offset,
+}
+
+/// The opening most cases share: options for `setup`, a source, its initial offset, and a wait
+/// (up to 20 s, for systems that publish asynchronously) until data is planned.
+pub async fn start_reading(
+    connector: &dyn SourceFactory,
+    fixture: &dyn Fixture,
+    env: &CaseEnv,
+    setup: &ReadSetup,
+) -> Result<Reading, Failure> {
+    let options = fixture.source_options(setup)?;
+    let mut source = connector.create(&options, &env.context)?;
+    let start = source.initial_offset().await?;
+    let end = wait_for_data(
+        source.as_mut(),
+        &start,
+        &ReadLimit::All,
+        Duration::from_secs(20),
+    )
+    .await?;
+    Ok(Reading {
+        source,
+        options,
+        start,
+        end,
+    })
+}
+
+impl Reading {
+    /// Reads everything from the start, committing each batch; returns the batches and the
+    /// final offset.
+    pub async fn drain_all(&mut self) -> Result<(Vec<ReadBatch>, Offset), Failure> {
+        Ok(drain(
+            self.source.as_mut(),
+            self.start.clone(),
+            &ReadLimit::All,
+            100,
+        )
+        .await?)
+    }
+
+    /// Every payload from the start, committing each batch.
+    pub async fn read_all(
+        &mut self,
+        fixture: &dyn Fixture,
+    ) -> Result<Vec<Option<String>>, Failure> {
+        let (read, _) = self.drain_all().await?;
+        all_payloads(fixture, &read)
     }
 }
 

@@ -6,7 +6,8 @@ use tributary_sdk::{ReadLimit, SourceFactory};
 
 use crate::capability::Capability;
 use crate::cases::{
-    all_payloads, drain, ensure, sorted, sorted_some, wait_for_data, CaseEnv, CaseResult, Outcome,
+    all_payloads, drain, ensure, sorted, sorted_some, start_reading, wait_for_data, CaseEnv,
+    CaseResult, Outcome, Reading,
 };
 use crate::fixture::{Fixture, ReadSetup, Starting};
 
@@ -18,24 +19,13 @@ pub async fn starting_earliest(
     let env = CaseEnv::new()?;
     let target = fixture.create_target("earliest").await?;
     let produced = fixture.produce(&target, 7).await?;
-    let options = fixture.source_options(&ReadSetup::target(&target))?;
-    let mut source = connector.create(&options, &env.context)?;
-    let start = source.initial_offset().await?;
-    // Systems that publish asynchronously get time to show the records.
-    wait_for_data(
-        source.as_mut(),
-        &start,
-        &ReadLimit::All,
-        Duration::from_secs(20),
-    )
-    .await?;
-    let (read, _) = drain(source.as_mut(), start, &ReadLimit::All, 100).await?;
-    let got = all_payloads(fixture, &read)?;
+    let mut r = start_reading(connector, fixture, &env, &ReadSetup::target(&target)).await?;
+    let got = r.read_all(fixture).await?;
     ensure!(
         sorted(got.clone()) == sorted_some(&produced),
         "from earliest expected {produced:?}, read {got:?}"
     );
-    source.stop().await?;
+    r.source.stop().await?;
     Ok(Outcome::Passed)
 }
 
@@ -94,16 +84,12 @@ pub async fn read_range_determinism(
     let env = CaseEnv::new()?;
     let target = fixture.create_target("determinism").await?;
     let produced = fixture.produce(&target, 9).await?;
-    let options = fixture.source_options(&ReadSetup::target(&target))?;
-    let mut source = connector.create(&options, &env.context)?;
-    let start = source.initial_offset().await?;
-    let end = wait_for_data(
-        source.as_mut(),
-        &start,
-        &ReadLimit::All,
-        Duration::from_secs(20),
-    )
-    .await?;
+    let Reading {
+        mut source,
+        options,
+        start,
+        end,
+    } = start_reading(connector, fixture, &env, &ReadSetup::target(&target)).await?;
     ensure!(
         end != start,
         "no data planned after producing {} records",

@@ -5,7 +5,7 @@ use std::time::Duration;
 use tributary_sdk::{ReadLimit, SourceFactory};
 
 use crate::cases::{
-    all_payloads, drain, ensure, sorted, sorted_some, wait_for_data, CaseEnv, CaseResult, Outcome,
+    all_payloads, drain, ensure, sorted, sorted_some, start_reading, CaseEnv, CaseResult, Outcome,
 };
 use crate::fixture::{Fixture, ReadSetup, Subscription};
 
@@ -21,23 +21,13 @@ pub async fn subscribe_list(
     produced.extend(fixture.produce(&b, 4).await?);
     let mut setup = ReadSetup::target(&a);
     setup.subscription = Subscription::Targets(vec![a.clone(), b.clone()]);
-    let options = fixture.source_options(&setup)?;
-    let mut source = connector.create(&options, &env.context)?;
-    let start = source.initial_offset().await?;
-    wait_for_data(
-        source.as_mut(),
-        &start,
-        &ReadLimit::All,
-        Duration::from_secs(20),
-    )
-    .await?;
-    let (read, _) = drain(source.as_mut(), start, &ReadLimit::All, 100).await?;
-    let got = all_payloads(fixture, &read)?;
+    let mut r = start_reading(connector, fixture, &env, &setup).await?;
+    let got = r.read_all(fixture).await?;
     ensure!(
         sorted(got.clone()) == sorted_some(&produced),
         "subscribing to [{a}, {b}] should read {produced:?}, read {got:?}"
     );
-    source.stop().await?;
+    r.source.stop().await?;
     Ok(Outcome::Passed)
 }
 
@@ -62,17 +52,9 @@ pub async fn subscribe_pattern_includes_new_target(
     let pattern = format!("^{}.*", regex_escape(&stem));
     let mut setup = ReadSetup::target(&first);
     setup.subscription = Subscription::Pattern(pattern.clone());
-    let options = fixture.source_options(&setup)?;
-    let mut source = connector.create(&options, &env.context)?;
-    let start = source.initial_offset().await?;
-    wait_for_data(
-        source.as_mut(),
-        &start,
-        &ReadLimit::All,
-        Duration::from_secs(20),
-    )
-    .await?;
-    let (read1, at) = drain(source.as_mut(), start, &ReadLimit::All, 100).await?;
+    let mut r = start_reading(connector, fixture, &env, &setup).await?;
+    let (read1, at) = r.drain_all().await?;
+    let mut source = r.source;
     let later = fixture.create_target(&format!("{stem}two")).await?;
     produced.extend(fixture.produce(&later, 3).await?);
     let mut got = all_payloads(fixture, &read1)?;
@@ -118,23 +100,13 @@ pub async fn assign_partitions(
     let produced = fixture.produce(&target, 5).await?;
     let mut setup = ReadSetup::target(&target);
     setup.subscription = Subscription::Assign(vec![(target.clone(), 0)]);
-    let options = fixture.source_options(&setup)?;
-    let mut source = connector.create(&options, &env.context)?;
-    let start = source.initial_offset().await?;
-    wait_for_data(
-        source.as_mut(),
-        &start,
-        &ReadLimit::All,
-        Duration::from_secs(20),
-    )
-    .await?;
-    let (read, _) = drain(source.as_mut(), start, &ReadLimit::All, 100).await?;
-    let got = all_payloads(fixture, &read)?;
+    let mut r = start_reading(connector, fixture, &env, &setup).await?;
+    let got = r.read_all(fixture).await?;
     // Fixtures produce into partition 0, so assignment of partition 0 sees every record.
     ensure!(
         sorted(got.clone()) == sorted_some(&produced),
         "assign {target}:0 should read {produced:?}, read {got:?}"
     );
-    source.stop().await?;
+    r.source.stop().await?;
     Ok(Outcome::Passed)
 }
