@@ -13,9 +13,12 @@ use std::sync::{Arc, Mutex};
 use libloading::Library;
 
 use crate::plugin::loader::ManifestRef;
-use tributary_sdk::plugin::abi::{FfiBytes, FfiSlice, FfiStatus, STATUS_OK};
+use tributary_sdk::plugin::abi::{
+    FfiBytes, FfiContext, FfiSlice, FfiStatus, ABI_VERSION, STATUS_OK,
+};
 use tributary_sdk::plugin::error_from_bytes;
-use tributary_sdk::{Error, ErrorCode, Result};
+use tributary_sdk::plugin::secrets::export_secret_store;
+use tributary_sdk::{ConnectorContext, Error, ErrorCode, Options, Result};
 
 /// What every handle of one plugin shares: its identity and the library that must stay loaded.
 #[derive(Debug)]
@@ -27,7 +30,76 @@ pub(crate) struct PluginShared {
     pub(crate) _library: Arc<Library>,
 }
 
+/// The signature of a plugin's `create_source` / `create_sink`.
+pub(crate) type CreateFn<T> =
+    unsafe extern "C" fn(FfiSlice, FfiSlice, *const FfiContext, *mut T, *mut FfiBytes) -> FfiStatus;
+
+/// Lends the connector context to one call (the secret store handle is released afterwards).
+fn with_context<T>(context: &ConnectorContext, f: impl FnOnce(*const FfiContext) -> T) -> T {
+    let state_dir = context
+        .state_dir
+        .as_ref()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut secrets = export_secret_store(context.secrets.clone());
+    let ctx = FfiContext {
+        state_dir: FfiSlice::text(&state_dir),
+        pipeline: FfiSlice::text(&context.pipeline),
+        secrets: &secrets,
+    };
+    let out = f(&ctx);
+    // SAFETY: our own table, released once; the plugin took its own clone if it keeps one.
+    unsafe { (secrets.release)(&mut secrets) };
+    out
+}
+
 impl PluginShared {
+    /// Builds a source or sink (`what`) through the plugin's create function: lends the
+    /// context, turns a failure into the plugin's error, takes ownership of the table it wrote
+    /// with `own` (whose drop releases it) and refuses a table of another ABI version.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn create_table<T, H>(
+        &self,
+        create: CreateFn<T>,
+        what: &str,
+        name: &str,
+        options: &Options,
+        context: &ConnectorContext,
+        own: impl FnOnce(T) -> H,
+        version: impl Fn(&H) -> u32,
+    ) -> Result<H> {
+        let opts = options.to_json().to_string();
+        let mut table = std::mem::MaybeUninit::<T>::uninit();
+        let mut err = FfiBytes::empty();
+        let status = with_context(context, |ctx| {
+            // SAFETY: the manifest is alive; the out-parameters are written by the plugin.
+            unsafe {
+                create(
+                    FfiSlice::text(name),
+                    FfiSlice::text(&opts),
+                    ctx,
+                    table.as_mut_ptr(),
+                    &mut err,
+                )
+            }
+        });
+        // SAFETY: `err` was filled by the plugin.
+        unsafe { self.finish(status, &mut err) }?;
+        // SAFETY: on success the plugin wrote a complete table.
+        let handle = own(unsafe { table.assume_init() });
+        let found = version(&handle);
+        if found != ABI_VERSION {
+            return Err(Error::new(
+                ErrorCode::Plugin,
+                format!(
+                    "plugin '{}' returned a {what} table of ABI version {found}, host ABI version is {ABI_VERSION}",
+                    self.name
+                ),
+            ));
+        }
+        Ok(handle)
+    }
+
     /// Turns a call's status and output into a result; errors name the plugin.
     ///
     /// # Safety

@@ -9,14 +9,11 @@ use std::sync::{Arc, Mutex};
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
-use tributary_sdk::plugin::abi::{FfiBatch, FfiBytes, FfiSink, FfiSlice, ABI_VERSION, KIND_SINK};
+use tributary_sdk::plugin::abi::{FfiBatch, FfiBytes, FfiSink, KIND_SINK};
 use tributary_sdk::plugin::batches::{export_batch, export_schema};
-use tributary_sdk::{
-    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, Options, Result, Sink, SinkFactory,
-};
+use tributary_sdk::{ConnectorContext, Delivery, OptionSpec, Options, Result, Sink, SinkFactory};
 
 use crate::plugin::call::{blocking, PluginShared};
-use crate::plugin::foreign_source::with_context;
 use crate::plugin::loader::ManifestRef;
 
 /// Builds sinks of one plugin connector.
@@ -52,36 +49,15 @@ impl SinkFactory for ForeignSinkFactory {
     }
 
     fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Sink>> {
-        let opts = options.to_json().to_string();
-        let mut table = std::mem::MaybeUninit::<FfiSink>::uninit();
-        let mut err = FfiBytes::empty();
-        let status = with_context(context, |ctx| {
-            // SAFETY: the manifest is alive; the out-parameters are written by the plugin.
-            unsafe {
-                (self.manifest.get().create_sink)(
-                    FfiSlice::text(&self.name),
-                    FfiSlice::text(&opts),
-                    ctx,
-                    table.as_mut_ptr(),
-                    &mut err,
-                )
-            }
-        });
-        // SAFETY: `err` was filled by the plugin.
-        unsafe { self.plugin.finish(status, &mut err) }?;
-        // SAFETY: on success the plugin wrote a complete table.
-        let handle = SinkHandle {
-            table: unsafe { table.assume_init() },
-        };
-        if handle.table.version != ABI_VERSION {
-            return Err(Error::new(
-                ErrorCode::Plugin,
-                format!(
-                    "plugin '{}' returned a sink table of ABI version {}, host ABI version is {}",
-                    self.plugin.name, handle.table.version, ABI_VERSION
-                ),
-            ));
-        }
+        let handle = self.plugin.create_table(
+            self.manifest.get().create_sink,
+            "sink",
+            &self.name,
+            options,
+            context,
+            |table| SinkHandle { table },
+            |h| h.table.version,
+        )?;
         let mut out = FfiBytes::empty();
         // SAFETY: a live table.
         let status = unsafe { (handle.table.delivery)(&handle.table, &mut out) };

@@ -11,11 +11,8 @@ use std::sync::{Arc, Mutex};
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
-use tributary_sdk::plugin::abi::{
-    FFI_ArrowSchema, FfiBytes, FfiContext, FfiSlice, FfiSource, ABI_VERSION, KIND_SOURCE,
-};
+use tributary_sdk::plugin::abi::{FFI_ArrowSchema, FfiBytes, FfiSlice, FfiSource, KIND_SOURCE};
 use tributary_sdk::plugin::batches::{empty_batches, import_batches, import_schema};
-use tributary_sdk::plugin::secrets::export_secret_store;
 use tributary_sdk::{
     ConnectorContext, Error, ErrorCode, Offset, OptionSpec, Options, ReadLimit, Result, Source,
     SourceFactory, SourceIdentity, SourceMetrics,
@@ -42,28 +39,6 @@ impl fmt::Debug for ForeignSourceFactory {
     }
 }
 
-/// Lends the connector context to one call (the secret store handle is released afterwards).
-pub(crate) fn with_context<T>(
-    context: &ConnectorContext,
-    f: impl FnOnce(*const FfiContext) -> T,
-) -> T {
-    let state_dir = context
-        .state_dir
-        .as_ref()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut secrets = export_secret_store(context.secrets.clone());
-    let ctx = FfiContext {
-        state_dir: FfiSlice::text(&state_dir),
-        pipeline: FfiSlice::text(&context.pipeline),
-        secrets: &secrets,
-    };
-    let out = f(&ctx);
-    // SAFETY: our own table, released once; the plugin took its own clone if it keeps one.
-    unsafe { (secrets.release)(&mut secrets) };
-    out
-}
-
 impl SourceFactory for ForeignSourceFactory {
     fn name(&self) -> &str {
         &self.name
@@ -79,35 +54,15 @@ impl SourceFactory for ForeignSourceFactory {
     }
 
     fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Source>> {
-        let opts = options.to_json().to_string();
-        let mut table = std::mem::MaybeUninit::<FfiSource>::uninit();
-        let mut err = FfiBytes::empty();
-        let status = with_context(context, |ctx| {
-            // SAFETY: the manifest is alive; the out-parameters are written by the plugin.
-            unsafe {
-                (self.manifest.get().create_source)(
-                    FfiSlice::text(&self.name),
-                    FfiSlice::text(&opts),
-                    ctx,
-                    table.as_mut_ptr(),
-                    &mut err,
-                )
-            }
-        });
-        // SAFETY: `err` was filled by the plugin.
-        unsafe { self.plugin.finish(status, &mut err) }?;
-        // SAFETY: on success the plugin wrote a complete table.
-        let table = unsafe { table.assume_init() };
-        let handle = SourceHandle { table };
-        if handle.table.version != ABI_VERSION {
-            return Err(Error::new(
-                ErrorCode::Plugin,
-                format!(
-                    "plugin '{}' returned a source table of ABI version {}, host ABI version is {}",
-                    self.plugin.name, handle.table.version, ABI_VERSION
-                ),
-            ));
-        }
+        let handle = self.plugin.create_table(
+            self.manifest.get().create_source,
+            "source",
+            &self.name,
+            options,
+            context,
+            |table| SourceHandle { table },
+            |h| h.table.version,
+        )?;
         ForeignSource::build(self.plugin.clone(), self.name.clone(), handle)
     }
 }
