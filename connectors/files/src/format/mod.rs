@@ -112,47 +112,27 @@ pub(crate) fn rescued_array(values: &[Option<String>]) -> ArrayRef {
     Arc::new(StringArray::from_iter(values.iter().map(|v| v.as_deref())))
 }
 
+/// `dt` with every leaf type (anything but struct and list) replaced by `leaf`, nesting kept.
+fn map_leaves(dt: &DataType, leaf: &dyn Fn(&DataType) -> DataType) -> DataType {
+    let field = |f: &Field| f.clone().with_data_type(map_leaves(f.data_type(), leaf));
+    match dt {
+        DataType::Struct(fields) => {
+            DataType::Struct(fields.iter().map(|f| field(f.as_ref())).collect())
+        }
+        DataType::List(f) => DataType::List(Arc::new(field(f.as_ref()))),
+        other => leaf(other),
+    }
+}
+
 /// Leaf types turned into strings, nesting kept (`cloudFiles.inferColumnTypes=false`).
 pub(crate) fn leaves_as_strings(dt: &DataType) -> DataType {
-    match dt {
-        DataType::Struct(fields) => DataType::Struct(
-            fields
-                .iter()
-                .map(|f| {
-                    f.as_ref()
-                        .clone()
-                        .with_data_type(leaves_as_strings(f.data_type()))
-                })
-                .collect(),
-        ),
-        DataType::List(f) => DataType::List(Arc::new(
-            f.as_ref()
-                .clone()
-                .with_data_type(leaves_as_strings(f.data_type())),
-        )),
-        _ => DataType::Utf8,
-    }
+    map_leaves(dt, &|_| DataType::Utf8)
 }
 
 /// `Null` (a column only ever seen empty) becomes a string column, as in Spark.
 pub(crate) fn null_as_string(dt: &DataType) -> DataType {
-    match dt {
+    map_leaves(dt, &|leaf| match leaf {
         DataType::Null => DataType::Utf8,
-        DataType::Struct(fields) => DataType::Struct(
-            fields
-                .iter()
-                .map(|f| {
-                    f.as_ref()
-                        .clone()
-                        .with_data_type(null_as_string(f.data_type()))
-                })
-                .collect(),
-        ),
-        DataType::List(f) => DataType::List(Arc::new(
-            f.as_ref()
-                .clone()
-                .with_data_type(null_as_string(f.data_type())),
-        )),
         other => other.clone(),
-    }
+    })
 }
