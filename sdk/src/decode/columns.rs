@@ -456,47 +456,31 @@ fn internal(msg: &str) -> Error {
     Error::new(ErrorCode::Internal, msg.to_string())
 }
 
-/// Validity of a column's slots, as a bitmap built directly (no bitmap at all while every slot
-/// is valid, which is the common case). Hand-written rather than Arrow's `NullBufferBuilder`
-/// because it is called for every value of every column: a valid slot is an inlined counter
-/// increment until the first null, and the bitmap after that is a `Vec<u64>` set a word at a
-/// time (Arrow's builder resizes and zero-fills its buffer every eighth bit).
+/// Validity of a column's slots. Hand-written rather than Arrow's `NullBufferBuilder` because
+/// it is called for every value of every column: a slot is a counter increment, and nulls are
+/// kept as a sorted list of positions that becomes a bitmap once per batch in [`Valid::take`].
+/// (A bitmap set slot by slot made every value of a column pay once the column had one null;
+/// with 10 % malformed records, every column of the struct has nulls.)
 #[derive(Debug, Default)]
 pub(crate) struct Valid {
     len: usize,
-    /// Bit `i` of the column is bit `i % 64` of word `i / 64` (Arrow's LSB order once the
-    /// words are written little-endian).
-    bits: Option<Vec<u64>>,
+    /// Positions of the null slots, ascending.
+    nulls: Vec<usize>,
 }
 
 impl Valid {
     /// Appends a valid slot.
     #[inline(always)]
     pub fn push_valid(&mut self) {
-        if let Some(words) = &mut self.bits {
-            set_bit(words, self.len, true);
-        }
         self.len += 1;
     }
     /// Appends one slot's validity.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, valid: bool) {
-        match &mut self.bits {
-            Some(words) => set_bit(words, self.len, valid),
-            None if valid => {}
-            None => self.materialize(),
+        if !valid {
+            self.nulls.push(self.len);
         }
         self.len += 1;
-    }
-    /// Starts the bitmap at the first null: every slot so far valid, then this null.
-    #[cold]
-    fn materialize(&mut self) {
-        let mut words = Vec::with_capacity(self.len / 64 + 1024);
-        words.resize(self.len / 64, u64::MAX);
-        let rest = self.len % 64;
-        // The partial word holds the valid slots after the full words; the null is a 0 bit.
-        words.push((1u64 << rest) - 1);
-        self.bits = Some(words);
     }
     /// Number of slots.
     #[inline]
@@ -508,39 +492,27 @@ impl Valid {
     pub fn truncate(&mut self, n: usize) {
         if n < self.len {
             self.len = n;
-            if let Some(words) = &mut self.bits {
-                words.truncate(n.div_ceil(64));
-                if n % 64 != 0 {
-                    if let Some(last) = words.last_mut() {
-                        *last &= (1u64 << (n % 64)) - 1;
-                    }
-                }
+            while self.nulls.last().is_some_and(|&i| i >= n) {
+                self.nulls.pop();
             }
         }
     }
     /// The null buffer (None when all valid); leaves the builder empty.
     fn take(&mut self) -> Option<NullBuffer> {
         let len = std::mem::take(&mut self.len);
-        let words = self.bits.take()?;
-        let bytes: Vec<u64> = words.into_iter().map(u64::to_le).collect();
-        let bits = BooleanBuffer::new(Buffer::from_vec(bytes), 0, len);
-        // A null rolled back by `truncate` can leave a bitmap without nulls.
-        Some(NullBuffer::new(bits)).filter(|n| n.null_count() > 0)
-    }
-}
-
-/// Sets bit `i` (the next one: words up to `i` exist or `i` starts a new word).
-#[inline(always)]
-fn set_bit(words: &mut Vec<u64>, i: usize, v: bool) {
-    if i % 64 == 0 && words.len() == i / 64 {
-        words.push(0);
-    }
-    if let Some(w) = words.get_mut(i / 64) {
-        if v {
-            *w |= 1u64 << (i % 64);
-        } else {
-            *w &= !(1u64 << (i % 64));
+        if self.nulls.is_empty() {
+            return None;
         }
+        // Bit `i` is bit `i % 64` of word `i / 64`: Arrow's LSB order once the words are
+        // written little-endian.
+        let mut words = vec![u64::MAX; len.div_ceil(64)];
+        for &i in &self.nulls {
+            words[i / 64] &= !(1u64 << (i % 64));
+        }
+        self.nulls.clear();
+        let words: Vec<u64> = words.into_iter().map(u64::to_le).collect();
+        let bits = BooleanBuffer::new(Buffer::from_vec(words), 0, len);
+        Some(NullBuffer::new(bits))
     }
 }
 
