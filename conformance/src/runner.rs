@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use tributary_sdk::SourceFactory;
 
-use crate::cases::{all_cases, Case, Outcome};
+use crate::cases::{all_cases, Case, CaseResult, Outcome};
 use crate::fixture::Fixture;
 use crate::report::{CaseReport, CaseStatus, Report};
 
@@ -86,8 +86,17 @@ async fn run_one(
             )),
         };
     }
+    timed_case(case.name, (case.run)(connector, fixture), timeout).await
+}
+
+/// Runs one case's future with a timeout, catching a panic, and reports how it ended.
+pub(crate) async fn timed_case(
+    name: &str,
+    case: impl std::future::Future<Output = CaseResult>,
+    timeout: Duration,
+) -> CaseReport {
     let began = Instant::now();
-    let fut = std::panic::AssertUnwindSafe((case.run)(connector, fixture)).catch_unwind();
+    let fut = std::panic::AssertUnwindSafe(case).catch_unwind();
     let result = tokio::time::timeout(timeout, fut).await;
     let seconds = began.elapsed().as_secs_f64();
     let (status, reason) = match result {
@@ -104,7 +113,7 @@ async fn run_one(
         Ok(Ok(Err(failure))) => (CaseStatus::Failed, Some(failure.0)),
     };
     CaseReport {
-        name: case.name.to_string(),
+        name: name.to_string(),
         status,
         seconds,
         reason,

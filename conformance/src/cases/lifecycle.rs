@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use tributary_sdk::{
-    ConnectorContext, Error, ErrorCode, OptionKind, ReadLimit, Result, Secret, SecretRef,
-    SecretStore, SourceFactory,
-};
+use tributary_sdk::{ConnectorContext, ReadLimit, SourceFactory};
 
-use crate::cases::{drain, ensure, CaseEnv, CaseResult, Failure, Outcome};
+use crate::cases::option_checks::{
+    check_unknown_option, leaks, sensitive_options, MarkerStore, MARKER,
+};
+use crate::cases::{drain, ensure, CaseEnv, CaseResult, Outcome};
 use crate::fixture::{Fixture, ReadSetup};
 
 /// `stop` succeeds, and a new instance over the same state (checkpoint directory, consumer group)
@@ -42,40 +42,13 @@ pub async fn shutdown_releases_resources(
     Ok(Outcome::Passed)
 }
 
-const MARKER: &str = "c0nf0rmance-s3cret-V4lue";
-
-#[derive(Debug)]
-struct MarkerStore;
-
-impl SecretStore for MarkerStore {
-    fn resolve(&self, reference: &SecretRef) -> Result<Secret> {
-        if reference.scope == "conformance" {
-            Ok(Secret::new(MARKER))
-        } else {
-            Err(Error::new(
-                ErrorCode::SecretNotFound,
-                format!("no secret {reference}"),
-            ))
-        }
-    }
-}
-
-fn leaks(text: &str) -> bool {
-    text.contains(MARKER)
-}
-
 /// Every option the connector marks sensitive, given either as a secret reference or in the
 /// clear, never shows up in the factory's or source's `Debug` output, nor in errors.
 pub async fn secrets_hidden(
     connector: &dyn SourceFactory,
     fixture: &mut dyn Fixture,
 ) -> CaseResult {
-    let sensitive: Vec<String> = connector
-        .options()
-        .into_iter()
-        .filter(|o| o.sensitive && o.kind != OptionKind::Prefix)
-        .map(|o| o.name)
-        .collect();
+    let sensitive = sensitive_options(connector.options());
     if sensitive.is_empty() {
         return Ok(Outcome::Skipped(format!(
             "connector '{}' declares no sensitive option",
@@ -144,57 +117,11 @@ pub async fn unknown_option_refused(
     let env = CaseEnv::new()?;
     let target = fixture.create_target("unknown").await?;
     let base = fixture.source_options(&ReadSetup::target(&target))?;
-    connector
-        .validate(&base)
-        .map_err(|e| Failure(format!("the fixture's own options do not validate: {e}")))?;
-    let bad = base.clone().with("conformanceNoSuchOption", "1");
-    let e = match connector.validate(&bad) {
-        Ok(()) => return Err(Failure("an unknown option passed validation".into())),
-        Err(e) => e,
-    };
-    ensure!(
-        e.code() == ErrorCode::UnknownOption,
-        "unknown option gave {} instead of UNKNOWN_OPTION: {e}",
-        e.code()
-    );
-    ensure!(
-        e.message().contains("conformanceNoSuchOption"),
-        "the error does not name the option: {e}"
-    );
-    match connector.create(&bad, &env.context) {
-        Ok(_) => return Err(Failure("create accepted an unknown option".into())),
-        Err(e) => ensure!(
-            e.code() == ErrorCode::UnknownOption,
-            "create refused an unknown option with {} instead of UNKNOWN_OPTION",
-            e.code()
-        ),
-    }
-    let specs = connector.options();
-    let known = specs
-        .iter()
-        .filter(|o| o.kind != OptionKind::Prefix && o.name.len() >= 6)
-        .find(|o| {
-            let typo = &o.name[..o.name.len() - 1];
-            !specs.iter().any(|s| s.name.eq_ignore_ascii_case(typo))
-                && !specs.iter().any(|s| {
-                    s.kind == OptionKind::Prefix
-                        && typo
-                            .to_ascii_lowercase()
-                            .starts_with(&s.name.to_ascii_lowercase())
-                })
-        });
-    if let Some(spec) = known {
-        let typo = &spec.name[..spec.name.len() - 1];
-        let e = connector
-            .validate(&base.clone().with(typo, "1"))
-            .err()
-            .ok_or_else(|| Failure(format!("the misspelt option '{typo}' passed validation")))?;
-        ensure!(
-            e.message()
-                .contains(&format!("did you mean '{}'", spec.name)),
-            "misspelt '{typo}' did not suggest '{}': {e}",
-            spec.name
-        );
-    }
+    check_unknown_option(
+        &connector.options(),
+        &base,
+        &|o| connector.validate(o),
+        &|o| connector.create(o, &env.context).map(drop),
+    )?;
     Ok(Outcome::Passed)
 }

@@ -1,0 +1,156 @@
+//! The sink conformance cases: public async functions, one per behaviour.
+//!
+//! Every case takes the sink under test (as a [`SinkFactory`], so a built-in sink and a plugin run
+//! the same code) and a [`SinkFixture`], and returns an [`crate::Outcome`] or a [`Failure`] like the
+//! source cases. [`all_sink_cases`] lists them; [`crate::sink_conformance_tests!`] turns them into
+//! one test per case.
+
+mod options;
+mod replay;
+mod writing;
+
+use arrow::array::RecordBatch;
+use futures::future::BoxFuture;
+use tributary_sdk::{ConnectorContext, Options, Sink, SinkFactory};
+
+use crate::cases::{CaseResult, Failure};
+use crate::sink::fixture::SinkFixture;
+use crate::sink::rows::{check_rows, test_schema};
+
+pub use options::{sink_secrets_hidden, sink_unknown_option_refused};
+pub use replay::{sink_replay_after_restart, sink_replay_replaces_batch};
+pub use writing::{sink_empty_batch, sink_writes_every_row};
+
+/// The signature of every sink case.
+pub type SinkCaseFn =
+    for<'a> fn(&'a dyn SinkFactory, &'a mut dyn SinkFixture) -> BoxFuture<'a, CaseResult>;
+
+/// A sink case with its name and description.
+#[derive(Clone, Copy)]
+pub struct SinkCase {
+    /// The case name (also the generated test's name).
+    pub name: &'static str,
+    /// What the case checks.
+    pub description: &'static str,
+    /// The case itself.
+    pub run: SinkCaseFn,
+}
+
+impl std::fmt::Debug for SinkCase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SinkCase")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+macro_rules! sink_case {
+    ($name:ident, $description:expr) => {
+        SinkCase {
+            name: stringify!($name),
+            description: $description,
+            run: |c, f| Box::pin($name(c, f)),
+        }
+    };
+}
+
+/// Every sink case, in report order.
+pub fn all_sink_cases() -> Vec<SinkCase> {
+    vec![
+        sink_case!(
+            sink_writes_every_row,
+            "every row of every micro-batch (several record batches, nulls) is written once"
+        ),
+        sink_case!(
+            sink_replay_replaces_batch,
+            "an exactly-once sink replaces a replayed batch id: no duplicate"
+        ),
+        sink_case!(
+            sink_replay_after_restart,
+            "after a crash (no stop) a new instance replays the last batch without duplicating it"
+        ),
+        sink_case!(
+            sink_empty_batch,
+            "an empty slice and a zero-row batch are written without error and add no row"
+        ),
+        sink_case!(
+            sink_unknown_option_refused,
+            "an unknown option is refused with UNKNOWN_OPTION and a near miss is suggested"
+        ),
+        sink_case!(
+            sink_secrets_hidden,
+            "sensitive option values never appear in Debug output or errors"
+        ),
+    ]
+}
+
+/// A fresh target and the sink options that write to it.
+pub(crate) async fn new_target(
+    fixture: &mut dyn SinkFixture,
+    hint: &str,
+) -> Result<(String, Options), Failure> {
+    let target = fixture
+        .create_target(hint)
+        .await
+        .map_err(|e| Failure(format!("the fixture cannot create a target: {e}")))?;
+    let options = fixture
+        .sink_options(&target)
+        .map_err(|e| Failure(format!("the fixture has no options for '{target}': {e}")))?;
+    Ok((target, options))
+}
+
+/// Builds a sink and opens it with the test schema.
+pub(crate) async fn open_sink(
+    connector: &dyn SinkFactory,
+    options: &Options,
+    context: &ConnectorContext,
+) -> Result<Box<dyn Sink>, Failure> {
+    let mut sink = connector
+        .create(options, context)
+        .map_err(|e| Failure(format!("create failed with the fixture's options: {e}")))?;
+    sink.open(test_schema())
+        .await
+        .map_err(|e| Failure(format!("open failed: {e}")))?;
+    Ok(sink)
+}
+
+/// Writes one micro-batch; an error names the batch.
+pub(crate) async fn write(
+    sink: &mut dyn Sink,
+    batch_id: u64,
+    batches: &[RecordBatch],
+) -> Result<(), Failure> {
+    sink.write(batch_id, batches).await.map_err(|e| {
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        Failure(format!(
+            "write of batch {batch_id} ({} record batches, {rows} rows) failed: {e}",
+            batches.len()
+        ))
+    })
+}
+
+/// Stops a sink; an error fails the case.
+pub(crate) async fn stop(sink: &mut dyn Sink) -> Result<(), Failure> {
+    sink.stop()
+        .await
+        .map_err(|e| Failure(format!("stop failed: {e}")))
+}
+
+/// Reads `target` back and checks it holds every row of `written` (exactly once when
+/// `exactly_once`, at least once otherwise) and nothing else.
+pub(crate) async fn expect_rows(
+    fixture: &dyn SinkFixture,
+    target: &str,
+    written: &[RecordBatch],
+    exactly_once: bool,
+    after: &str,
+) -> Result<(), Failure> {
+    let expected = fixture
+        .render(written)
+        .map_err(|e| Failure(format!("the fixture cannot render the written rows: {e}")))?;
+    let found = fixture
+        .read_back(target)
+        .await
+        .map_err(|e| Failure(format!("reading '{target}' back after {after} failed: {e}")))?;
+    check_rows(&expected, &found, exactly_once, after)
+}

@@ -1,0 +1,36 @@
+//! The sink conformance suite against the built-in Parquet directory sink.
+
+#![cfg(feature = "sinks")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use tributary_conformance::fixtures::ParquetSinkFixture;
+use tributary_conformance::SinkSetup;
+
+async fn setup() -> Option<SinkSetup> {
+    Some(SinkSetup {
+        connector: Arc::new(tributary_sinks::ParquetSinkFactory),
+        fixture: Box::new(ParquetSinkFixture::new().expect("temp dir")),
+    })
+}
+
+tributary_conformance::sink_conformance_tests!(setup);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runner_report_for_parquet() {
+    let mut fixture = ParquetSinkFixture::new().expect("temp dir");
+    let report = tributary_conformance::run_sinks(
+        &tributary_sinks::ParquetSinkFactory,
+        &mut fixture,
+        &Default::default(),
+    )
+    .await;
+    println!("{}", report.to_table());
+    assert!(report.is_success(), "{}", report.to_table());
+    // Everything but secrets (the Parquet sink has no sensitive option) runs and passes.
+    assert_eq!(report.passed(), 5, "{}", report.summary());
+    assert_eq!(report.skipped(), 1, "{}", report.summary());
+    let xml = report.to_junit_xml();
+    assert!(xml.contains("testsuite name=\"parquet/parquet\""), "{xml}");
+}
