@@ -1,5 +1,6 @@
 //! `tributary conformance`: runs the shared conformance suite against a built-in connector or a
-//! connector loaded from a plugin, with a named fixture, and writes the reports.
+//! connector loaded from a plugin, with a named fixture, and writes the reports. With `--sink`
+//! the connector is a sink and the sink suite runs (fixtures `parquet`, `jsonlines`).
 //!
 //! Extra `--options k=v` are laid over the options each case gives the connector (for
 //! connection settings such as `kafka.security.protocol`), through a wrapping factory.
@@ -10,7 +11,8 @@ use std::sync::Arc;
 use tributary_conformance::runner::RunOptions;
 use tributary_conformance::Report;
 use tributary_sdk::{
-    ConnectorContext, Error, ErrorCode, OptionSpec, Options, Result, Source, SourceFactory,
+    ConnectorContext, Error, ErrorCode, OptionSpec, Options, Result, Sink, SinkFactory, Source,
+    SourceFactory,
 };
 
 use crate::plugin;
@@ -19,8 +21,10 @@ use crate::registry::Registry;
 /// What to run.
 #[derive(Debug, Clone, Default)]
 pub struct ConformanceRequest {
-    /// Source connector name.
+    /// Connector name (a source, or a sink with `sink`).
     pub connector: String,
+    /// The connector is a sink: run the sink suite.
+    pub sink: bool,
     /// Load the connector from this plugin file instead of the built-in registry.
     pub plugin: Option<PathBuf>,
     /// Fixture name (`files`, `generator`, `kafka`, ...).
@@ -33,12 +37,12 @@ pub struct ConformanceRequest {
 
 /// A factory that adds fixed options to every `create`/`validate` call.
 #[derive(Debug)]
-struct WithOptions {
-    inner: Arc<dyn SourceFactory>,
+struct WithOptions<F: ?Sized> {
+    inner: Arc<F>,
     extra: Options,
 }
 
-impl WithOptions {
+impl<F: ?Sized> WithOptions<F> {
     fn merged(&self, options: &Options) -> Options {
         let mut o = options.clone();
         for (k, v) in self.extra.iter() {
@@ -48,7 +52,7 @@ impl WithOptions {
     }
 }
 
-impl SourceFactory for WithOptions {
+impl SourceFactory for WithOptions<dyn SourceFactory> {
     fn name(&self) -> &str {
         self.inner.name()
     }
@@ -59,6 +63,21 @@ impl SourceFactory for WithOptions {
         self.inner.validate(&self.merged(options))
     }
     fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Source>> {
+        self.inner.create(&self.merged(options), context)
+    }
+}
+
+impl SinkFactory for WithOptions<dyn SinkFactory> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn options(&self) -> Vec<OptionSpec> {
+        self.inner.options()
+    }
+    fn validate(&self, options: &Options) -> Result<()> {
+        self.inner.validate(&self.merged(options))
+    }
+    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Sink>> {
         self.inner.create(&self.merged(options), context)
     }
 }
@@ -80,34 +99,51 @@ pub fn parse_pairs(pairs: &[String]) -> Result<Options> {
 
 /// Finds the connector, builds the fixture, runs the suite.
 pub async fn run(req: &ConformanceRequest) -> Result<Report> {
-    let factory: Arc<dyn SourceFactory> = match &req.plugin {
-        Some(file) => {
-            let loaded = plugin::load(file)?;
-            let found = loaded
-                .source_factories()
-                .into_iter()
-                .find(|f| f.name().eq_ignore_ascii_case(&req.connector));
-            found.ok_or_else(|| {
-                Error::new(
-                    ErrorCode::UnknownConnector,
-                    format!(
-                        "plugin {} has no source connector '{}'",
-                        file.display(),
-                        req.connector
-                    ),
-                )
-            })?
-        }
-        None => Registry::with_plugins(&[])?.source(&req.connector)?,
-    };
-    let factory = WithOptions {
-        inner: factory,
-        extra: req.options.clone(),
-    };
-    let mut fixture = tributary_conformance::fixtures::by_name(&req.fixture)?;
     let options = RunOptions {
         only: req.only.clone(),
         ..RunOptions::default()
     };
+    if req.sink {
+        let factory = WithOptions {
+            inner: sink_factory(req)?,
+            extra: req.options.clone(),
+        };
+        let mut fixture = tributary_conformance::fixtures::sink_by_name(&req.fixture)?;
+        return Ok(tributary_conformance::run_sinks(&factory, fixture.as_mut(), &options).await);
+    }
+    let factory = WithOptions {
+        inner: source_factory(req)?,
+        extra: req.options.clone(),
+    };
+    let mut fixture = tributary_conformance::fixtures::by_name(&req.fixture)?;
     Ok(tributary_conformance::runner::run(&factory, fixture.as_mut(), &options).await)
+}
+
+fn not_in_plugin(file: &std::path::Path, kind: &str, name: &str) -> Error {
+    Error::new(
+        ErrorCode::UnknownConnector,
+        format!("plugin {} has no {kind} connector '{name}'", file.display()),
+    )
+}
+
+fn source_factory(req: &ConformanceRequest) -> Result<Arc<dyn SourceFactory>> {
+    match &req.plugin {
+        Some(file) => plugin::load(file)?
+            .source_factories()
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(&req.connector))
+            .ok_or_else(|| not_in_plugin(file, "source", &req.connector)),
+        None => Registry::with_plugins(&[])?.source(&req.connector),
+    }
+}
+
+fn sink_factory(req: &ConformanceRequest) -> Result<Arc<dyn SinkFactory>> {
+    match &req.plugin {
+        Some(file) => plugin::load(file)?
+            .sink_factories()
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(&req.connector))
+            .ok_or_else(|| not_in_plugin(file, "sink", &req.connector)),
+        None => Registry::with_plugins(&[])?.sink(&req.connector),
+    }
 }

@@ -97,3 +97,41 @@ fn extra_options_reach_the_connector() {
         "{table}"
     );
 }
+
+#[test]
+fn the_sink_suite_runs_through_the_command() {
+    let o = tributary()
+        .args([
+            "conformance",
+            "--sink",
+            "--connector",
+            "parquet",
+            "--fixture",
+            "parquet",
+        ])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{table}\n{}", stderr(&o));
+    assert!(
+        table.contains("sink_replay_after_restart") && table.contains("0 failed"),
+        "{table}"
+    );
+    // A source fixture is not a sink fixture: one clear error naming the known ones.
+    let o = tributary()
+        .args([
+            "conformance",
+            "--sink",
+            "--connector",
+            "parquet",
+            "--fixture",
+            "files",
+        ])
+        .output()
+        .unwrap();
+    let line = assert_one_clear_error(&o);
+    assert!(
+        line.contains("known sink fixtures: parquet, jsonlines"),
+        "{line}"
+    );
+}

@@ -52,19 +52,24 @@ enum Command {
         /// The pipeline file (TOML).
         pipeline: PathBuf,
     },
-    /// Run the conformance suite against a source connector (built in or from a plugin) with a
+    /// Run the conformance suite against a source or sink connector (built in or from a plugin) with a
     /// fixture that acts on the external system; print a table, write JSON and JUnit XML reports.
     ///
     /// Example: tributary conformance --connector files --fixture files --junit target/files.xml
     /// Example: tributary conformance --connector generator --plugin target/plugins/debug/libtributary_plugin_generator.so --fixture generator
+    /// Example: tributary conformance --sink --connector parquet --fixture parquet
     Conformance {
-        /// Source connector name.
+        /// Connector name (a source; a sink with --sink).
         #[arg(long)]
         connector: String,
+        /// The connector is a sink: run the sink suite (fixtures parquet, jsonlines).
+        #[arg(long)]
+        sink: bool,
         /// Load the connector from this plugin library instead of the built-in ones.
         #[arg(long, value_name = "FILE")]
         plugin: Option<PathBuf>,
-        /// Fixture: files, generator, kafka (with TRIBUTARY_KAFKA_BOOTSTRAP set).
+        /// Fixture: files, generator, kafka (with TRIBUTARY_KAFKA_BOOTSTRAP set); for sinks
+        /// parquet or jsonlines.
         #[arg(long)]
         fixture: String,
         /// Extra connector options laid over each case's options, as key=value.
@@ -217,6 +222,7 @@ fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Conformance {
             connector,
+            sink,
             plugin,
             fixture,
             options,
@@ -226,6 +232,7 @@ fn run(cli: Cli) -> Result<(), Error> {
         } => {
             let req = conformance::ConformanceRequest {
                 connector,
+                sink,
                 plugin,
                 fixture,
                 options: conformance::parse_pairs(&options)?,
