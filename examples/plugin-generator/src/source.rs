@@ -172,8 +172,11 @@ impl Source for GeneratorSource {
 
     async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
         self.check_running()?;
-        #[cfg(feature = "panic-in-read")]
-        panic!("generator built with feature panic-in-read");
+        // The fault-injection build panics here (a test of the host's panic containment); the
+        // condition keeps the code after it reachable, so that build compiles without warnings.
+        if cfg!(feature = "panic-in-read") {
+            panic!("generator built with feature panic-in-read");
+        }
         let (from, to) = (Self::rows(start)?, Self::rows(end)?);
         if to < from {
             return Err(Error::new(
