@@ -3,7 +3,9 @@
 //! Each group decodes the same N records (default 1,000,000; `TRIB_BENCH_RECORDS` overrides) of
 //! an 8-field record:
 //! - `avro`: ours (one Avro datum per binary value) vs `arrow-avro` (the same datums in an
-//!   uncompressed object container file) vs `apache-avro` `from_avro_datum` to `Value`;
+//!   uncompressed object container file) vs `apache-avro` `from_avro_datum` to `Value`; and,
+//!   like for like, ours vs arrow-avro's streaming `Decoder` on the same records with Confluent
+//!   framing;
 //! - `protobuf`: ours vs prost-reflect `DynamicMessage::decode`;
 //! - `json`: ours vs `arrow-json`'s decoder (newline-delimited);
 //! - each with `_10pct_malformed`: ours with every 10th record corrupted.
@@ -151,6 +153,58 @@ fn bench_avro(c: &mut Criterion) {
             let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
             black_box(rows)
         })
+    });
+    // The same records as Confluent-framed messages (magic byte, schema id): arrow-avro's
+    // streaming `Decoder`, the like-for-like comparison with a stream of separate records.
+    let framed: Vec<Vec<u8>> = datums
+        .iter()
+        .map(|d| tributary_sdk::decode::confluent_frame(7, None, d))
+        .collect();
+    let framed_input = batches(&framed);
+    let framed_schemas = StreamSchemas {
+        key: None,
+        payload: Some(ResolvedSchema {
+            format: SchemaFormat::Avro,
+            text: AVRO.into(),
+            wire: WireFormat::Confluent,
+            registry_id: Some(7),
+        }),
+    };
+    g.bench_function("tributary_confluent", |b| {
+        b.iter(|| black_box(ours(&framed_schemas, &framed_input)))
+    });
+    let arrow_decoder = || {
+        use arrow_avro::schema::{AvroSchema, Fingerprint, FingerprintAlgorithm, SchemaStore};
+        let mut store = SchemaStore::new_with_type(FingerprintAlgorithm::Id);
+        store
+            .set(Fingerprint::Id(7), AvroSchema::new(AVRO.to_string()))
+            .unwrap();
+        let mut decoder = arrow_avro::reader::ReaderBuilder::new()
+            .with_batch_size(BATCH)
+            .with_writer_schema_store(store)
+            .build_decoder()
+            .unwrap();
+        let mut rows = 0;
+        for chunk in framed.chunks(BATCH) {
+            for m in chunk {
+                let mut buf = m.as_slice();
+                while !buf.is_empty() {
+                    let used = decoder.decode(buf).unwrap();
+                    if used == 0 {
+                        break;
+                    }
+                    buf = &buf[used..];
+                }
+            }
+            rows += decoder.flush().unwrap().map_or(0, |b| b.num_rows());
+        }
+        rows
+    };
+    // Both sides decode every record (checked once, outside the timing).
+    assert_eq!(arrow_decoder(), n);
+    assert_eq!(ours(&framed_schemas, &framed_input), n);
+    g.bench_function("arrow_avro_decoder_confluent", |b| {
+        b.iter(|| black_box(arrow_decoder()))
     });
     g.bench_function("apache_avro_value", |b| {
         b.iter(|| {
