@@ -49,6 +49,8 @@ pub mod names {
     pub const DELIMITER: &str = "delimiter";
     /// Skip files that vanished between discovery and read.
     pub const IGNORE_MISSING: &str = "ignoreMissingFiles";
+    /// JSON: each file is one document (an object, or an array of objects).
+    pub const MULTI_LINE: &str = "multiLine";
 }
 
 /// Every option the files source accepts.
@@ -123,6 +125,12 @@ pub fn option_specs() -> Vec<OptionSpec> {
         OptionSpec::string(SEP, "CSV: the field separator, one character (\\t for tab).")
             .default_value(","),
         OptionSpec::string(DELIMITER, "CSV: alias of sep."),
+        OptionSpec::bool(
+            MULTI_LINE,
+            "JSON: each file is one JSON document spanning lines (an object, or an array whose \
+             elements are the rows) instead of one object per line.",
+        )
+        .default_value(false),
         OptionSpec::bool(
             IGNORE_MISSING,
             "Skip (and count) a file that vanished between discovery and reading instead of failing \
@@ -212,6 +220,8 @@ pub struct FilesConfig {
     pub csv: CsvOptions,
     /// Skip vanished files.
     pub ignore_missing_files: bool,
+    /// JSON: one document per file.
+    pub multi_line: bool,
 }
 
 impl FilesConfig {
@@ -259,6 +269,17 @@ impl FilesConfig {
                 .with_context("option", PATH_GLOB_FILTER)
             })?;
         }
+        let multi_line = p.bool(MULTI_LINE)?.unwrap_or(false);
+        if multi_line && format != Format::Json {
+            return Err(Error::new(
+                ErrorCode::ConflictingOptions,
+                format!(
+                    "option '{MULTI_LINE}' applies to cloudFiles.format=json only (the format is {})",
+                    format.as_str()
+                ),
+            )
+            .with_context("option", MULTI_LINE));
+        }
         let count = |name: &str| -> Result<usize> {
             Ok(usize::try_from(p.i64(name)?.unwrap_or(1)).unwrap_or(usize::MAX))
         };
@@ -285,6 +306,7 @@ impl FilesConfig {
                 delimiter,
             },
             ignore_missing_files: p.bool(IGNORE_MISSING)?.unwrap_or(false),
+            multi_line,
         })
     }
 
@@ -502,5 +524,17 @@ mod tests {
         let mut o = opts(&base);
         o.set("mode", "failFast");
         assert_eq!(FilesConfig::parse(&o).unwrap().mode, Mode::FailFast);
+    }
+
+    #[test]
+    fn multi_line_is_a_json_option() {
+        let mut o = opts(&[("path", "/d"), ("cloudFiles.format", "json")]);
+        o.set("multiLine", "true");
+        assert!(FilesConfig::parse(&o).unwrap().multi_line);
+        let mut o = opts(&[("path", "/d"), ("cloudFiles.format", "csv")]);
+        o.set("multiline", "true");
+        let e = FilesConfig::parse(&o).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ConflictingOptions);
+        assert!(e.message().contains("format=json only"), "{}", e.message());
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Incremental file ingestion for Tributary, in the manner of Databricks Auto Loader
 //! (`cloudFiles`): a source that discovers new files under a path, remembers every file it has
-//! queued in a file-state store inside the checkpoint, and decodes JSON lines, CSV or Parquet
+//! queued in a file-state store inside the checkpoint, and decodes JSON lines (or, with
+//! `multiLine=true`, one JSON document per file: an object or an array of rows), CSV or Parquet
 //! into Arrow batches.
 //!
 //! ## Guarantees

@@ -179,6 +179,7 @@ fn infer(config: &FilesConfig, discovery: &Discovery) -> Result<Schema> {
         config.sample_records,
         config.infer_column_types,
         config.csv,
+        config.multi_line,
     )
     .map_err(|e| {
         if e.context_value("path").is_none() {

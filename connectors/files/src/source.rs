@@ -113,7 +113,8 @@ impl FilesSource {
             &config.rescued_column,
             config.mode,
             config.csv,
-        );
+        )
+        .with_multi_line(config.multi_line);
         let schema = output_schema(&decode.decoded_schema);
         Ok(FilesSource {
             data_loss: DataLossTracker::new(!config.ignore_missing_files),

@@ -158,3 +158,42 @@ async fn inferred_string_columns_accept_any_scalar() {
     assert_eq!(strings(&batches, "b"), vec![Some("true".into()), None]);
     assert_eq!(src.metrics()["numMalformedRecords"], 0);
 }
+
+#[tokio::test]
+async fn multi_line_json_files_are_documents_of_rows() {
+    let input = tempfile::tempdir().unwrap();
+    std::fs::write(
+        input.path().join("a.json"),
+        "[\n  {\n    \"id\": 1,\n    \"name\": \"ann\"\n  },\n  {\n    \"id\": 2\n  }\n]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        input.path().join("b.json"),
+        "{\n  \"id\": 3,\n  \"name\": \"bo\"\n}\n",
+    )
+    .unwrap();
+    std::fs::write(input.path().join("c.json"), "[{\"id\": 4},\n").unwrap();
+    // Inferred from the documents (typed), as Spark does with multiLine.
+    let mut src = source(
+        input.path(),
+        None,
+        &[
+            ("multiLine", "true"),
+            ("cloudFiles.inferColumnTypes", "true"),
+        ],
+    );
+    let start = src.initial_offset().await.unwrap();
+    let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
+    assert_eq!(
+        strings(&batches, "id"),
+        [Some("1".into()), Some("2".into()), Some("3".into()), None]
+    );
+    assert_eq!(
+        strings(&batches, "name"),
+        [Some("ann".into()), None, Some("bo".into()), None]
+    );
+    let rescued = strings(&batches, "_rescued_data");
+    assert_eq!(rescued[3].as_deref(), Some("[{\"id\": 4},\n"));
+    assert_eq!(src.metrics()["numMalformedRecords"], 1);
+    assert_eq!(distinct_files(&batches), ["a.json", "b.json", "c.json"]);
+}

@@ -1,4 +1,6 @@
-//! JSON lines: one JSON object per line, decoded with `arrow-json`.
+//! JSON lines: one JSON object per line, decoded with `arrow-json`. With `multiLine` a file is
+//! one JSON document (an object, or an array of objects) whose records are turned into lines
+//! first (serde_json parses the document; arrow-json has no reader for a top-level array).
 //!
 //! Fast path: the whole file through one strict decoder (unknown fields are an error, numbers
 //! and booleans are accepted into string columns as Spark does). Only when that fails, each
@@ -37,8 +39,62 @@ fn builder(ctx: &DecodeContext, strict: bool) -> ReaderBuilder {
         .with_strict_mode(strict)
 }
 
-/// Decodes one JSON lines file.
+/// Decodes one JSON file: JSON lines, or with `multiLine` one document per file.
 pub fn decode(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
+    if ctx.multi_line {
+        return decode_document(bytes, path, ctx);
+    }
+    decode_lines(bytes, path, ctx)
+}
+
+/// A `multiLine` file: the document's records become JSON lines (an array's elements, or the
+/// one object) and go through the line decoder, so a bad element is one malformed row (its
+/// number is the element's). A file that is not JSON at all is one malformed record: in
+/// PERMISSIVE mode a row of nulls with the file's text rescued, as Spark does.
+fn decode_document(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
+    match document_lines(bytes) {
+        Ok(lines) => decode_lines(&lines, path, ctx),
+        Err(reason) => {
+            let text = String::from_utf8_lossy(bytes).into_owned();
+            if ctx.mode == Mode::FailFast {
+                return Err(malformed(
+                    path,
+                    1,
+                    format!("{reason}; record: {}", excerpt(&text)),
+                ));
+            }
+            let batches = read_all(ctx, false, b"{}").map_err(|e| unreadable(path, e))?;
+            let batches = batches
+                .into_iter()
+                .map(|b| with_rescued(b, Some(rescued_array(&[Some(text.clone())])), ctx))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Decoded {
+                batches,
+                malformed: 1,
+            })
+        }
+    }
+}
+
+/// A JSON document as JSON lines: one line per array element, or the document itself.
+fn document_lines(bytes: &[u8]) -> std::result::Result<Vec<u8>, String> {
+    let doc: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("not a JSON document: {e}"))?;
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut push = |v: &serde_json::Value| {
+        // Writing a Value into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut out, v);
+        out.push(b'\n');
+    };
+    match &doc {
+        serde_json::Value::Array(items) => items.iter().for_each(&mut push),
+        other => push(other),
+    }
+    Ok(out)
+}
+
+/// Decodes JSON lines.
+fn decode_lines(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
     if let Ok(batches) = read_all(ctx, true, bytes) {
         let batches = batches
             .into_iter()
@@ -202,9 +258,22 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
 
 /// Infers columns from the first `max_records` JSON objects of the samples (lines that are
 /// not JSON objects are skipped). Columns are sorted by name, as Spark's JSON inference does.
-pub fn infer(samples: &[(String, Bytes)], max_records: usize, infer_types: bool) -> Result<Schema> {
+pub fn infer(
+    samples: &[(String, Bytes)],
+    max_records: usize,
+    infer_types: bool,
+    multi_line: bool,
+) -> Result<Schema> {
     let mut values = Vec::new();
     'files: for (_, bytes) in samples {
+        // A multiLine file that is not a JSON document holds no sample.
+        let doc;
+        let bytes: &[u8] = if multi_line {
+            doc = document_lines(bytes).unwrap_or_default();
+            &doc
+        } else {
+            bytes
+        };
         for (_, line) in lines(bytes) {
             if values.len() >= max_records {
                 break 'files;
@@ -356,16 +425,77 @@ mod tests {
             "a".to_string(),
             Bytes::from_static(b"{\"b\": 1, \"a\": {\"x\": true}}\nbad\n{\"c\": 1.5}\n"),
         )];
-        let s = infer(&samples, 100, false).unwrap();
+        let s = infer(&samples, 100, false, false).unwrap();
         let names: Vec<_> = s.fields().iter().map(|f| f.name().clone()).collect();
         assert_eq!(names, ["a", "b", "c"]);
         assert_eq!(s.field(1).data_type(), &DataType::Utf8);
         assert!(
             matches!(s.field(0).data_type(), DataType::Struct(f) if f[0].data_type() == &DataType::Utf8)
         );
-        let s = infer(&samples, 100, true).unwrap();
+        let s = infer(&samples, 100, true, false).unwrap();
         assert_eq!(s.field(1).data_type(), &DataType::Int64);
         assert_eq!(s.field(2).data_type(), &DataType::Float64);
-        assert_eq!(infer(&[], 10, true).unwrap_err().code(), ErrorCode::Schema);
+        assert_eq!(
+            infer(&[], 10, true, false).unwrap_err().code(),
+            ErrorCode::Schema
+        );
+    }
+
+    #[test]
+    fn multi_line_documents_become_rows() {
+        let ctx = ctx(Mode::Permissive).with_multi_line(true);
+        let pretty =
+            b"[\n  {\"id\": 1,\n   \"name\": \"a\"},\n  {\"id\": 2, \"extra\": true},\n  7\n]\n";
+        let d = decode(pretty, "f", &ctx).unwrap();
+        assert_eq!(d.malformed, 1);
+        let b = &d.batches[0];
+        assert_eq!(b.num_rows(), 3);
+        let id = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+        assert_eq!((id.value(0), id.value(1)), (1, 2));
+        assert!(id.is_null(2));
+        let r = b.column(2).as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(r.value(1), "{\"extra\":true}");
+        assert_eq!(r.value(2), "7");
+
+        let one = decode(b"{\n \"id\": 5\n}", "f", &ctx).unwrap();
+        assert_eq!(one.batches[0].num_rows(), 1);
+        assert_eq!(one.malformed, 0);
+    }
+
+    #[test]
+    fn a_multi_line_file_that_is_not_json_is_one_malformed_record() {
+        let text = b"[{\"id\": 1},\n oops";
+        let d = decode(text, "f", &ctx(Mode::Permissive).with_multi_line(true)).unwrap();
+        assert_eq!(d.malformed, 1);
+        let b = &d.batches[0];
+        assert_eq!(b.num_rows(), 1);
+        assert!(b.column(0).is_null(0));
+        let r = b.column(2).as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(r.value(0).as_bytes(), text);
+        let e = decode(
+            text,
+            "/x/doc.json",
+            &ctx(Mode::FailFast).with_multi_line(true),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::MalformedRecord);
+        assert_eq!(e.context_value("file"), Some("/x/doc.json"));
+    }
+
+    #[test]
+    fn multi_line_inference_reads_the_documents() {
+        let samples = vec![
+            (
+                "a".to_string(),
+                Bytes::from_static(b"[\n {\"b\": 1},\n {\"a\": \"x\"}\n]"),
+            ),
+            ("bad".to_string(), Bytes::from_static(b"{ not json")),
+        ];
+        let s = infer(&samples, 100, true, true).unwrap();
+        let names: Vec<_> = s.fields().iter().map(|f| f.name().clone()).collect();
+        assert_eq!(names, ["a", "b"]);
+        // Read as lines, only the one line that happens to be a whole object counts.
+        let s = infer(&samples, 100, true, false).unwrap();
+        assert_eq!(s.fields().len(), 1);
     }
 }

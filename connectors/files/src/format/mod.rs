@@ -34,6 +34,8 @@ pub struct DecodeContext {
     pub mode: Mode,
     /// CSV options.
     pub csv: CsvOptions,
+    /// JSON: each file is one document (`multiLine`).
+    pub multi_line: bool,
 }
 
 impl DecodeContext {
@@ -58,7 +60,14 @@ impl DecodeContext {
             decoded_schema: Arc::new(Schema::new(fields)),
             mode,
             csv,
+            multi_line: false,
         }
+    }
+
+    /// With `multiLine` JSON files (one document per file).
+    pub fn with_multi_line(mut self, multi_line: bool) -> DecodeContext {
+        self.multi_line = multi_line;
+        self
     }
 }
 
@@ -87,9 +96,10 @@ pub fn infer(
     max_records: usize,
     infer_types: bool,
     csv: CsvOptions,
+    multi_line: bool,
 ) -> Result<Schema> {
     match format {
-        Format::Json => json::infer(samples, max_records, infer_types),
+        Format::Json => json::infer(samples, max_records, infer_types, multi_line),
         Format::Csv => csv::infer(samples, max_records, infer_types, csv),
         Format::Parquet => parquet::infer(samples),
     }
