@@ -51,6 +51,10 @@ pub enum ErrorCode {
     Schema,
     /// A record could not be decoded and the mode is FAILFAST.
     MalformedRecord,
+    /// Records hold columns the stream's schema does not (Auto Loader's
+    /// `UNKNOWN_FIELD_EXCEPTION`). With schema evolution the new columns were added to the
+    /// stored schema and a restart reads them.
+    UnknownField,
     /// Data was lost or skipped; the kind gives the precise code.
     DataLoss(DataLossKind),
     /// A plugin could not be loaded or broke its contract.
@@ -82,6 +86,7 @@ impl ErrorCode {
             ErrorCode::SinkWrite => "SINK_WRITE_FAILED",
             ErrorCode::Schema => "SCHEMA_ERROR",
             ErrorCode::MalformedRecord => "MALFORMED_RECORD",
+            ErrorCode::UnknownField => "UNKNOWN_FIELD_EXCEPTION",
             ErrorCode::DataLoss(kind) => kind.code(),
             ErrorCode::Plugin => "PLUGIN_ERROR",
             ErrorCode::UnknownConnector => "UNKNOWN_CONNECTOR",
@@ -108,6 +113,7 @@ impl ErrorCode {
             ErrorCode::SinkWrite,
             ErrorCode::Schema,
             ErrorCode::MalformedRecord,
+            ErrorCode::UnknownField,
             ErrorCode::Plugin,
             ErrorCode::UnknownConnector,
             ErrorCode::Io,
@@ -132,6 +138,7 @@ impl ErrorCode {
             | ErrorCode::Schema
             | ErrorCode::UnknownConnector
             | ErrorCode::MalformedRecord
+            | ErrorCode::UnknownField
             | ErrorCode::DataLoss(_) => Domain::User,
             ErrorCode::Authentication
             | ErrorCode::Connection

@@ -51,6 +51,8 @@ pub mod names {
     pub const IGNORE_MISSING: &str = "ignoreMissingFiles";
     /// JSON: each file is one document (an object, or an array of objects).
     pub const MULTI_LINE: &str = "multiLine";
+    /// What new columns in the data do.
+    pub const SCHEMA_EVOLUTION_MODE: &str = "cloudFiles.schemaEvolutionMode";
 }
 
 /// Every option the files source accepts.
@@ -125,6 +127,15 @@ pub fn option_specs() -> Vec<OptionSpec> {
         OptionSpec::string(SEP, "CSV: the field separator, one character (\\t for tab).")
             .default_value(","),
         OptionSpec::string(DELIMITER, "CSV: alias of sep."),
+        OptionSpec::one_of(
+            SCHEMA_EVOLUTION_MODE,
+            &["addNewColumns", "rescue", "failOnNewColumns", "none"],
+            "JSON: what a column that is not in the schema does. addNewColumns (default with an \
+             inferred schema): the stream stops with UNKNOWN_FIELD_EXCEPTION after adding the \
+             columns to the stored schema, and a restart reads them; rescue (default with a \
+             given schema): the values go to the rescued data column; failOnNewColumns: the \
+             stream stops and the schema is kept; none: the values are dropped.",
+        ),
         OptionSpec::bool(
             MULTI_LINE,
             "JSON: each file is one JSON document spanning lines (an object, or an array whose \
@@ -164,6 +175,31 @@ impl Format {
     /// True when the format has a rescued data column.
     pub fn has_rescued_column(&self) -> bool {
         !matches!(self, Format::Parquet)
+    }
+}
+
+/// What columns that are not in the schema do (`cloudFiles.schemaEvolutionMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaEvolution {
+    /// Add them to the stored schema and stop; a restart reads them.
+    AddNewColumns,
+    /// Put their values in the rescued data column.
+    Rescue,
+    /// Stop without changing the schema.
+    FailOnNewColumns,
+    /// Drop their values.
+    None,
+}
+
+impl SchemaEvolution {
+    /// The option value.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SchemaEvolution::AddNewColumns => "addNewColumns",
+            SchemaEvolution::Rescue => "rescue",
+            SchemaEvolution::FailOnNewColumns => "failOnNewColumns",
+            SchemaEvolution::None => "none",
+        }
     }
 }
 
@@ -222,6 +258,8 @@ pub struct FilesConfig {
     pub ignore_missing_files: bool,
     /// JSON: one document per file.
     pub multi_line: bool,
+    /// What new columns do.
+    pub schema_evolution: SchemaEvolution,
 }
 
 impl FilesConfig {
@@ -280,13 +318,45 @@ impl FilesConfig {
             )
             .with_context("option", MULTI_LINE));
         }
+        let schema_ddl = p.string(SCHEMA)?.filter(|s| !s.trim().is_empty());
+        let schema_evolution = match p.word(SCHEMA_EVOLUTION_MODE)?.as_deref() {
+            Some("addnewcolumns") => SchemaEvolution::AddNewColumns,
+            Some("rescue") => SchemaEvolution::Rescue,
+            Some("failonnewcolumns") => SchemaEvolution::FailOnNewColumns,
+            Some("none") => SchemaEvolution::None,
+            // Auto Loader's defaults: evolve an inferred schema, keep a given one.
+            _ if schema_ddl.is_none() && format == Format::Json => SchemaEvolution::AddNewColumns,
+            _ => SchemaEvolution::Rescue,
+        };
+        if format != Format::Json && p.is_set(SCHEMA_EVOLUTION_MODE) {
+            return Err(Error::new(
+                ErrorCode::ConflictingOptions,
+                format!(
+                    "option '{SCHEMA_EVOLUTION_MODE}' applies to cloudFiles.format=json in this \
+                     build (the format is {}); CSV values that do not fit are rescued, Parquet \
+                     files are read by column name",
+                    format.as_str()
+                ),
+            )
+            .with_context("option", SCHEMA_EVOLUTION_MODE));
+        }
+        if schema_evolution == SchemaEvolution::AddNewColumns && schema_ddl.is_some() {
+            return Err(Error::new(
+                ErrorCode::ConflictingOptions,
+                format!(
+                    "{SCHEMA_EVOLUTION_MODE}=addNewColumns needs an inferred schema (it evolves \
+                     the stored one); with the 'schema' option use rescue, failOnNewColumns or none"
+                ),
+            )
+            .with_context("option", SCHEMA_EVOLUTION_MODE));
+        }
         let count = |name: &str| -> Result<usize> {
             Ok(usize::try_from(p.i64(name)?.unwrap_or(1)).unwrap_or(usize::MAX))
         };
         Ok(FilesConfig {
             path,
             format,
-            schema_ddl: p.string(SCHEMA)?.filter(|s| !s.trim().is_empty()),
+            schema_ddl,
             infer_column_types: p.bool(INFER_COLUMN_TYPES)?.unwrap_or(false),
             sample_files: count(SAMPLE_FILES)?,
             sample_records: count(SAMPLE_RECORDS)?,
@@ -307,6 +377,7 @@ impl FilesConfig {
             },
             ignore_missing_files: p.bool(IGNORE_MISSING)?.unwrap_or(false),
             multi_line,
+            schema_evolution,
         })
     }
 

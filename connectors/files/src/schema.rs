@@ -58,7 +58,7 @@ pub fn resolve_file_schema(
             None => {
                 let inferred = infer(config, discovery)?;
                 if let Some(dir) = state_dir {
-                    store(dir, config.format, &inferred)?;
+                    store_schema(dir, config.format, &inferred)?;
                 }
                 inferred
             }
@@ -119,7 +119,8 @@ fn load(dir: &Path) -> Result<Option<StoredSchema>> {
     })
 }
 
-fn store(dir: &Path, format: Format, schema: &Schema) -> Result<()> {
+/// Stores an inferred (or evolved) schema: temp file, fsync, rename.
+pub(crate) fn store_schema(dir: &Path, format: Format, schema: &Schema) -> Result<()> {
     let io = |e: std::io::Error| {
         Error::new(
             ErrorCode::Checkpoint,

@@ -114,7 +114,8 @@ impl FilesSource {
             config.mode,
             config.csv,
         )
-        .with_multi_line(config.multi_line);
+        .with_multi_line(config.multi_line)
+        .with_schema_evolution(config.schema_evolution);
         let schema = output_schema(&decode.decoded_schema);
         Ok(FilesSource {
             data_loss: DataLossTracker::new(!config.ignore_missing_files),
@@ -149,7 +150,23 @@ impl FilesSource {
             Err(object_store::Error::NotFound { .. }) => return self.vanished(file),
             Err(e) => return Err(unreadable(&file.path, e)),
         };
-        let decoded = format::decode(self.config.format, bytes, &file.path, &self.decode)?;
+        let mut decoded = format::decode(self.config.format, bytes, &file.path, &self.decode)?;
+        if !decoded.new_columns.is_empty() {
+            let fields: Vec<_> = self
+                .decode
+                .file_schema
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone())
+                .collect();
+            return Err(crate::evolution::on_new_columns(
+                &self.config,
+                &fields,
+                self.state_dir.as_deref(),
+                &file.path,
+                std::mem::take(&mut decoded.new_columns),
+            )?);
+        }
         self.malformed += decoded.malformed;
         for batch in decoded.batches {
             if batch.num_rows() == 0 {

@@ -296,7 +296,8 @@ async fn inferred_schema_is_stored_and_reused_on_restart() {
     assert_eq!(first.field(0).data_type(), &arrow_schema::DataType::Int64);
     assert!(state.path().join("schema.json").is_file());
 
-    // Files with other columns arrive; the restarted stream keeps its schema and rescues them.
+    // Files with other columns arrive; with schemaEvolutionMode=rescue the restarted stream
+    // keeps its schema and rescues them.
     std::fs::write(
         input.path().join("b.json"),
         "{\"id\": 9, \"extra\": true}\n",
@@ -306,7 +307,10 @@ async fn inferred_schema_is_stored_and_reused_on_restart() {
     let mut src = source(
         input.path(),
         Some(state.path()),
-        &[("cloudFiles.inferColumnTypes", "true")],
+        &[
+            ("cloudFiles.inferColumnTypes", "true"),
+            ("cloudFiles.schemaEvolutionMode", "rescue"),
+        ],
     );
     assert_eq!(src.schema(), first);
     let start = src.initial_offset().await.unwrap();

@@ -43,7 +43,7 @@ pub fn decode(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> 
             .collect::<Result<Vec<_>>>()?;
         return Ok(Decoded {
             batches,
-            malformed: 0,
+            ..Decoded::default()
         });
     }
     slow_path(bytes, path, ctx)
@@ -159,6 +159,7 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
     Ok(Decoded {
         batches: vec![batch],
         malformed: malformed_rows,
+        ..Decoded::default()
     })
 }
 

@@ -29,7 +29,7 @@ use super::{
     leaves_as_strings, null_as_string, rescued_array, with_rescued, DecodeContext, Decoded,
     BATCH_SIZE,
 };
-use crate::config::Mode;
+use crate::config::{Mode, SchemaEvolution};
 use crate::error::{excerpt, malformed, unreadable};
 
 fn builder(ctx: &DecodeContext, strict: bool) -> ReaderBuilder {
@@ -71,6 +71,7 @@ fn decode_document(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Deco
             Ok(Decoded {
                 batches,
                 malformed: 1,
+                ..Decoded::default()
             })
         }
     }
@@ -102,7 +103,7 @@ fn decode_lines(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded
             .collect::<Result<Vec<_>>>()?;
         return Ok(Decoded {
             batches,
-            malformed: 0,
+            ..Decoded::default()
         });
     }
     slow_path(bytes, path, ctx)
@@ -202,6 +203,7 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
     let mut cleaned = Vec::with_capacity(bytes.len());
     let mut rescued: Vec<Option<String>> = Vec::new();
     let mut malformed_rows = 0u64;
+    let mut new_columns = serde_json::Map::new();
     for (no, line) in lines(bytes) {
         match checker.classify(line) {
             Outcome::Good => {
@@ -210,7 +212,14 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
             }
             Outcome::Extra(extra) => {
                 cleaned.extend_from_slice(line);
-                rescued.push(extra);
+                match ctx.evolution {
+                    SchemaEvolution::Rescue => rescued.push(extra),
+                    SchemaEvolution::None => rescued.push(None),
+                    SchemaEvolution::AddNewColumns | SchemaEvolution::FailOnNewColumns => {
+                        note_new_columns(extra.as_deref(), &mut new_columns);
+                        rescued.push(None);
+                    }
+                }
             }
             Outcome::Bad(reason) => {
                 let text = String::from_utf8_lossy(line).into_owned();
@@ -253,7 +262,23 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
     Ok(Decoded {
         batches: out,
         malformed: malformed_rows,
+        new_columns,
     })
+}
+
+/// Keeps the first value seen of each unknown field (`extra` is a JSON object).
+fn note_new_columns(extra: Option<&str>, seen: &mut serde_json::Map<String, serde_json::Value>) {
+    let Some(serde_json::Value::Object(fields)) = extra.and_then(|e| serde_json::from_str(e).ok())
+    else {
+        return;
+    };
+    for (k, v) in fields {
+        // A null says nothing of the type: a later non-null value replaces it.
+        let known = seen.get(&k).is_some_and(|old| !old.is_null());
+        if !known {
+            seen.insert(k, v);
+        }
+    }
 }
 
 /// Infers columns from the first `max_records` JSON objects of the samples (lines that are

@@ -17,7 +17,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use tributary_sdk::Result;
 
-use crate::config::{CsvOptions, Format, Mode};
+use crate::config::{CsvOptions, Format, Mode, SchemaEvolution};
 
 /// Rows per Arrow batch the readers produce.
 pub const BATCH_SIZE: usize = 8192;
@@ -36,6 +36,8 @@ pub struct DecodeContext {
     pub csv: CsvOptions,
     /// JSON: each file is one document (`multiLine`).
     pub multi_line: bool,
+    /// JSON: what fields that are not columns do.
+    pub evolution: SchemaEvolution,
 }
 
 impl DecodeContext {
@@ -61,7 +63,14 @@ impl DecodeContext {
             mode,
             csv,
             multi_line: false,
+            evolution: SchemaEvolution::Rescue,
         }
+    }
+
+    /// With this schema evolution mode (JSON).
+    pub fn with_schema_evolution(mut self, evolution: SchemaEvolution) -> DecodeContext {
+        self.evolution = evolution;
+        self
     }
 
     /// With `multiLine` JSON files (one document per file).
@@ -78,6 +87,9 @@ pub struct Decoded {
     pub batches: Vec<RecordBatch>,
     /// Records that did not fit (nulls + rescued text).
     pub malformed: u64,
+    /// Top-level fields that are not columns, with the first value seen of each (JSON, when
+    /// the schema evolution mode is addNewColumns or failOnNewColumns).
+    pub new_columns: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Decodes one file. `path` names the file in errors.

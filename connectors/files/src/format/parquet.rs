@@ -28,7 +28,7 @@ pub fn decode(bytes: Bytes, path: &str, ctx: &DecodeContext) -> Result<Decoded> 
     }
     Ok(Decoded {
         batches,
-        malformed: 0,
+        ..Decoded::default()
     })
 }
 

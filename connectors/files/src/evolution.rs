@@ -1,0 +1,71 @@
+//! Schema evolution for JSON (`cloudFiles.schemaEvolutionMode`), as in Auto Loader.
+//!
+//! When a file holds top-level fields that are not columns of the stream:
+//! - `addNewColumns` (the default with an inferred schema): the fields' types are inferred from
+//!   their values (strings unless `cloudFiles.inferColumnTypes=true`), appended to the stored
+//!   schema (`schema.json` in the state directory), and the read fails with
+//!   `UNKNOWN_FIELD_EXCEPTION`. The batch's offsets are already in the checkpoint, so a restart
+//!   reads the same batch again with the new columns: nothing is lost or read twice.
+//! - `failOnNewColumns`: the read fails the same way and the schema stays.
+//! - `rescue` and `none` never get here (the values are rescued or dropped while decoding).
+
+use arrow_schema::{Field, Schema};
+use bytes::Bytes;
+use tributary_sdk::{Error, ErrorCode, Result};
+
+use crate::config::{names, FilesConfig, SchemaEvolution};
+use crate::format;
+use crate::schema::store_schema;
+
+/// The error that stops the stream on new columns, after (with `addNewColumns`) storing the
+/// evolved schema. `file_fields` are the stream's current file columns.
+pub(crate) fn on_new_columns(
+    config: &FilesConfig,
+    file_fields: &[Field],
+    state_dir: Option<&std::path::Path>,
+    path: &str,
+    new_columns: serde_json::Map<String, serde_json::Value>,
+) -> Result<Error> {
+    // Sorted: the map's order depends on serde_json's `preserve_order` feature.
+    let mut names_list: Vec<String> = new_columns.keys().cloned().collect();
+    names_list.sort();
+    let listed = names_list.join(", ");
+    let base = |msg: String| {
+        Error::new(ErrorCode::UnknownField, msg)
+            .with_context("file", path)
+            .with_context("columns", &listed)
+            .with_context("option", names::SCHEMA_EVOLUTION_MODE)
+    };
+    if config.schema_evolution == SchemaEvolution::FailOnNewColumns {
+        return Ok(base(format!(
+            "file {path} has columns that are not in the stream's schema: {listed}; \
+             {}=failOnNewColumns keeps the schema (add them with the 'schema' option, or use \
+             addNewColumns or rescue)",
+            names::SCHEMA_EVOLUTION_MODE
+        )));
+    }
+    let Some(dir) = state_dir else {
+        return Ok(base(format!(
+            "file {path} has columns that are not in the stream's schema: {listed}; the schema \
+             cannot evolve without a state directory (run the source in a pipeline with a \
+             checkpoint, or use {}=rescue)",
+            names::SCHEMA_EVOLUTION_MODE
+        )));
+    };
+    // The new fields' types, inferred like the first schema was.
+    let sample = Bytes::from(serde_json::Value::Object(new_columns).to_string());
+    let added = format::json::infer(
+        &[(path.to_string(), sample)],
+        1,
+        config.infer_column_types,
+        false,
+    )?;
+    let mut fields: Vec<Field> = file_fields.to_vec();
+    fields.extend(added.fields().iter().map(|f| f.as_ref().clone()));
+    store_schema(dir, config.format, &Schema::new(fields))?;
+    Ok(base(format!(
+        "file {path} has new columns: {listed}. They were added to the stream's schema \
+         ({}); restart the stream to read them: the interrupted batch is read again, with them",
+        dir.join(crate::schema::SCHEMA_FILE).display()
+    )))
+}

@@ -1,0 +1,150 @@
+//! Schema evolution (`cloudFiles.schemaEvolutionMode`) for JSON, as in Auto Loader: a new column
+//! stops the stream once with UNKNOWN_FIELD_EXCEPTION after evolving the stored schema, and the
+//! restarted stream reads the same batch again with the column; the other modes rescue, fail
+//! or drop.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use tributary_sdk::{ErrorCode, ReadLimit};
+
+fn write(dir: &std::path::Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap();
+}
+
+#[tokio::test]
+async fn add_new_columns_stops_once_then_the_restart_reads_them() {
+    let input = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let typed = [("cloudFiles.inferColumnTypes", "true")];
+    write(input.path(), "a.json", "{\"id\": 1, \"name\": \"ann\"}\n");
+    let mut src = source(input.path(), Some(state.path()), &typed);
+    let start = src.initial_offset().await.unwrap();
+    let (end_a, _) = batch(&mut src, &start, &ReadLimit::All).await;
+
+    // b.json brings two new columns (one null in the first record that has it).
+    write(
+        input.path(),
+        "b.json",
+        "{\"id\": 2, \"vip\": null}\n{\"id\": 3, \"vip\": true, \"tags\": [\"x\"]}\n",
+    );
+    let end_b = src.latest_offset(&end_a, &ReadLimit::All).await.unwrap();
+    let e = src.read(&end_a, &end_b).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::UnknownField);
+    assert_eq!(e.code().as_str(), "UNKNOWN_FIELD_EXCEPTION");
+    assert!(e.message().contains("tags, vip"), "{}", e.message());
+    assert!(e.message().contains("restart"), "{}", e.message());
+    assert!(e.context_value("file").unwrap().ends_with("b.json"));
+    let stored = std::fs::read_to_string(state.path().join("schema.json")).unwrap();
+    assert!(
+        stored.contains("\"vip\"") && stored.contains("\"tags\""),
+        "{stored}"
+    );
+
+    // The restart (a new instance on the same state) reads the interrupted batch again, with
+    // the new columns typed as inferred from their values.
+    let mut src = source(input.path(), Some(state.path()), &typed);
+    let names: Vec<String> = src
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(
+        names,
+        ["id", "name", "tags", "vip", "_rescued_data", "_metadata"]
+    );
+    let vip = src
+        .schema()
+        .field_with_name("vip")
+        .unwrap()
+        .data_type()
+        .clone();
+    assert_eq!(vip, arrow_schema::DataType::Boolean);
+    let batches = src.read(&end_a, &end_b).await.unwrap();
+    assert_eq!(
+        strings(&batches, "id"),
+        [Some("2".into()), Some("3".into())]
+    );
+    assert_eq!(strings(&batches, "vip"), [None, Some("true".into())]);
+    assert_eq!(strings(&batches, "_rescued_data"), [None, None]);
+}
+
+#[tokio::test]
+async fn fail_on_new_columns_keeps_the_schema_and_none_drops_the_values() {
+    let input = tempfile::tempdir().unwrap();
+    write(input.path(), "a.json", "{\"id\": 1}\n");
+    write(input.path(), "b.json", "{\"id\": 2, \"extra\": 5}\n");
+    let schema = [("schema", "id BIGINT")];
+
+    let state = tempfile::tempdir().unwrap();
+    let mut src = source(
+        input.path(),
+        Some(state.path()),
+        &[
+            schema[0],
+            ("cloudFiles.schemaEvolutionMode", "failOnNewColumns"),
+        ],
+    );
+    let start = src.initial_offset().await.unwrap();
+    let end = src.latest_offset(&start, &ReadLimit::All).await.unwrap();
+    let e = src.read(&start, &end).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::UnknownField);
+    assert!(e.message().contains("failOnNewColumns"), "{}", e.message());
+
+    let mut src = source(
+        input.path(),
+        None,
+        &[schema[0], ("cloudFiles.schemaEvolutionMode", "none")],
+    );
+    let start = src.initial_offset().await.unwrap();
+    let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
+    assert_eq!(
+        strings(&batches, "id"),
+        [Some("1".into()), Some("2".into())]
+    );
+    assert_eq!(strings(&batches, "_rescued_data"), [None, None]);
+
+    // With a given schema the default is rescue.
+    let mut src = source(input.path(), None, &schema);
+    let start = src.initial_offset().await.unwrap();
+    let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
+    assert_eq!(
+        strings(&batches, "_rescued_data"),
+        [None, Some("{\"extra\":5}".into())]
+    );
+}
+
+#[test]
+fn add_new_columns_with_a_given_schema_or_csv_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = try_source(
+        dir.path(),
+        None,
+        &[
+            ("schema", "id BIGINT"),
+            ("cloudFiles.schemaEvolutionMode", "addNewColumns"),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ConflictingOptions);
+    assert!(e.message().contains("inferred schema"), "{}", e.message());
+    let e = try_source(
+        dir.path(),
+        None,
+        &[
+            ("cloudFiles.format", "csv"),
+            ("cloudFiles.schemaEvolutionMode", "rescue"),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ConflictingOptions);
+    let e = try_source(
+        dir.path(),
+        None,
+        &[("cloudFiles.schemaEvolutionMode", "addColumns")],
+    )
+    .unwrap_err();
+    assert!(e.message().contains("addNewColumns"), "{}", e.message());
+}
