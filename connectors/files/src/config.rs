@@ -130,11 +130,12 @@ pub fn option_specs() -> Vec<OptionSpec> {
         OptionSpec::one_of(
             SCHEMA_EVOLUTION_MODE,
             &["addNewColumns", "rescue", "failOnNewColumns", "none"],
-            "JSON: what a column that is not in the schema does. addNewColumns (default with an \
-             inferred schema): the stream stops with UNKNOWN_FIELD_EXCEPTION after adding the \
-             columns to the stored schema, and a restart reads them; rescue (default with a \
-             given schema): the values go to the rescued data column; failOnNewColumns: the \
-             stream stops and the schema is kept; none: the values are dropped.",
+            "JSON and Parquet: what a column that is not in the schema does. addNewColumns \
+             (default with an inferred schema): the stream stops with UNKNOWN_FIELD_EXCEPTION \
+             after adding the columns to the stored schema, and a restart reads them; rescue \
+             (JSON; default with a given schema): the values go to the rescued data column; \
+             failOnNewColumns: the stream stops and the schema is kept; none (Parquet's default \
+             with a given schema): the values are dropped.",
         ),
         OptionSpec::bool(
             MULTI_LINE,
@@ -324,18 +325,28 @@ impl FilesConfig {
             Some("rescue") => SchemaEvolution::Rescue,
             Some("failonnewcolumns") => SchemaEvolution::FailOnNewColumns,
             Some("none") => SchemaEvolution::None,
-            // Auto Loader's defaults: evolve an inferred schema, keep a given one.
-            _ if schema_ddl.is_none() && format == Format::Json => SchemaEvolution::AddNewColumns,
+            // Auto Loader's defaults: evolve an inferred schema, keep a given one (JSON rescues
+            // the values, Parquet has no rescued column and drops them).
+            _ if schema_ddl.is_none() && format != Format::Csv => SchemaEvolution::AddNewColumns,
+            _ if format == Format::Parquet => SchemaEvolution::None,
             _ => SchemaEvolution::Rescue,
         };
-        if format != Format::Json && p.is_set(SCHEMA_EVOLUTION_MODE) {
+        if format == Format::Csv && p.is_set(SCHEMA_EVOLUTION_MODE) {
             return Err(Error::new(
                 ErrorCode::ConflictingOptions,
                 format!(
-                    "option '{SCHEMA_EVOLUTION_MODE}' applies to cloudFiles.format=json in this \
-                     build (the format is {}); CSV values that do not fit are rescued, Parquet \
-                     files are read by column name",
-                    format.as_str()
+                    "option '{SCHEMA_EVOLUTION_MODE}' applies to json and parquet in this build; \
+                     CSV values that do not fit are rescued"
+                ),
+            )
+            .with_context("option", SCHEMA_EVOLUTION_MODE));
+        }
+        if format == Format::Parquet && schema_evolution == SchemaEvolution::Rescue {
+            return Err(Error::new(
+                ErrorCode::ConflictingOptions,
+                format!(
+                    "{SCHEMA_EVOLUTION_MODE}=rescue needs a rescued data column, which Parquet \
+                     streams do not have; use addNewColumns, failOnNewColumns or none"
                 ),
             )
             .with_context("option", SCHEMA_EVOLUTION_MODE));

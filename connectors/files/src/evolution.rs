@@ -1,13 +1,15 @@
-//! Schema evolution for JSON (`cloudFiles.schemaEvolutionMode`), as in Auto Loader.
+//! Schema evolution for JSON and Parquet (`cloudFiles.schemaEvolutionMode`), as in Auto Loader.
 //!
 //! When a file holds top-level fields that are not columns of the stream:
-//! - `addNewColumns` (the default with an inferred schema): the fields' types are inferred from
-//!   their values (strings unless `cloudFiles.inferColumnTypes=true`), appended to the stored
+//! - `addNewColumns` (the default with an inferred schema): the fields' types (JSON: inferred
+//!   from their values, strings unless `cloudFiles.inferColumnTypes=true`; Parquet: the file's
+//!   own), appended to the stored
 //!   schema (`schema.json` in the state directory), and the read fails with
 //!   `UNKNOWN_FIELD_EXCEPTION`. The batch's offsets are already in the checkpoint, so a restart
 //!   reads the same batch again with the new columns: nothing is lost or read twice.
 //! - `failOnNewColumns`: the read fails the same way and the schema stays.
-//! - `rescue` and `none` never get here (the values are rescued or dropped while decoding).
+//! - `rescue` (JSON) and `none` never get here (the values are rescued or dropped while
+//!   decoding).
 
 use arrow_schema::{Field, Schema};
 use bytes::Bytes;
@@ -17,17 +19,37 @@ use crate::config::{names, FilesConfig, SchemaEvolution};
 use crate::format;
 use crate::schema::store_schema;
 
+/// The types of new JSON columns, inferred from their first values like the first schema was
+/// (strings unless `cloudFiles.inferColumnTypes=true`), sorted by name.
+pub(crate) fn json_fields(
+    config: &FilesConfig,
+    path: &str,
+    new_columns: serde_json::Map<String, serde_json::Value>,
+) -> Result<Vec<Field>> {
+    let sample = Bytes::from(serde_json::Value::Object(new_columns).to_string());
+    let inferred = format::json::infer(
+        &[(path.to_string(), sample)],
+        1,
+        config.infer_column_types,
+        false,
+    )?;
+    Ok(inferred
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect())
+}
+
 /// The error that stops the stream on new columns, after (with `addNewColumns`) storing the
-/// evolved schema. `file_fields` are the stream's current file columns.
+/// evolved schema. `file_fields` are the stream's current file columns, `added` the new ones.
 pub(crate) fn on_new_columns(
     config: &FilesConfig,
     file_fields: &[Field],
     state_dir: Option<&std::path::Path>,
     path: &str,
-    new_columns: serde_json::Map<String, serde_json::Value>,
+    added: Vec<Field>,
 ) -> Result<Error> {
-    // Sorted: the map's order depends on serde_json's `preserve_order` feature.
-    let mut names_list: Vec<String> = new_columns.keys().cloned().collect();
+    let mut names_list: Vec<String> = added.iter().map(|f| f.name().clone()).collect();
     names_list.sort();
     let listed = names_list.join(", ");
     let base = |msg: String| {
@@ -52,16 +74,8 @@ pub(crate) fn on_new_columns(
             names::SCHEMA_EVOLUTION_MODE
         )));
     };
-    // The new fields' types, inferred like the first schema was.
-    let sample = Bytes::from(serde_json::Value::Object(new_columns).to_string());
-    let added = format::json::infer(
-        &[(path.to_string(), sample)],
-        1,
-        config.infer_column_types,
-        false,
-    )?;
     let mut fields: Vec<Field> = file_fields.to_vec();
-    fields.extend(added.fields().iter().map(|f| f.as_ref().clone()));
+    fields.extend(added);
     store_schema(dir, config.format, &Schema::new(fields))?;
     Ok(base(format!(
         "file {path} has new columns: {listed}. They were added to the stream's schema \

@@ -17,12 +17,13 @@
 //! - **Restarts** resume from the checkpoint's offsets and the stored file state: files already
 //!   queued are never queued again, and an inferred schema is stored (`schema.json`) and reused,
 //!   so a restart never changes the schema by itself.
-//! - **Schema evolution (JSON)** as in Auto Loader (`cloudFiles.schemaEvolutionMode`): with an
-//!   inferred schema a new top-level column stops the stream once with
+//! - **Schema evolution (JSON, Parquet)** as in Auto Loader (`cloudFiles.schemaEvolutionMode`):
+//!   with an inferred schema a new top-level column stops the stream once with
 //!   `UNKNOWN_FIELD_EXCEPTION` after being added to the stored schema, and the restart reads the
-//!   interrupted batch again with it (`addNewColumns`, the default); `rescue` (the default with
-//!   a given schema) puts the values in `_rescued_data`, `failOnNewColumns` stops without
-//!   evolving, `none` drops them. New fields nested inside a struct column are not detected.
+//!   interrupted batch again with it (`addNewColumns`, the default); `rescue` (JSON; the default
+//!   with a given JSON schema) puts the values in `_rescued_data`, `failOnNewColumns` stops
+//!   without evolving, `none` (Parquet's default with a given schema) drops them. New fields
+//!   nested inside a struct column are not detected.
 //! - **Rate limits.** `cloudFiles.maxFilesPerTrigger` (hard, default 1000) and
 //!   `cloudFiles.maxBytesPerTrigger` (soft: at least one file per batch). An `availableNow` run
 //!   lists once and never reads past that snapshot.

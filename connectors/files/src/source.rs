@@ -151,7 +151,15 @@ impl FilesSource {
             Err(e) => return Err(unreadable(&file.path, e)),
         };
         let mut decoded = format::decode(self.config.format, bytes, &file.path, &self.decode)?;
-        if !decoded.new_columns.is_empty() {
+        if !decoded.new_columns.is_empty() || !decoded.new_fields.is_empty() {
+            let mut added = std::mem::take(&mut decoded.new_fields);
+            if !decoded.new_columns.is_empty() {
+                added.extend(crate::evolution::json_fields(
+                    &self.config,
+                    &file.path,
+                    std::mem::take(&mut decoded.new_columns),
+                )?);
+            }
             let fields: Vec<_> = self
                 .decode
                 .file_schema
@@ -164,7 +172,7 @@ impl FilesSource {
                 &fields,
                 self.state_dir.as_deref(),
                 &file.path,
-                std::mem::take(&mut decoded.new_columns),
+                added,
             )?);
         }
         self.malformed += decoded.malformed;

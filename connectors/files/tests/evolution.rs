@@ -148,3 +148,58 @@ fn add_new_columns_with_a_given_schema_or_csv_is_refused() {
     .unwrap_err();
     assert!(e.message().contains("addNewColumns"), "{}", e.message());
 }
+
+fn write_parquet(path: &std::path::Path, batch: arrow_array::RecordBatch) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+#[tokio::test]
+async fn parquet_columns_evolve_with_their_own_types() {
+    use arrow_array::{BooleanArray, Int64Array, RecordBatch};
+    use std::sync::Arc;
+    let input = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let ids = |v: Vec<i64>| Arc::new(Int64Array::from(v)) as arrow_array::ArrayRef;
+    write_parquet(
+        &input.path().join("a.parquet"),
+        RecordBatch::try_from_iter([("id", ids(vec![1]))]).unwrap(),
+    );
+    let parquet = [("cloudFiles.format", "parquet")];
+    let mut src = source(input.path(), Some(state.path()), &parquet);
+    let start = src.initial_offset().await.unwrap();
+    let (end_a, _) = batch(&mut src, &start, &ReadLimit::All).await;
+    write_parquet(
+        &input.path().join("b.parquet"),
+        RecordBatch::try_from_iter([
+            ("id", ids(vec![2])),
+            (
+                "vip",
+                Arc::new(BooleanArray::from(vec![true])) as arrow_array::ArrayRef,
+            ),
+        ])
+        .unwrap(),
+    );
+    let end_b = src.latest_offset(&end_a, &ReadLimit::All).await.unwrap();
+    let e = src.read(&end_a, &end_b).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::UnknownField);
+    assert!(e.message().contains("vip"), "{}", e.message());
+    let mut src = source(input.path(), Some(state.path()), &parquet);
+    assert_eq!(
+        src.schema().field_with_name("vip").unwrap().data_type(),
+        &arrow_schema::DataType::Boolean
+    );
+    let batches = src.read(&end_a, &end_b).await.unwrap();
+    assert_eq!(strings(&batches, "vip"), [Some("true".into())]);
+
+    // rescue needs a rescued column, which Parquet streams lack.
+    let e = try_source(
+        input.path(),
+        None,
+        &[parquet[0], ("cloudFiles.schemaEvolutionMode", "rescue")],
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ConflictingOptions);
+}

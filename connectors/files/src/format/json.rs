@@ -263,6 +263,7 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
         batches: out,
         malformed: malformed_rows,
         new_columns,
+        ..Decoded::default()
     })
 }
 

@@ -90,6 +90,9 @@ pub struct Decoded {
     /// Top-level fields that are not columns, with the first value seen of each (JSON, when
     /// the schema evolution mode is addNewColumns or failOnNewColumns).
     pub new_columns: serde_json::Map<String, serde_json::Value>,
+    /// Columns of the file that the stream's schema lacks, with their types (Parquet, with
+    /// the same modes). When set, `batches` is empty: the file is read after evolution.
+    pub new_fields: Vec<Field>,
 }
 
 /// Decodes one file. `path` names the file in errors.

@@ -1,25 +1,48 @@
 //! Parquet, read with the `parquet` crate's Arrow reader.
 //!
 //! Columns are matched to the schema by name: a column the file lacks is null, a column whose
-//! type differs is cast (an impossible cast is an error naming the file and column), columns not
-//! in the schema are dropped. A file that is not valid Parquet is `SOURCE_READ_FAILED` naming it.
+//! type differs is cast (an impossible cast is an error naming the file and column). Columns not
+//! in the schema are reported for schema evolution (`addNewColumns`, `failOnNewColumns`) or
+//! dropped (`none`). A file that is not valid Parquet is `SOURCE_READ_FAILED` naming it.
 
 use std::sync::Arc;
 
 use arrow_array::{new_null_array, ArrayRef, RecordBatch};
 use arrow_cast::{can_cast_types, cast};
-use arrow_schema::{Schema, SchemaRef};
+use arrow_schema::{Field, Schema, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use tributary_sdk::{Error, ErrorCode, Result};
 
 use super::{DecodeContext, Decoded, BATCH_SIZE};
+use crate::config::SchemaEvolution;
 use crate::error::unreadable;
 
 /// Decodes one Parquet file.
 pub fn decode(bytes: Bytes, path: &str, ctx: &DecodeContext) -> Result<Decoded> {
-    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
-        .and_then(|b| b.with_batch_size(BATCH_SIZE).build())
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(bytes).map_err(|e| unreadable(path, e))?;
+    if matches!(
+        ctx.evolution,
+        SchemaEvolution::AddNewColumns | SchemaEvolution::FailOnNewColumns
+    ) {
+        let new_fields: Vec<Field> = builder
+            .schema()
+            .fields()
+            .iter()
+            .filter(|f| ctx.file_schema.field_with_name(f.name()).is_err())
+            .map(|f| f.as_ref().clone().with_nullable(true))
+            .collect();
+        if !new_fields.is_empty() {
+            return Ok(Decoded {
+                new_fields,
+                ..Decoded::default()
+            });
+        }
+    }
+    let reader = builder
+        .with_batch_size(BATCH_SIZE)
+        .build()
         .map_err(|e| unreadable(path, e))?;
     let mut batches = Vec::new();
     for batch in reader {
