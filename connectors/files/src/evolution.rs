@@ -19,8 +19,9 @@ use crate::config::{names, FilesConfig, SchemaEvolution};
 use crate::format;
 use crate::schema::store_schema;
 
-/// The types of new JSON columns, inferred from their first values like the first schema was
-/// (strings unless `cloudFiles.inferColumnTypes=true`), sorted by name.
+/// The types of new JSON fields, inferred from their sample like the first schema was (strings
+/// unless `cloudFiles.inferColumnTypes=true`). A field new inside struct column `a` comes back
+/// as a partial `a` struct holding only it, which [`on_new_columns`] merges into the column.
 pub(crate) fn json_fields(
     config: &FilesConfig,
     path: &str,
@@ -42,15 +43,15 @@ pub(crate) fn json_fields(
 
 /// The error that stops the stream on new columns, after (with `addNewColumns`) storing the
 /// evolved schema. `file_fields` are the stream's current file columns, `added` the new ones.
+/// `names` are the new fields' dotted paths (for the message).
 pub(crate) fn on_new_columns(
     config: &FilesConfig,
     file_fields: &[Field],
     state_dir: Option<&std::path::Path>,
     path: &str,
     added: Vec<Field>,
+    names_list: Vec<String>,
 ) -> Result<Error> {
-    let mut names_list: Vec<String> = added.iter().map(|f| f.name().clone()).collect();
-    names_list.sort();
     let listed = names_list.join(", ");
     let base = |msg: String| {
         Error::new(ErrorCode::UnknownField, msg)
@@ -74,9 +75,17 @@ pub(crate) fn on_new_columns(
             names::SCHEMA_EVOLUTION_MODE
         )));
     };
-    let mut fields: Vec<Field> = file_fields.to_vec();
-    fields.extend(added);
-    store_schema(dir, config.format, &Schema::new(fields))?;
+    // Merged by name: new columns are appended, fields new inside a struct column join it.
+    let merged = Schema::try_merge([Schema::new(file_fields.to_vec()), Schema::new(added)])
+        .map_err(|e| {
+            Error::new(
+                ErrorCode::Schema,
+                format!("the new fields of {path} do not fit the stream's schema: {listed}"),
+            )
+            .with_context("file", path)
+            .with_cause(e)
+        })?;
+    store_schema(dir, config.format, &merged)?;
     Ok(base(format!(
         "file {path} has new columns: {listed}. They were added to the stream's schema \
          ({}); restart the stream to read them: the interrupted batch is read again, with them",

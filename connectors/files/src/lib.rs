@@ -22,8 +22,9 @@
 //!   `UNKNOWN_FIELD_EXCEPTION` after being added to the stored schema, and the restart reads the
 //!   interrupted batch again with it (`addNewColumns`, the default); `rescue` (JSON; the default
 //!   with a given JSON schema) puts the values in `_rescued_data`, `failOnNewColumns` stops
-//!   without evolving, `none` (Parquet's default with a given schema) drops them. New fields
-//!   nested inside a struct column are not detected.
+//!   without evolving, `none` (Parquet's default with a given schema) drops them. JSON fields
+//!   new inside a struct column count too (rescued with their nesting, or merged into the
+//!   struct); fields inside list elements are not inspected.
 //! - **Rate limits.** `cloudFiles.maxFilesPerTrigger` (hard, default 1000) and
 //!   `cloudFiles.maxBytesPerTrigger` (soft: at least one file per batch). An `availableNow` run
 //!   lists once and never reads past that snapshot.

@@ -153,13 +153,16 @@ impl FilesSource {
         let mut decoded = format::decode(self.config.format, bytes, &file.path, &self.decode)?;
         if !decoded.new_columns.is_empty() || !decoded.new_fields.is_empty() {
             let mut added = std::mem::take(&mut decoded.new_fields);
+            let mut names: Vec<String> = added.iter().map(|f| f.name().clone()).collect();
             if !decoded.new_columns.is_empty() {
+                names.extend(format::unknown_fields::paths(&decoded.new_columns));
                 added.extend(crate::evolution::json_fields(
                     &self.config,
                     &file.path,
                     std::mem::take(&mut decoded.new_columns),
                 )?);
             }
+            names.sort();
             let fields: Vec<_> = self
                 .decode
                 .file_schema
@@ -173,6 +176,7 @@ impl FilesSource {
                 self.state_dir.as_deref(),
                 &file.path,
                 added,
+                names,
             )?);
         }
         self.malformed += decoded.malformed;

@@ -203,3 +203,58 @@ async fn parquet_columns_evolve_with_their_own_types() {
     .unwrap_err();
     assert_eq!(e.code(), ErrorCode::ConflictingOptions);
 }
+
+#[tokio::test]
+async fn fields_new_inside_a_struct_are_rescued_or_evolve_the_struct() {
+    let input = tempfile::tempdir().unwrap();
+    write(input.path(), "a.json", "{\"id\": 1, \"a\": {\"x\": 1}}\n");
+    write(
+        input.path(),
+        "b.json",
+        "{\"id\": 2, \"a\": {\"x\": 2, \"deep\": 7}}\n",
+    );
+    // With a given schema the nested value is rescued with its nesting, not dropped.
+    let mut src = source(
+        input.path(),
+        None,
+        &[("schema", "id BIGINT, a STRUCT<x: BIGINT>")],
+    );
+    let start = src.initial_offset().await.unwrap();
+    let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
+    assert_eq!(
+        strings(&batches, "_rescued_data"),
+        [None, Some("{\"a\":{\"deep\":7}}".into())]
+    );
+
+    // With an inferred schema the struct gains the field.
+    std::fs::remove_file(input.path().join("b.json")).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let typed = [("cloudFiles.inferColumnTypes", "true")];
+    let mut src = source(input.path(), Some(state.path()), &typed);
+    let start = src.initial_offset().await.unwrap();
+    let (end_a, _) = batch(&mut src, &start, &ReadLimit::All).await;
+    write(
+        input.path(),
+        "b.json",
+        "{\"id\": 2, \"a\": {\"x\": 2, \"deep\": 7}}\n",
+    );
+    let end_b = src.latest_offset(&end_a, &ReadLimit::All).await.unwrap();
+    let e = src.read(&end_a, &end_b).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::UnknownField);
+    assert!(e.message().contains("a.deep"), "{}", e.message());
+    let mut src = source(input.path(), Some(state.path()), &typed);
+    let a = src
+        .schema()
+        .field_with_name("a")
+        .unwrap()
+        .data_type()
+        .clone();
+    let arrow_schema::DataType::Struct(children) = a else {
+        panic!("a is not a struct")
+    };
+    let names: Vec<_> = children.iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(names, ["x", "deep"]);
+    let batches = src.read(&end_a, &end_b).await.unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
+    assert_eq!(strings(&batches, "_rescued_data"), [None]);
+}

@@ -25,6 +25,7 @@ use arrow_schema::{ArrowError, DataType, Schema};
 use bytes::Bytes;
 use tributary_sdk::{Error, ErrorCode, Result};
 
+use super::unknown_fields::{merge_sample, unknown_fields};
 use super::{
     leaves_as_strings, null_as_string, rescued_array, with_rescued, DecodeContext, Decoded,
     BATCH_SIZE,
@@ -177,10 +178,7 @@ impl LineChecker<'_> {
         let serde_json::Value::Object(map) = serde_json::from_slice(line).ok()? else {
             return None;
         };
-        let extra: serde_json::Map<String, serde_json::Value> = map
-            .into_iter()
-            .filter(|(k, _)| self.ctx.file_schema.field_with_name(k).is_err())
-            .collect();
+        let extra = unknown_fields(&map, self.ctx.file_schema.fields());
         (!extra.is_empty()).then(|| serde_json::Value::Object(extra).to_string())
     }
 }
@@ -267,18 +265,12 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
     })
 }
 
-/// Keeps the first value seen of each unknown field (`extra` is a JSON object).
+/// Adds a record's unknown fields (`extra`, a JSON object) to the sample.
 fn note_new_columns(extra: Option<&str>, seen: &mut serde_json::Map<String, serde_json::Value>) {
-    let Some(serde_json::Value::Object(fields)) = extra.and_then(|e| serde_json::from_str(e).ok())
-    else {
-        return;
-    };
-    for (k, v) in fields {
-        // A null says nothing of the type: a later non-null value replaces it.
-        let known = seen.get(&k).is_some_and(|old| !old.is_null());
-        if !known {
-            seen.insert(k, v);
-        }
+    if let Some(serde_json::Value::Object(fields)) =
+        extra.and_then(|e| serde_json::from_str(e).ok())
+    {
+        merge_sample(seen, fields);
     }
 }
 

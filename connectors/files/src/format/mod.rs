@@ -9,6 +9,7 @@
 pub mod csv;
 pub mod json;
 pub mod parquet;
+pub(crate) mod unknown_fields;
 
 use std::sync::Arc;
 
