@@ -109,10 +109,15 @@ impl ProgressListener for JsonLinesListener {
     }
 }
 
-/// A progress line on stderr: an indicatif spinner on a terminal, plain lines otherwise.
+/// A progress line on stderr: on a terminal an indicatif bar when the source tells how much is
+/// left (files: `numFilesRead` of `numFilesRead + numFilesOutstanding`; Kafka: rows read of
+/// rows read + `totalOffsetsBehindLatest`), a spinner otherwise; plain lines when stderr is
+/// not a terminal.
 pub struct TerminalListener {
     bar: Option<indicatif::ProgressBar>,
     total_rows: u64,
+    /// Whether the bar has switched from a spinner to a bar with a length.
+    has_length: bool,
 }
 
 impl TerminalListener {
@@ -127,7 +132,11 @@ impl TerminalListener {
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
-        TerminalListener { bar, total_rows: 0 }
+        TerminalListener {
+            bar,
+            total_rows: 0,
+            has_length: false,
+        }
     }
 }
 
@@ -135,6 +144,16 @@ impl Default for TerminalListener {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// How far the run is, in the source's own unit: `(done, total, unit)`, when its metrics tell.
+pub fn completion(metrics: &SourceMetrics, rows_so_far: u64) -> Option<(u64, u64, &'static str)> {
+    let n = |k: &str| metrics.get(k).and_then(|v| v.as_u64());
+    if let (Some(read), Some(left)) = (n("numFilesRead"), n("numFilesOutstanding")) {
+        return Some((read, read + left, "files"));
+    }
+    let behind = n("totalOffsetsBehindLatest")?;
+    Some((rows_so_far, rows_so_far + behind, "records"))
 }
 
 fn outstanding(metrics: &SourceMetrics) -> String {
@@ -168,8 +187,27 @@ impl ProgressListener for TerminalListener {
             self.total_rows,
             rest
         );
+        let done = e
+            .sources
+            .first()
+            .and_then(|s| completion(&s.metrics, self.total_rows));
         match &self.bar {
-            Some(bar) => bar.set_message(msg),
+            Some(bar) => {
+                if let Some((pos, len, unit)) = done.filter(|(_, len, _)| *len > 0) {
+                    if !self.has_length {
+                        let template = format!(
+                            "[{{elapsed_precise}}] {{bar:30}} {{pos}}/{{len}} {unit} {{msg}}"
+                        );
+                        if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
+                            bar.set_style(style);
+                            self.has_length = true;
+                        }
+                    }
+                    bar.set_length(len);
+                    bar.set_position(pos);
+                }
+                bar.set_message(msg);
+            }
             None => eprintln!("{msg}"),
         }
     }
@@ -181,5 +219,21 @@ impl ProgressListener for TerminalListener {
                 Some(_) => bar.abandon(),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completion_uses_the_sources_own_backlog() {
+        let mut m = SourceMetrics::new();
+        assert_eq!(completion(&m, 10), None);
+        m.insert("totalOffsetsBehindLatest".into(), 90.into());
+        assert_eq!(completion(&m, 10), Some((10, 100, "records")));
+        m.insert("numFilesRead".into(), 3.into());
+        m.insert("numFilesOutstanding".into(), 5.into());
+        assert_eq!(completion(&m, 10), Some((3, 8, "files")));
     }
 }

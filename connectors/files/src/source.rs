@@ -81,6 +81,8 @@ pub struct FilesSource {
     outstanding: (u64, u64),
     data_loss: DataLossTracker,
     malformed: u64,
+    /// Files read by this instance (for progress: read + outstanding = the run's total).
+    files_read: u64,
 }
 
 impl FilesSource {
@@ -128,6 +130,7 @@ impl FilesSource {
             available_now_end: None,
             outstanding: (0, 0),
             malformed: 0,
+            files_read: 0,
         })
     }
 
@@ -317,6 +320,7 @@ impl Source for FilesSource {
         for file in &files {
             self.read_file(file, &mut out).await?;
         }
+        self.files_read += files.len() as u64;
         Ok(out)
     }
 
@@ -331,6 +335,7 @@ impl Source for FilesSource {
         m.insert("numFilesOutstanding".into(), self.outstanding.0.into());
         m.insert("numBytesOutstanding".into(), self.outstanding.1.into());
         m.insert("numMalformedRecords".into(), self.malformed.into());
+        m.insert("numFilesRead".into(), self.files_read.into());
         m.insert("numFilesTracked".into(), (self.state.next_seq()).into());
         self.data_loss.write_metrics(&mut m);
         m
