@@ -53,6 +53,8 @@ pub mod names {
     pub const MULTI_LINE: &str = "multiLine";
     /// What new columns in the data do.
     pub const SCHEMA_EVOLUTION_MODE: &str = "cloudFiles.schemaEvolutionMode";
+    /// Types for some columns of an inferred schema (DDL).
+    pub const SCHEMA_HINTS: &str = "cloudFiles.schemaHints";
 }
 
 /// Every option the files source accepts.
@@ -127,6 +129,12 @@ pub fn option_specs() -> Vec<OptionSpec> {
         OptionSpec::string(SEP, "CSV: the field separator, one character (\\t for tab).")
             .default_value(","),
         OptionSpec::string(DELIMITER, "CSV: alias of sep."),
+        OptionSpec::string(
+            SCHEMA_HINTS,
+            "Types for some columns of an inferred schema, as DDL (`id BIGINT, ts TIMESTAMP`): \
+             a hinted column gets that type, a hinted column the sample lacks is added. Applied \
+             when the schema is inferred (the first run); the stored schema keeps them.",
+        ),
         OptionSpec::one_of(
             SCHEMA_EVOLUTION_MODE,
             &["addNewColumns", "rescue", "failOnNewColumns", "none"],
@@ -261,6 +269,8 @@ pub struct FilesConfig {
     pub multi_line: bool,
     /// What new columns do.
     pub schema_evolution: SchemaEvolution,
+    /// `cloudFiles.schemaHints`, parsed.
+    pub schema_hints: Option<arrow_schema::Schema>,
 }
 
 impl FilesConfig {
@@ -361,6 +371,26 @@ impl FilesConfig {
             )
             .with_context("option", SCHEMA_EVOLUTION_MODE));
         }
+        let schema_hints = match p.string(SCHEMA_HINTS)?.filter(|s| !s.trim().is_empty()) {
+            None => None,
+            Some(_) if schema_ddl.is_some() => {
+                return Err(Error::new(
+                    ErrorCode::ConflictingOptions,
+                    format!(
+                        "option '{SCHEMA_HINTS}' refines an inferred schema; with the 'schema' \
+                         option give the types there"
+                    ),
+                )
+                .with_context("option", SCHEMA_HINTS))
+            }
+            Some(text) => Some(crate::ddl::parse_ddl(&text).map_err(|e| {
+                Error::new(
+                    ErrorCode::InvalidOption,
+                    format!("option '{SCHEMA_HINTS}': {}", e.message()),
+                )
+                .with_context("option", SCHEMA_HINTS)
+            })?),
+        };
         let count = |name: &str| -> Result<usize> {
             Ok(usize::try_from(p.i64(name)?.unwrap_or(1)).unwrap_or(usize::MAX))
         };
@@ -389,6 +419,7 @@ impl FilesConfig {
             ignore_missing_files: p.bool(IGNORE_MISSING)?.unwrap_or(false),
             multi_line,
             schema_evolution,
+            schema_hints,
         })
     }
 

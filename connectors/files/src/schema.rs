@@ -56,7 +56,7 @@ pub fn resolve_file_schema(
                 stored.schema
             }
             None => {
-                let inferred = infer(config, discovery)?;
+                let inferred = with_hints(infer(config, discovery)?, config.schema_hints.as_ref());
                 if let Some(dir) = state_dir {
                     store_schema(dir, config.format, &inferred)?;
                 }
@@ -146,6 +146,37 @@ pub(crate) fn store_schema(dir: &Path, format: Format, schema: &Schema) -> Resul
         f.sync_all().map_err(io)?;
     }
     std::fs::rename(&tmp, dir.join(SCHEMA_FILE)).map_err(io)
+}
+
+/// `cloudFiles.schemaHints` over an inferred schema: a hinted column (matched by name, ignoring
+/// case, as Spark does) takes the hint's type; a hinted column the sample lacks is appended.
+fn with_hints(inferred: Schema, hints: Option<&Schema>) -> Schema {
+    let Some(hints) = hints else {
+        return inferred;
+    };
+    let mut fields: Vec<Field> = inferred
+        .fields()
+        .iter()
+        .map(|f| {
+            match hints
+                .fields()
+                .iter()
+                .find(|h| h.name().eq_ignore_ascii_case(f.name()))
+            {
+                Some(h) => f.as_ref().clone().with_data_type(h.data_type().clone()),
+                None => f.as_ref().clone(),
+            }
+        })
+        .collect();
+    for h in hints.fields() {
+        if !fields
+            .iter()
+            .any(|f| f.name().eq_ignore_ascii_case(h.name()))
+        {
+            fields.push(h.as_ref().clone().with_nullable(true));
+        }
+    }
+    Schema::new(fields)
 }
 
 /// Lists the input, takes the oldest `sample_files` files and infers from them.

@@ -403,3 +403,53 @@ async fn names_object_store_must_encode_are_tracked_by_their_real_path() {
     assert_eq!(distinct_files(&batches), vec!["a b%1.json"]);
     assert_eq!(rows(&batches), 2);
 }
+
+#[tokio::test]
+async fn schema_hints_type_some_inferred_columns_and_add_missing_ones() {
+    let input = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    std::fs::write(
+        input.path().join("a.json"),
+        "{\"id\": 7, \"name\": \"ann\", \"at\": \"2026-11-01T08:00:00Z\"}\n",
+    )
+    .unwrap();
+    let hints = [(
+        "cloudFiles.schemaHints",
+        "ID bigint, at TIMESTAMP, score DOUBLE",
+    )];
+    let mut src = source(input.path(), Some(state.path()), &hints);
+    let schema = src.schema();
+    let ty = |n: &str| schema.field_with_name(n).unwrap().data_type().to_string();
+    // Inferred JSON columns are strings; the hints type id and at, and add score.
+    assert_eq!(ty("id"), "Int64");
+    assert!(ty("at").starts_with("Timestamp"), "{}", ty("at"));
+    assert_eq!(ty("name"), "Utf8");
+    assert_eq!(ty("score"), "Float64");
+    let start = src.initial_offset().await.unwrap();
+    let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
+    assert_eq!(strings(&batches, "id"), [Some("7".into())]);
+    assert_eq!(strings(&batches, "score"), [None]);
+    // The stored schema keeps the hints on restart.
+    assert_eq!(
+        source(input.path(), Some(state.path()), &hints).schema(),
+        schema
+    );
+
+    let e = try_source(
+        input.path(),
+        None,
+        &[("cloudFiles.schemaHints", "id BIGINTEGER")],
+    )
+    .unwrap_err();
+    assert_eq!(e.context_value("option"), Some("cloudFiles.schemaHints"));
+    let e = try_source(
+        input.path(),
+        None,
+        &[
+            ("cloudFiles.schemaHints", "id BIGINT"),
+            ("schema", "id INT"),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), tributary_sdk::ErrorCode::ConflictingOptions);
+}
