@@ -30,6 +30,9 @@ pub struct FileStateRow {
     pub batch_id: Option<u64>,
     /// True when that batch is committed.
     pub committed: bool,
+    /// When `cloudFiles.cleanSource` deleted or moved it, ms since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cleaned_time_ms: Option<i64>,
 }
 
 /// Reads the file state of a checkpoint.
@@ -58,6 +61,7 @@ pub fn file_state(checkpoint: &Checkpoint) -> Result<Vec<FileStateRow>> {
                 discovery_time_ms: e.discovery_time_ms,
                 seq: e.seq,
                 batch_id,
+                cleaned_time_ms: e.cleaned_time_ms,
             }
         })
         .collect())
@@ -77,8 +81,9 @@ pub fn to_table(rows: &[FileStateRow]) -> String {
         "discovered",
         "batch",
         "committed",
+        "cleaned",
     ];
-    let body: Vec<[String; 6]> = rows
+    let body: Vec<[String; 7]> = rows
         .iter()
         .map(|r| {
             [
@@ -90,6 +95,7 @@ pub fn to_table(rows: &[FileStateRow]) -> String {
                     .map(|b| b.to_string())
                     .unwrap_or_else(|| "-".into()),
                 r.committed.to_string(),
+                r.cleaned_time_ms.map(fmt_ms).unwrap_or_else(|| "-".into()),
             ]
         })
         .collect();

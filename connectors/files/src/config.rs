@@ -55,6 +55,12 @@ pub mod names {
     pub const SCHEMA_EVOLUTION_MODE: &str = "cloudFiles.schemaEvolutionMode";
     /// Types for some columns of an inferred schema (DDL).
     pub const SCHEMA_HINTS: &str = "cloudFiles.schemaHints";
+    /// What happens to ingested files: OFF, DELETE or MOVE.
+    pub const CLEAN_SOURCE: &str = "cloudFiles.cleanSource";
+    /// Where MOVE puts them.
+    pub const CLEAN_MOVE_DESTINATION: &str = "cloudFiles.cleanSource.moveDestination";
+    /// How long after its batch committed a file is cleaned.
+    pub const CLEAN_RETENTION: &str = "cloudFiles.cleanSource.retentionDuration";
 }
 
 /// Every option the files source accepts.
@@ -129,6 +135,23 @@ pub fn option_specs() -> Vec<OptionSpec> {
         OptionSpec::string(SEP, "CSV: the field separator, one character (\\t for tab).")
             .default_value(","),
         OptionSpec::string(DELIMITER, "CSV: alias of sep."),
+        OptionSpec::one_of(
+            CLEAN_SOURCE,
+            &["OFF", "DELETE", "MOVE"],
+            "What happens to a file once its batch committed and the retention passed: OFF \
+             (kept), DELETE, or MOVE to cloudFiles.cleanSource.moveDestination.",
+        )
+        .default_value("OFF"),
+        OptionSpec::string(
+            CLEAN_MOVE_DESTINATION,
+            "MOVE: the directory files move to (their path under the source directory is kept); \
+             must not be inside the source path.",
+        ),
+        OptionSpec::duration(
+            CLEAN_RETENTION,
+            "How long after its batch committed a file is cleaned.",
+        )
+        .default_value("30 days"),
         OptionSpec::string(
             SCHEMA_HINTS,
             "Types for some columns of an inferred schema, as DDL (`id BIGINT, ts TIMESTAMP`): \
@@ -271,6 +294,21 @@ pub struct FilesConfig {
     pub schema_evolution: SchemaEvolution,
     /// `cloudFiles.schemaHints`, parsed.
     pub schema_hints: Option<arrow_schema::Schema>,
+    /// `cloudFiles.cleanSource` and its retention.
+    pub clean_source: CleanSource,
+    /// How long after the commit a file is cleaned.
+    pub clean_retention: Duration,
+}
+
+/// What happens to ingested files (`cloudFiles.cleanSource`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CleanSource {
+    /// Kept.
+    Off,
+    /// Deleted.
+    Delete,
+    /// Moved under this directory.
+    Move(PathBuf),
 }
 
 impl FilesConfig {
@@ -391,6 +429,36 @@ impl FilesConfig {
                 .with_context("option", SCHEMA_HINTS)
             })?),
         };
+        let clean_source = match p.word(CLEAN_SOURCE)?.as_deref() {
+            Some("delete") => CleanSource::Delete,
+            Some("move") => {
+                let dest = p.string(CLEAN_MOVE_DESTINATION)?.ok_or_else(|| {
+                    Error::new(
+                        ErrorCode::MissingOption,
+                        format!("option '{CLEAN_MOVE_DESTINATION}' is required with {CLEAN_SOURCE}=MOVE"),
+                    )
+                    .with_context("option", CLEAN_MOVE_DESTINATION)
+                })?;
+                let dest = parse_path(&dest)?;
+                if !dest.is_absolute() || dest.starts_with(&path) {
+                    return Err(Error::new(
+                        ErrorCode::InvalidOption,
+                        format!(
+                            "option '{CLEAN_MOVE_DESTINATION}' must be an absolute directory outside \
+                             the source path {} (moved files would be listed again), got {}",
+                            path.display(),
+                            dest.display()
+                        ),
+                    )
+                    .with_context("option", CLEAN_MOVE_DESTINATION));
+                }
+                CleanSource::Move(dest)
+            }
+            _ => CleanSource::Off,
+        };
+        let clean_retention = p
+            .duration(CLEAN_RETENTION)?
+            .unwrap_or(Duration::from_secs(30 * 24 * 3600));
         let count = |name: &str| -> Result<usize> {
             Ok(usize::try_from(p.i64(name)?.unwrap_or(1)).unwrap_or(usize::MAX))
         };
@@ -420,6 +488,8 @@ impl FilesConfig {
             multi_line,
             schema_evolution,
             schema_hints,
+            clean_source,
+            clean_retention,
         })
     }
 

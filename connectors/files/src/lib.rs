@@ -31,6 +31,10 @@
 //! - **Permissive decoding.** In `PERMISSIVE` mode (the default) a malformed record becomes a
 //!   row of nulls with its text in `_rescued_data`, counted in `numMalformedRecords`; values not
 //!   in the schema are rescued too. `FAILFAST` stops with `MALFORMED_RECORD` naming file and line.
+//! - **Clean-up** (`cloudFiles.cleanSource` = `DELETE` or `MOVE` to
+//!   `cloudFiles.cleanSource.moveDestination`): a file is deleted or moved only after its batch
+//!   committed and `cloudFiles.cleanSource.retentionDuration` (default 30 days) passed, and only
+//!   if it is still the version that was ingested; `tributary files-state` shows when.
 //! - **Nothing is skipped silently.** A file that cannot be read is `SOURCE_READ_FAILED` naming
 //!   it. A file that vanished between discovery and reading is a `CLOUD_FILES_FILE_NOT_FOUND`
 //!   data-loss error, or, with `ignoreMissingFiles=true`, a counted warning.
@@ -76,6 +80,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod clean;
 pub mod config;
 pub mod ddl;
 mod discovery;

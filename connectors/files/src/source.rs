@@ -83,6 +83,8 @@ pub struct FilesSource {
     malformed: u64,
     /// Files read by this instance (for progress: read + outstanding = the run's total).
     files_read: u64,
+    /// `cloudFiles.cleanSource` totals of this instance.
+    cleaned: crate::clean::Cleaned,
 }
 
 impl FilesSource {
@@ -131,6 +133,7 @@ impl FilesSource {
             outstanding: (0, 0),
             malformed: 0,
             files_read: 0,
+            cleaned: Default::default(),
         })
     }
 
@@ -326,7 +329,18 @@ impl Source for FilesSource {
 
     async fn commit(&mut self, end: &Offset) -> Result<()> {
         let end = seq_range(end)?;
-        self.state.commit(end, now_ms())?;
+        let now = now_ms();
+        self.state.commit(end, now)?;
+        let pass = crate::clean::clean(
+            &self.state,
+            &self.config.clean_source,
+            self.config.clean_retention,
+            self.discovery.root(),
+            now,
+        )?;
+        self.cleaned.done += pass.done;
+        self.cleaned.skipped += pass.skipped;
+        self.cleaned.failed += pass.failed;
         Ok(())
     }
 
@@ -336,6 +350,11 @@ impl Source for FilesSource {
         m.insert("numBytesOutstanding".into(), self.outstanding.1.into());
         m.insert("numMalformedRecords".into(), self.malformed.into());
         m.insert("numFilesRead".into(), self.files_read.into());
+        if self.config.clean_source != crate::config::CleanSource::Off {
+            m.insert("numFilesCleaned".into(), self.cleaned.done.into());
+            m.insert("numFilesCleanSkipped".into(), self.cleaned.skipped.into());
+            m.insert("numFilesCleanFailed".into(), self.cleaned.failed.into());
+        }
         m.insert("numFilesTracked".into(), (self.state.next_seq()).into());
         self.data_loss.write_metrics(&mut m);
         m

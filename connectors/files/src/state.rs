@@ -41,6 +41,8 @@ pub struct FileStateEntry {
     pub committed: bool,
     /// When that batch was committed.
     pub commit_time_ms: Option<i64>,
+    /// When `cloudFiles.cleanSource` deleted or moved the file (or found it gone or replaced).
+    pub cleaned_time_ms: Option<i64>,
 }
 
 /// A file as listed, before it has a sequence number.
@@ -119,6 +121,11 @@ impl FileStateStore {
         };
         conn.execute_batch(SCHEMA_SQL)
             .map_err(state_err("cannot create the tables"))?;
+        // Checkpoints written before cleanSource existed lack the column.
+        if !has_cleaned_column(&conn)? {
+            conn.execute_batch("ALTER TABLE files ADD COLUMN cleaned_ms INTEGER")
+                .map_err(state_err("cannot add the cleaned_ms column"))?;
+        }
         let mut known = HashMap::new();
         let mut next_seq = 0u64;
         {
@@ -319,6 +326,40 @@ impl FileStateStore {
             .map_err(state_err("cannot mark files committed"))
     }
 
+    /// Committed files not cleaned yet whose batch committed at or before `committed_by_ms`.
+    pub fn cleanable(&self, committed_by_ms: i64) -> Result<Vec<QueuedFile>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT seq, path, size, mtime_ms FROM files \
+                 WHERE committed = 1 AND cleaned_ms IS NULL AND commit_ms <= ?1 ORDER BY seq",
+            )
+            .map_err(state_err("cannot list the files to clean"))?;
+        let rows = stmt
+            .query_map([committed_by_ms], |r| {
+                Ok(QueuedFile {
+                    seq: r.get::<_, i64>(0)? as u64,
+                    path: r.get(1)?,
+                    size: r.get::<_, i64>(2)? as u64,
+                    modification_time_ms: r.get(3)?,
+                })
+            })
+            .map_err(state_err("cannot list the files to clean"))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(state_err("cannot list the files to clean"))
+    }
+
+    /// Records that the clean-up of entry `seq` is done.
+    pub fn mark_cleaned(&self, seq: u64, now_ms: i64) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE files SET cleaned_ms = ?2 WHERE seq = ?1",
+                params![seq as i64, now_ms],
+            )
+            .map(|_| ())
+            .map_err(state_err("cannot mark a file cleaned"))
+    }
+
     /// Every entry, in seq order.
     #[cfg(test)]
     pub fn entries(&self) -> Result<Vec<FileStateEntry>> {
@@ -326,12 +367,28 @@ impl FileStateStore {
     }
 }
 
+fn has_cleaned_column(conn: &Connection) -> Result<bool> {
+    conn.query_row(
+        "SELECT COUNT(*) FROM pragma_table_info('files') WHERE name = 'cleaned_ms'",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n > 0)
+    .map_err(state_err("cannot read the files table's columns"))
+}
+
 fn entries(conn: &Connection) -> Result<Vec<FileStateEntry>> {
+    // A read-only view of an old checkpoint has no cleaned_ms column.
+    let cleaned = if has_cleaned_column(conn)? {
+        "cleaned_ms"
+    } else {
+        "NULL"
+    };
     let mut stmt = conn
-        .prepare(
-            "SELECT path, size, mtime_ms, discovery_ms, seq, committed, commit_ms \
-             FROM files ORDER BY seq",
-        )
+        .prepare(&format!(
+            "SELECT path, size, mtime_ms, discovery_ms, seq, committed, commit_ms, {cleaned} \
+             FROM files ORDER BY seq"
+        ))
         .map_err(state_err("cannot list the file state"))?;
     let rows = stmt
         .query_map([], |r| {
@@ -343,6 +400,7 @@ fn entries(conn: &Connection) -> Result<Vec<FileStateEntry>> {
                 seq: r.get::<_, i64>(4)? as u64,
                 committed: r.get::<_, i64>(5)? != 0,
                 commit_time_ms: r.get(6)?,
+                cleaned_time_ms: r.get(7)?,
             })
         })
         .map_err(state_err("cannot list the file state"))?;

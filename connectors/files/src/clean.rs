@@ -1,0 +1,102 @@
+//! `cloudFiles.cleanSource`: deleting or moving files whose batch committed, after a retention.
+//!
+//! Runs in `commit`, which the runtime calls only after the batch is durable in the checkpoint
+//! and written by the sinks, so a cleaned file is never needed again (a replay never reaches a
+//! committed batch). A file is touched only if it is still the version that was ingested (same
+//! size and modification time): one overwritten since is left alone. A file already gone counts
+//! as cleaned. A file that cannot be deleted or moved is logged and tried again at the next
+//! commit; cleaning never fails the stream. MOVE keeps the file's path under the source
+//! directory below `moveDestination` (same file system: rename; otherwise copy, then delete).
+//!
+//! Local paths only in this build (plain `std::fs`; `object_store` cannot move a file out of
+//! the store it is rooted at).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tributary_sdk::Result;
+
+use crate::config::CleanSource;
+use crate::state::{FileStateStore, QueuedFile};
+
+/// Counts of one clean-up pass (and running totals in the source's metrics).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cleaned {
+    /// Files deleted or moved.
+    pub done: u64,
+    /// Files left because they changed since ingestion or were already gone.
+    pub skipped: u64,
+    /// Files that could not be deleted or moved (tried again later).
+    pub failed: u64,
+}
+
+/// Cleans every file whose batch committed at least `retention` before `now_ms`.
+pub(crate) fn clean(
+    state: &FileStateStore,
+    mode: &CleanSource,
+    retention: Duration,
+    root: &Path,
+    now_ms: i64,
+) -> Result<Cleaned> {
+    let mut out = Cleaned::default();
+    if *mode == CleanSource::Off {
+        return Ok(out);
+    }
+    let cutoff = now_ms.saturating_sub(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX));
+    for file in state.cleanable(cutoff)? {
+        match clean_one(&file, mode, root) {
+            Ok(true) => out.done += 1,
+            Ok(false) => out.skipped += 1,
+            Err(e) => {
+                tracing::warn!(path = %file.path, error = %e, "cleanSource could not clean a file; trying again at the next commit");
+                out.failed += 1;
+                continue;
+            }
+        }
+        state.mark_cleaned(file.seq, now_ms)?;
+    }
+    Ok(out)
+}
+
+/// Deletes or moves one file: Ok(true) when done, Ok(false) when it is gone or changed.
+fn clean_one(file: &QueuedFile, mode: &CleanSource, root: &Path) -> std::io::Result<bool> {
+    let path = Path::new(&file.path);
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let mtime_ms = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as i64);
+    if meta.len() != file.size || mtime_ms != Some(file.modification_time_ms) {
+        return Ok(false);
+    }
+    match mode {
+        CleanSource::Off => Ok(false),
+        CleanSource::Delete => std::fs::remove_file(path).map(|_| true),
+        CleanSource::Move(dest_root) => {
+            let dest = destination(path, root, dest_root);
+            if let Some(parent) = dest.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            if std::fs::rename(path, &dest).is_err() {
+                // Another file system: copy (synced), then delete.
+                std::fs::copy(path, &dest)?;
+                std::fs::File::open(&dest)?.sync_all()?;
+                std::fs::remove_file(path)?;
+            }
+            Ok(true)
+        }
+    }
+}
+
+/// `path`'s place under `dest_root`: its path relative to the source root (or its name).
+fn destination(path: &Path, root: &Path, dest_root: &Path) -> PathBuf {
+    match path.strip_prefix(root) {
+        Ok(rel) => dest_root.join(rel),
+        Err(_) => dest_root.join(path.file_name().unwrap_or(path.as_os_str())),
+    }
+}
