@@ -1,6 +1,6 @@
 //! `tributary conformance`: runs the shared conformance suite against a built-in connector or a
 //! connector loaded from a plugin, with a named fixture, and writes the reports. With `--sink`
-//! the connector is a sink and the sink suite runs (fixtures `parquet`, `jsonlines`).
+//! the connector is a sink and the sink suite runs (fixtures `parquet`, `jsonlines`, `kafka`).
 //!
 //! Extra `--options k=v` are laid over the options each case gives the connector (for
 //! connection settings such as `kafka.security.protocol`), through a wrapping factory.

@@ -131,7 +131,7 @@ fn the_sink_suite_runs_through_the_command() {
         .unwrap();
     let line = assert_one_clear_error(&o);
     assert!(
-        line.contains("known sink fixtures: parquet, jsonlines"),
+        line.contains("known sink fixtures: parquet, jsonlines, kafka"),
         "{line}"
     );
 }

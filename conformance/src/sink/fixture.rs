@@ -7,6 +7,7 @@
 //! renders the rows it reads back ([`SinkFixture::read_back`]).
 
 use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
 use arrow::json::LineDelimitedWriter;
 use async_trait::async_trait;
 use tributary_sdk::{Error, ErrorCode, Options, Result};
@@ -33,6 +34,18 @@ pub trait SinkFixture: Send + Sync {
     /// renders each row as a JSON object with [`rows_as_json`].
     fn render(&self, batches: &[RecordBatch]) -> Result<Vec<String>> {
         rows_as_json(batches)
+    }
+
+    /// The schema the sink is opened with for rows of `rows_schema` (default: the same). A
+    /// sink that takes another shape (Kafka's `value` column) maps it here and in
+    /// [`SinkFixture::input`].
+    fn input_schema(&self, rows_schema: SchemaRef) -> SchemaRef {
+        rows_schema
+    }
+
+    /// The batches given to the sink for these rows (default: the rows themselves).
+    fn input(&self, rows: &[RecordBatch]) -> Result<Vec<RecordBatch>> {
+        Ok(rows.to_vec())
     }
 
     /// Releases everything the fixture created.

@@ -62,14 +62,14 @@ enum Command {
         /// Connector name (a source; a sink with --sink).
         #[arg(long)]
         connector: String,
-        /// The connector is a sink: run the sink suite (fixtures parquet, jsonlines).
+        /// The connector is a sink: run the sink suite (fixtures parquet, jsonlines, kafka).
         #[arg(long)]
         sink: bool,
         /// Load the connector from this plugin library instead of the built-in ones.
         #[arg(long, value_name = "FILE")]
         plugin: Option<PathBuf>,
         /// Fixture: files, generator, kafka (with TRIBUTARY_KAFKA_BOOTSTRAP set); for sinks
-        /// parquet or jsonlines.
+        /// parquet, jsonlines or kafka.
         #[arg(long)]
         fixture: String,
         /// Extra connector options laid over each case's options, as key=value.

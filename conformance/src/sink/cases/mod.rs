@@ -101,6 +101,7 @@ pub(crate) async fn new_target(
 
 /// Builds a sink and opens it with the test schema.
 pub(crate) async fn open_sink(
+    fixture: &dyn SinkFixture,
     connector: &dyn SinkFactory,
     options: &Options,
     context: &ConnectorContext,
@@ -108,7 +109,7 @@ pub(crate) async fn open_sink(
     let mut sink = connector
         .create(options, context)
         .map_err(|e| Failure(format!("create failed with the fixture's options: {e}")))?;
-    sink.open(test_schema())
+    sink.open(fixture.input_schema(test_schema()))
         .await
         .map_err(|e| Failure(format!("open failed: {e}")))?;
     Ok(sink)
@@ -116,10 +117,17 @@ pub(crate) async fn open_sink(
 
 /// Writes one micro-batch; an error names the batch.
 pub(crate) async fn write(
+    fixture: &dyn SinkFixture,
     sink: &mut dyn Sink,
     batch_id: u64,
-    batches: &[RecordBatch],
+    rows: &[RecordBatch],
 ) -> Result<(), Failure> {
+    let batches = fixture.input(rows).map_err(|e| {
+        Failure(format!(
+            "the fixture cannot shape the rows for the sink: {e}"
+        ))
+    })?;
+    let batches = batches.as_slice();
     sink.write(batch_id, batches).await.map_err(|e| {
         let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
         Failure(format!(

@@ -7,7 +7,7 @@ use tributary_sdk::{ConnectorContext, SinkFactory};
 use crate::cases::option_checks::{
     check_unknown_option, error_leaks, leaks, sensitive_options, MarkerStore, MARKER,
 };
-use crate::cases::{ensure, CaseEnv, CaseResult, Outcome};
+use crate::cases::{ensure, CaseEnv, CaseResult, Failure, Outcome};
 use crate::sink::cases::new_target;
 use crate::sink::fixture::SinkFixture;
 use crate::sink::rows::{micro_batch, test_schema};
@@ -48,7 +48,11 @@ pub async fn sink_secrets_hidden(
         secrets: Arc::new(MarkerStore),
         ..env.context.clone()
     };
-    let rows = micro_batch(0)?;
+    let rows = fixture.input(&micro_batch(0)?).map_err(|e| {
+        Failure(format!(
+            "the fixture cannot shape the rows for the sink: {e}"
+        ))
+    })?;
     for name in &sensitive {
         for value in [
             format!("{{{{secrets/conformance/{name}}}}}"),
@@ -81,7 +85,7 @@ pub async fn sink_secrets_hidden(
                 "Debug of the sink shows the value of '{name}'"
             );
             let steps = [
-                ("open", sink.open(test_schema()).await),
+                ("open", sink.open(fixture.input_schema(test_schema())).await),
                 ("write", sink.write(0, &rows).await),
                 ("stop", sink.stop().await),
             ];

@@ -28,12 +28,12 @@ pub async fn sink_replay_replaces_batch(
 ) -> CaseResult {
     let env = CaseEnv::new()?;
     let (target, options) = new_target(fixture, "replay").await?;
-    let mut sink = open_sink(connector, &options, &env.context).await?;
+    let mut sink = open_sink(&*fixture, connector, &options, &env.context).await?;
     let delivery = sink.delivery();
     let (b0, b1) = (micro_batch(0)?, micro_batch(1)?);
-    write(sink.as_mut(), 0, &b0).await?;
-    write(sink.as_mut(), 1, &b1).await?;
-    write(sink.as_mut(), 1, &b1).await?;
+    write(&*fixture, sink.as_mut(), 0, &b0).await?;
+    write(&*fixture, sink.as_mut(), 1, &b1).await?;
+    write(&*fixture, sink.as_mut(), 1, &b1).await?;
     stop(sink.as_mut()).await?;
     let written: Vec<_> = b0.into_iter().chain(b1).collect();
     let exactly_once = delivery == Delivery::ExactlyOnce;
@@ -63,13 +63,13 @@ pub async fn sink_replay_after_restart(
     let env = CaseEnv::new()?;
     let (target, options) = new_target(fixture, "restart").await?;
     let (b0, b1, b2) = (micro_batch(0)?, micro_batch(1)?, micro_batch(2)?);
-    let mut first = open_sink(connector, &options, &env.context).await?;
+    let mut first = open_sink(&*fixture, connector, &options, &env.context).await?;
     let delivery = first.delivery();
-    write(first.as_mut(), 0, &b0).await?;
-    write(first.as_mut(), 1, &b1).await?;
+    write(&*fixture, first.as_mut(), 0, &b0).await?;
+    write(&*fixture, first.as_mut(), 1, &b1).await?;
     // A crash: no stop, the instance just goes away.
     drop(first);
-    let mut second = open_sink(connector, &options, &env.context)
+    let mut second = open_sink(&*fixture, connector, &options, &env.context)
         .await
         .map_err(|f| Failure(format!("after a crash, a new instance: {f}")))?;
     ensure!(
@@ -77,8 +77,8 @@ pub async fn sink_replay_after_restart(
         "a new instance declares {:?}, the first one declared {delivery:?}",
         second.delivery()
     );
-    write(second.as_mut(), 1, &b1).await?;
-    write(second.as_mut(), 2, &b2).await?;
+    write(&*fixture, second.as_mut(), 1, &b1).await?;
+    write(&*fixture, second.as_mut(), 2, &b2).await?;
     stop(second.as_mut()).await?;
     let written: Vec<_> = b0.into_iter().chain(b1).chain(b2).collect();
     let exactly_once = delivery == Delivery::ExactlyOnce;

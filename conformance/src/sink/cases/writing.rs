@@ -16,10 +16,10 @@ pub async fn sink_writes_every_row(
 ) -> CaseResult {
     let env = CaseEnv::new()?;
     let (target, options) = new_target(fixture, "every-row").await?;
-    let mut sink = open_sink(connector, &options, &env.context).await?;
+    let mut sink = open_sink(&*fixture, connector, &options, &env.context).await?;
     let (b0, b1) = (micro_batch(0)?, micro_batch(1)?);
-    write(sink.as_mut(), 0, &b0).await?;
-    write(sink.as_mut(), 1, &b1).await?;
+    write(&*fixture, sink.as_mut(), 0, &b0).await?;
+    write(&*fixture, sink.as_mut(), 1, &b1).await?;
     stop(sink.as_mut()).await?;
     let written: Vec<_> = b0.into_iter().chain(b1).collect();
     expect_rows(
@@ -41,18 +41,21 @@ pub async fn sink_empty_batch(
 ) -> CaseResult {
     let env = CaseEnv::new()?;
     let (target, options) = new_target(fixture, "empty-batch").await?;
-    let mut sink = open_sink(connector, &options, &env.context).await?;
+    let mut sink = open_sink(&*fixture, connector, &options, &env.context).await?;
     let (b0, b3) = (micro_batch(0)?, micro_batch(3)?);
-    write(sink.as_mut(), 0, &b0).await?;
+    write(&*fixture, sink.as_mut(), 0, &b0).await?;
     sink.write(1, &[])
         .await
         .map_err(|e| Failure(format!("writing an empty slice as batch 1 failed: {e}")))?;
-    sink.write(2, &[zero_row_batch()]).await.map_err(|e| {
+    let zero = fixture
+        .input(&[zero_row_batch()])
+        .map_err(|e| Failure(format!("the fixture cannot shape a zero-row batch: {e}")))?;
+    sink.write(2, &zero).await.map_err(|e| {
         Failure(format!(
             "writing one record batch of zero rows as batch 2 failed: {e}"
         ))
     })?;
-    write(sink.as_mut(), 3, &b3).await?;
+    write(&*fixture, sink.as_mut(), 3, &b3).await?;
     stop(sink.as_mut()).await?;
     let written: Vec<_> = b0.into_iter().chain(b3).collect();
     expect_rows(

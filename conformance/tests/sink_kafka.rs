@@ -1,0 +1,40 @@
+//! The sink conformance suite against the built-in Kafka sink and a real broker
+//! (`TRIBUTARY_KAFKA_BOOTSTRAP`, skipped when unset unless `CI` is set). The sink is
+//! at-least-once: the replay cases are skipped after checking that nothing was lost.
+
+#![cfg(feature = "kafka")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use tributary_conformance::fixtures::KafkaSinkFixture;
+use tributary_conformance::runner::require_env;
+use tributary_conformance::{CaseStatus, SinkSetup};
+use tributary_kafka::KafkaSinkFactory;
+
+async fn setup() -> Option<SinkSetup> {
+    let bootstrap = require_env("TRIBUTARY_KAFKA_BOOTSTRAP")?;
+    Some(SinkSetup {
+        connector: Arc::new(KafkaSinkFactory),
+        fixture: Box::new(KafkaSinkFixture::new(&bootstrap)),
+    })
+}
+
+tributary_conformance::sink_conformance_tests!(setup);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kafka_sink_report() {
+    let Some(mut s) = setup().await else { return };
+    let report = tributary_conformance::run_sinks(
+        s.connector.as_ref(),
+        s.fixture.as_mut(),
+        &Default::default(),
+    )
+    .await;
+    println!("{}", report.to_table());
+    assert!(report.is_success(), "{}", report.to_table());
+    let status = |n: &str| report.cases.iter().find(|c| c.name == n).unwrap().status;
+    assert_eq!(status("sink_writes_every_row"), CaseStatus::Passed);
+    assert_eq!(status("sink_replay_replaces_batch"), CaseStatus::Skipped);
+    assert_eq!(status("sink_secrets_hidden"), CaseStatus::Passed);
+}
