@@ -158,12 +158,17 @@ where
     if let Err(e) = setup.fixture.teardown().await {
         eprintln!("fixture teardown failed: {e}");
     }
+    conclude(name, "connector", setup.connector.name(), report);
+}
+
+/// Ends a generated test: nothing when passed, a line when skipped, a panic with the reason
+/// when failed.
+pub(crate) fn conclude(name: &str, kind: &str, connector: &str, report: CaseReport) {
     match report.status {
         CaseStatus::Passed => {}
         CaseStatus::Skipped => println!("skipped {name}: {}", report.reason.unwrap_or_default()),
         CaseStatus::Failed => panic!(
-            "conformance case {name} failed for connector '{}': {}",
-            setup.connector.name(),
+            "conformance case {name} failed for {kind} '{connector}': {}",
             report.reason.unwrap_or_default()
         ),
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tributary_sdk::SinkFactory;
 
 use crate::report::{CaseReport, CaseStatus, Report};
-use crate::runner::{timed_case, RunOptions};
+use crate::runner::{conclude, timed_case, RunOptions};
 use crate::sink::cases::{all_sink_cases, SinkCase};
 use crate::sink::fixture::SinkFixture;
 
@@ -90,13 +90,5 @@ where
     if let Err(e) = setup.fixture.teardown().await {
         eprintln!("sink fixture teardown failed: {e}");
     }
-    match report.status {
-        CaseStatus::Passed => {}
-        CaseStatus::Skipped => println!("skipped {name}: {}", report.reason.unwrap_or_default()),
-        CaseStatus::Failed => panic!(
-            "sink conformance case {name} failed for sink '{}': {}",
-            setup.connector.name(),
-            report.reason.unwrap_or_default()
-        ),
-    }
+    conclude(name, "sink", setup.connector.name(), report);
 }
