@@ -94,7 +94,7 @@ struct Decode {
 /// subject is named after the topic needs a stream of exactly one topic: one decoded column
 /// has one schema, so several topics (or a pattern) are refused rather than decoded with the
 /// first topic's schema.
-fn stream_name(spec: &PipelineSpec, config: &DecodeConfig) -> Result<String> {
+fn stream_name(spec: &PipelineSpec, subject_per_topic: Option<&'static str>) -> Result<String> {
     let o = &spec.source_options;
     let mut topics: Vec<String> = Vec::new();
     if let Some(v) = o.get("subscribe").or_else(|| o.get("streamName")) {
@@ -109,7 +109,7 @@ fn stream_name(spec: &PipelineSpec, config: &DecodeConfig) -> Result<String> {
             topics.extend(m.keys().cloned());
         }
     }
-    let Some(option) = config.subject_per_topic_option() else {
+    let Some(option) = subject_per_topic else {
         return Ok(topics
             .into_iter()
             .next()
@@ -160,6 +160,16 @@ pub fn validate(spec: &PipelineSpec, registry: &Registry) -> Result<()> {
             decode,
             "source.decode",
         )?;
+        // A subject named after the topic needs a one-topic source: refused here too, so that
+        // `check` and `run` agree (the locators parse without resolving the registry secret).
+        for option in ["payload_schema_locator", "key_schema_locator"] {
+            if let Some(text) = decode.get(option) {
+                let locator = tributary_sdk::decode::SchemaLocator::parse(text, option)?;
+                if locator.subject_per_topic() {
+                    stream_name(spec, Some(option))?;
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -177,7 +187,7 @@ impl Pipeline {
             Some(options) => {
                 let config = DecodeConfig::from_options(options, secrets.as_ref())?;
                 Some(Decode {
-                    stream: stream_name(spec, &config)?,
+                    stream: stream_name(spec, config.subject_per_topic_option())?,
                     config,
                     decoder: None,
                 })
@@ -484,12 +494,18 @@ mod tests {
     fn topic_named_subjects_need_exactly_one_topic() {
         let topic_name = "strategy=TopicNameStrategy,format=AVRO";
         let (s, c) = spec("subscribe = \"orders\"", topic_name);
-        assert_eq!(stream_name(&s, &c).unwrap(), "orders");
+        assert_eq!(
+            stream_name(&s, c.subject_per_topic_option()).unwrap(),
+            "orders"
+        );
         let (s, c) = spec("assign = '{\"orders\":[0,1]}'", topic_name);
-        assert_eq!(stream_name(&s, &c).unwrap(), "orders");
+        assert_eq!(
+            stream_name(&s, c.subject_per_topic_option()).unwrap(),
+            "orders"
+        );
 
         let (s, c) = spec("subscribe = \"orders, refunds\"", topic_name);
-        let e = stream_name(&s, &c).unwrap_err();
+        let e = stream_name(&s, c.subject_per_topic_option()).unwrap_err();
         assert_eq!(e.code(), ErrorCode::ConflictingOptions);
         assert!(
             e.message().contains("payload_schema_locator")
@@ -502,7 +518,7 @@ mod tests {
             "subscribePattern = \"orders-.*\"",
             "strategy=TopicRecordNameStrategy,record=x.Order,format=AVRO",
         );
-        let e = stream_name(&s, &c).unwrap_err();
+        let e = stream_name(&s, c.subject_per_topic_option()).unwrap_err();
         assert!(
             e.message().contains("subscribePattern 'orders-.*'"),
             "{}",
@@ -511,16 +527,40 @@ mod tests {
     }
 
     #[test]
+    fn check_refuses_what_run_refuses() {
+        let registry = crate::registry::Registry::builtin();
+        let bootstrap = "\"kafka.bootstrap.servers\" = \"127.0.0.1:1\", ";
+        let (s, _) = spec(
+            &format!("{bootstrap}subscribe = \"a, b\""),
+            "strategy=TopicNameStrategy,format=AVRO",
+        );
+        let e = validate(&s, &registry).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ConflictingOptions);
+        assert_eq!(e.context_value("option"), Some("payload_schema_locator"));
+        let (s, _) = spec(
+            &format!("{bootstrap}subscribe = \"a\""),
+            "strategy=TopicNameStrategy,format=AVRO",
+        );
+        validate(&s, &registry).unwrap();
+    }
+
+    #[test]
     fn a_fixed_subject_reads_any_number_of_topics() {
         let (s, c) = spec(
             "subscribe = \"orders, refunds\"",
             "subject=orders-value,format=AVRO",
         );
-        assert_eq!(stream_name(&s, &c).unwrap(), "orders");
+        assert_eq!(
+            stream_name(&s, c.subject_per_topic_option()).unwrap(),
+            "orders"
+        );
         let (s, c) = spec(
             "subscribePattern = \"o.*\"",
             "strategy=RecordNameStrategy,record=x.Order,format=AVRO",
         );
-        assert_eq!(stream_name(&s, &c).unwrap(), s.name);
+        assert_eq!(
+            stream_name(&s, c.subject_per_topic_option()).unwrap(),
+            s.name
+        );
     }
 }
