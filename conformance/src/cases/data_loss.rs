@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tributary_sdk::{DataLossKind, ErrorCode, ReadLimit, SourceFactory};
+use tributary_sdk::{DataLossKind, ErrorCode, Offset, ReadLimit, Source, SourceFactory};
 
 use crate::capability::Capability;
 use crate::cases::{
@@ -28,6 +28,33 @@ fn skipped(fixture: &dyn Fixture) -> Outcome {
     ))
 }
 
+/// The opening both cases share: a target with 4 records, a source with `failOnDataLoss`
+/// set, its first batch planned, and then the data loss caused. Returns the target, the source
+/// and the planned range.
+async fn plan_then_lose(
+    connector: &dyn SourceFactory,
+    fixture: &mut dyn Fixture,
+    env: &CaseEnv,
+    kind: DataLossKind,
+    fail_on_data_loss: bool,
+    hint: &str,
+) -> Result<(String, Box<dyn Source>, Offset, Offset), Failure> {
+    let target = fixture.create_target(hint).await?;
+    fixture.produce(&target, 4).await?;
+    let mut setup = ReadSetup::target(&target);
+    setup.fail_on_data_loss = Some(fail_on_data_loss);
+    let Reading {
+        source, start, end, ..
+    } = start_reading(connector, fixture, env, &setup).await?;
+    ensure!(
+        end != start,
+        "no data planned before causing {}",
+        kind.code()
+    );
+    fixture.cause_data_loss(&target, kind).await?;
+    Ok((target, source, start, end))
+}
+
 /// With `failOnDataLoss=true`, each declared kind of data loss stops the read with its stable code.
 pub async fn fail_on_data_loss_true(
     connector: &dyn SourceFactory,
@@ -39,22 +66,8 @@ pub async fn fail_on_data_loss_true(
     }
     for kind in kinds {
         let env = CaseEnv::new()?;
-        let target = fixture.create_target("loss").await?;
-        fixture.produce(&target, 4).await?;
-        let mut setup = ReadSetup::target(&target);
-        setup.fail_on_data_loss = Some(true);
-        let Reading {
-            mut source,
-            start,
-            end,
-            ..
-        } = start_reading(connector, fixture, &env, &setup).await?;
-        ensure!(
-            end != start,
-            "no data planned before causing {}",
-            kind.code()
-        );
-        fixture.cause_data_loss(&target, kind).await?;
+        let (_, mut source, start, end) =
+            plan_then_lose(connector, fixture, &env, kind, true, "loss").await?;
         let outcome = match source.read(&start, &end).await {
             Err(e) => Err(e),
             Ok(_) => source
@@ -95,22 +108,8 @@ pub async fn fail_on_data_loss_false(
     }
     for kind in kinds {
         let env = CaseEnv::new()?;
-        let target = fixture.create_target("lossok").await?;
-        fixture.produce(&target, 4).await?;
-        let mut setup = ReadSetup::target(&target);
-        setup.fail_on_data_loss = Some(false);
-        let Reading {
-            mut source,
-            start,
-            end,
-            ..
-        } = start_reading(connector, fixture, &env, &setup).await?;
-        ensure!(
-            end != start,
-            "no data planned before causing {}",
-            kind.code()
-        );
-        fixture.cause_data_loss(&target, kind).await?;
+        let (target, mut source, start, end) =
+            plan_then_lose(connector, fixture, &env, kind, false, "lossok").await?;
         source.read(&start, &end).await.map_err(|e| {
             Failure(format!(
                 "{} with failOnDataLoss=false still failed the read: {e}",
