@@ -120,7 +120,9 @@ fn read_all(
 
 enum Outcome {
     Good,
-    Extra(Option<String>),
+    /// Decodes leniently; these fields are not columns (possibly none: a line can fail the
+    /// strict decoder for reasons the lenient one accepts).
+    Extra(serde_json::Map<String, serde_json::Value>),
     Bad(String),
 }
 
@@ -173,13 +175,14 @@ impl LineChecker<'_> {
         }
     }
 
-    /// The top-level fields of `line` that are not columns, as a JSON object.
-    fn unknown_fields(&self, line: &[u8]) -> Option<String> {
-        let serde_json::Value::Object(map) = serde_json::from_slice(line).ok()? else {
-            return None;
-        };
-        let extra = unknown_fields(&map, self.ctx.file_schema.fields());
-        (!extra.is_empty()).then(|| serde_json::Value::Object(extra).to_string())
+    /// The fields of `line` that are not columns (empty when there are none).
+    fn unknown_fields(&self, line: &[u8]) -> serde_json::Map<String, serde_json::Value> {
+        match serde_json::from_slice(line) {
+            Ok(serde_json::Value::Object(map)) => {
+                unknown_fields(&map, self.ctx.file_schema.fields())
+            }
+            _ => serde_json::Map::new(),
+        }
     }
 }
 
@@ -211,12 +214,14 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
             Outcome::Extra(extra) => {
                 cleaned.extend_from_slice(line);
                 match ctx.evolution {
-                    SchemaEvolution::Rescue => rescued.push(extra),
-                    SchemaEvolution::None => rescued.push(None),
+                    SchemaEvolution::Rescue if !extra.is_empty() => {
+                        rescued.push(Some(serde_json::Value::Object(extra).to_string()))
+                    }
                     SchemaEvolution::AddNewColumns | SchemaEvolution::FailOnNewColumns => {
-                        note_new_columns(extra.as_deref(), &mut new_columns);
+                        merge_sample(&mut new_columns, extra);
                         rescued.push(None);
                     }
+                    _ => rescued.push(None),
                 }
             }
             Outcome::Bad(reason) => {
@@ -263,15 +268,6 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
         new_columns,
         ..Decoded::default()
     })
-}
-
-/// Adds a record's unknown fields (`extra`, a JSON object) to the sample.
-fn note_new_columns(extra: Option<&str>, seen: &mut serde_json::Map<String, serde_json::Value>) {
-    if let Some(serde_json::Value::Object(fields)) =
-        extra.and_then(|e| serde_json::from_str(e).ok())
-    {
-        merge_sample(seen, fields);
-    }
 }
 
 /// Infers columns from the first `max_records` JSON objects of the samples (lines that are
