@@ -11,7 +11,9 @@ use arrow_array::{
     make_array, new_empty_array, ArrayRef, BooleanArray, FixedSizeBinaryArray, ListArray, MapArray,
     StringArray, StructArray,
 };
-use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{
+    BooleanBuffer, BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer,
+};
 use arrow_schema::{ArrowError, DataType, FieldRef, Fields};
 
 use crate::error::{Error, ErrorCode, Result};
@@ -503,16 +505,12 @@ impl Valid {
         if self.nulls.is_empty() {
             return None;
         }
-        // Bit `i` is bit `i % 64` of word `i / 64`: Arrow's LSB order once the words are
-        // written little-endian.
-        let mut words = vec![u64::MAX; len.div_ceil(64)];
-        for &i in &self.nulls {
-            words[i / 64] &= !(1u64 << (i % 64));
+        let mut bits = BooleanBufferBuilder::new(len);
+        bits.append_n(len, true);
+        for i in self.nulls.drain(..) {
+            bits.set_bit(i, false);
         }
-        self.nulls.clear();
-        let words: Vec<u64> = words.into_iter().map(u64::to_le).collect();
-        let bits = BooleanBuffer::new(Buffer::from_vec(words), 0, len);
-        Some(NullBuffer::new(bits))
+        Some(NullBuffer::new(bits.finish()))
     }
 }
 
