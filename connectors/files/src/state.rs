@@ -126,6 +126,13 @@ impl FileStateStore {
             conn.execute_batch("ALTER TABLE files ADD COLUMN cleaned_ms INTEGER")
                 .map_err(state_err("cannot add the cleaned_ms column"))?;
         }
+        // `cleanable` runs at every commit with cleanSource on: only the files still waiting
+        // are indexed, so it does not scan every file ever ingested.
+        conn.execute_batch(
+            "CREATE INDEX IF NOT EXISTS files_to_clean ON files(commit_ms) \
+             WHERE committed = 1 AND cleaned_ms IS NULL",
+        )
+        .map_err(state_err("cannot create the clean-up index"))?;
         let mut known = HashMap::new();
         let mut next_seq = 0u64;
         {
@@ -326,13 +333,15 @@ impl FileStateStore {
             .map_err(state_err("cannot mark files committed"))
     }
 
-    /// Committed files not cleaned yet whose batch committed at or before `committed_by_ms`.
+    /// Committed files not cleaned yet whose batch committed at or before `committed_by_ms`,
+    /// oldest commit first (the order lets SQLite read them from the `files_to_clean` index).
     pub fn cleanable(&self, committed_by_ms: i64) -> Result<Vec<QueuedFile>> {
         let mut stmt = self
             .conn
             .prepare(
                 "SELECT seq, path, size, mtime_ms FROM files \
-                 WHERE committed = 1 AND cleaned_ms IS NULL AND commit_ms <= ?1 ORDER BY seq",
+                 WHERE committed = 1 AND cleaned_ms IS NULL AND commit_ms <= ?1 \
+                 ORDER BY commit_ms, seq",
             )
             .map_err(state_err("cannot list the files to clean"))?;
         let rows = stmt
