@@ -223,18 +223,6 @@ pub enum SchemaEvolution {
     None,
 }
 
-impl SchemaEvolution {
-    /// The option value.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            SchemaEvolution::AddNewColumns => "addNewColumns",
-            SchemaEvolution::Rescue => "rescue",
-            SchemaEvolution::FailOnNewColumns => "failOnNewColumns",
-            SchemaEvolution::None => "none",
-        }
-    }
-}
-
 /// What to do with a malformed record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
