@@ -1,21 +1,35 @@
-//! Connector factories: how a host finds and builds sources and sinks by name.
+//! Connector factories: the erased form the host and the plugin boundary use.
 //!
-//! A connector crate exposes one [`SourceFactory`] and/or [`SinkFactory`]. The factory declares its
-//! options once ([`OptionSpec`]s), validates an option map without touching the network
-//! ([`SourceFactory::validate`], used by `tributary check`), and builds the connector
-//! ([`SourceFactory::create`]). The runtime keeps built-in factories and factories loaded from
-//! plugins in one registry, so a pipeline names a connector the same way whether it is built in
-//! or loaded.
+//! A connector author writes the typed form ([`crate::typed::SourceConnector`] /
+//! [`crate::typed::SinkConnector`]): a config type parsed once from the options, a description
+//! of what the configured source reads, and a build step. A blanket impl derives the erased,
+//! object-safe [`SourceFactory`] / [`SinkFactory`] from it, which is what the runtime's registry,
+//! the conformance suite and the plugin export side hold (`Arc<dyn SourceFactory>`).
+//!
+//! The host drives a factory in three steps, each doing strictly more than the last:
+//!
+//! 1. [`SourceFactory::prepare`] validates and parses the options without any I/O (no network,
+//!    no file opened) and returns a [`PreparedSource`] whose [`SourceDescription`] says what it
+//!    reads: its checkpoint identity, the streams/topics, and which columns carry the payload
+//!    and the key. `tributary check` stops here.
+//! 2. The host binds the checkpoint to the description's identity (a checkpoint written for
+//!    another source is refused before the connector opens anything).
+//! 3. [`PreparedSource::build`] resolves secrets and builds the [`Source`].
+//!
+//! [`SourceFactoryExt`] adds the conveniences `validate` and `create` (prepare + build) to every
+//! factory.
 
 use std::fmt::Debug;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::description::SourceDescription;
 use crate::error::Result;
 use crate::options::{OptionSpec, Options};
 use crate::secret::{EnvSecretStore, SecretStore};
 use crate::sink::Sink;
 use crate::source::Source;
+use crate::state::{StateReport, StateRequest};
 
 /// Whether a connector reads or writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -49,36 +63,90 @@ impl Default for ConnectorContext {
     }
 }
 
-/// Builds sources of one connector.
+/// Builds sources of one connector (the erased, object-safe form).
+///
+/// Connector authors implement [`crate::typed::SourceConnector`] instead; this trait is derived
+/// from it. Wrappers (test doubles, the plugin host's foreign factory) implement it directly and
+/// must forward every method.
 pub trait SourceFactory: Send + Sync + Debug {
     /// The connector name used in pipeline files (`files`, `kafka`).
     fn name(&self) -> &str;
 
-    /// Every option the connector accepts.
+    /// Every option the connector accepts, each declared once.
     fn options(&self) -> Vec<OptionSpec>;
 
-    /// Checks options without any I/O: unknown, missing, badly typed, conflicting.
-    fn validate(&self, options: &Options) -> Result<()> {
-        OptionSpec::validate_all(&self.options(), options, self.name()).map(|_| ())
-    }
+    /// Validates and parses the options without any I/O (unknown, missing, badly typed,
+    /// conflicting or ignored options are refused) and says what the source will read.
+    fn prepare(&self, options: &Options) -> Result<Box<dyn PreparedSource>>;
 
-    /// Builds a source.
-    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Source>>;
+    /// Describes the connector's own state in a checkpoint (`tributary state`). `Ok(None)`
+    /// when the connector keeps no state of its own beyond its offsets.
+    fn describe_state(&self, request: &StateRequest<'_>) -> Result<Option<StateReport>> {
+        let _ = request;
+        Ok(None)
+    }
 }
 
-/// Builds sinks of one connector.
+/// A source whose options were parsed and checked, not yet built.
+pub trait PreparedSource: Send + Sync + Debug {
+    /// What the configured source reads.
+    fn description(&self) -> &SourceDescription;
+
+    /// Resolves secrets and builds the source. Opening connections may happen here or lazily
+    /// in the source's first call.
+    fn build(self: Box<Self>, context: &ConnectorContext) -> Result<Box<dyn Source>>;
+}
+
+/// Builds sinks of one connector (the erased, object-safe form); derived from
+/// [`crate::typed::SinkConnector`].
 pub trait SinkFactory: Send + Sync + Debug {
     /// The connector name used in pipeline files (`console`, `parquet`, `kafka`).
     fn name(&self) -> &str;
 
-    /// Every option the connector accepts.
+    /// Every option the connector accepts, each declared once.
     fn options(&self) -> Vec<OptionSpec>;
 
+    /// Validates and parses the options without any I/O.
+    fn prepare(&self, options: &Options) -> Result<Box<dyn PreparedSink>>;
+}
+
+/// A sink whose options were parsed and checked, not yet built.
+pub trait PreparedSink: Send + Sync + Debug {
+    /// Resolves secrets and builds the sink.
+    fn build(self: Box<Self>, context: &ConnectorContext) -> Result<Box<dyn Sink>>;
+}
+
+/// Conveniences over every [`SourceFactory`].
+pub trait SourceFactoryExt: SourceFactory {
     /// Checks options without any I/O.
     fn validate(&self, options: &Options) -> Result<()> {
-        OptionSpec::validate_all(&self.options(), options, self.name()).map(|_| ())
+        self.prepare(options).map(|_| ())
     }
 
-    /// Builds a sink.
-    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Sink>>;
+    /// What the configured source reads, without building it.
+    fn describe(&self, options: &Options) -> Result<SourceDescription> {
+        Ok(self.prepare(options)?.description().clone())
+    }
+
+    /// Prepares and builds in one step.
+    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Source>> {
+        self.prepare(options)?.build(context)
+    }
 }
+
+impl<F: SourceFactory + ?Sized> SourceFactoryExt for F {}
+
+/// Conveniences over every [`SinkFactory`].
+pub trait SinkFactoryExt: SinkFactory {
+    /// Checks options without any I/O.
+    fn validate(&self, options: &Options) -> Result<()> {
+        self.prepare(options).map(|_| ())
+    }
+
+    /// Prepares and builds in one step.
+    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Sink>> {
+        self.prepare(options)?.build(context)
+    }
+}
+
+impl<F: SinkFactory + ?Sized> SinkFactoryExt for F {}

@@ -12,7 +12,13 @@
 //!   one declaration per option.
 //! - [`Secret`], [`SecretRef`], [`SecretStore`]: secrets that never print.
 //! - [`Authenticator`] and [`SchemaProvider`]: credentials and schemas for connectors.
-//! - [`record`]: the Arrow schema of each built-in source.
+//! - [`typed::SourceConnector`] / [`typed::SinkConnector`]: what a connector author writes (a
+//!   config parsed once, a [`SourceDescription`], a build step); the erased [`SourceFactory`] /
+//!   [`SinkFactory`] the host holds are derived from them.
+//! - [`Stage`]: a transformation applied to a source's batches (decoding lives in the
+//!   `tributary-decode` crate as a stage); [`StateReport`]: a connector's own checkpoint state.
+//!
+//! Each connector owns its record schema; the SDK holds none.
 //!
 //! ## Delivery guarantees
 //!
@@ -39,27 +45,27 @@
 pub mod auth;
 pub mod connector;
 pub mod data_loss;
-#[cfg(any(
-    feature = "json",
-    feature = "avro",
-    feature = "protobuf",
-    feature = "registry"
-))]
-pub mod decode;
+pub mod description;
 pub mod error;
 pub mod offset;
 pub mod options;
 #[cfg(feature = "plugin")]
 pub mod plugin;
 pub mod read_limit;
-pub mod record;
 pub mod schema_provider;
 pub mod secret;
 pub mod sink;
 pub mod source;
+pub mod stage;
+pub mod state;
+pub mod typed;
 
 pub use auth::{Authenticator, Credentials, SaslMechanism, TlsMaterial};
-pub use connector::{ConnectorContext, ConnectorKind, SinkFactory, SourceFactory};
+pub use connector::{
+    ConnectorContext, ConnectorKind, PreparedSink, PreparedSource, SinkFactory, SinkFactoryExt,
+    SourceFactory, SourceFactoryExt,
+};
+pub use description::SourceDescription;
 pub use data_loss::{DataLossEvent, DataLossKind, DataLossTracker};
 pub use error::{Domain, Error, ErrorCode, Result, Retry};
 pub use offset::Offset;
@@ -73,6 +79,9 @@ pub use secret::{
 };
 pub use sink::{Delivery, Sink};
 pub use source::{Source, SourceIdentity, SourceMetrics};
+pub use stage::{Stage, StageFactory};
+pub use state::{LoggedBatch, StateReport, StateRequest};
+pub use typed::{SinkConnector, SourceConnector};
 
 /// The SDK version, compared by hosts when loading plugins.
 pub const SDK_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -8,7 +8,8 @@
 //! "did you mean" for near misses), missing required options and values of the wrong type,
 //! naming the option, the bad value and the allowed values, before anything connects.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
@@ -17,11 +18,26 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, ErrorCode, Result};
 
 /// A case-insensitive option map that remembers the spelling the user wrote.
-#[derive(Clone, Default, PartialEq, Eq)]
+///
+/// `Debug` never prints a secret: values of options declared [`OptionSpec::sensitive`] (marked by
+/// [`OptionSpec::validate_all`] or [`Options::mark_sensitive`]) and of keys that look sensitive
+/// print as `***`, and credentials inside other values — the password of a URL
+/// (`https://user:pass@host`), `password="..."` in a `sasl.jaas.config` — are masked.
+#[derive(Clone, Default)]
 pub struct Options {
     /// lower-cased key -> (key as written, value)
     entries: BTreeMap<String, (String, String)>,
+    /// lower-cased keys declared sensitive
+    sensitive: BTreeSet<String>,
 }
+
+impl PartialEq for Options {
+    fn eq(&self, other: &Self) -> bool {
+        self.entries == other.entries
+    }
+}
+
+impl Eq for Options {}
 
 impl Options {
     /// An empty map.
@@ -53,6 +69,31 @@ impl Options {
     /// True when the option is present.
     pub fn contains(&self, key: &str) -> bool {
         self.entries.contains_key(&key.to_ascii_lowercase())
+    }
+
+    /// Marks the options the specs declare sensitive, so `Debug` hides their values.
+    pub fn mark_sensitive(&mut self, specs: &[OptionSpec]) {
+        for (lk, (k, _)) in &self.entries {
+            if specs.iter().any(|s| s.sensitive && s.matches(k)) {
+                self.sensitive.insert(lk.clone());
+            }
+        }
+    }
+
+    /// True when the value of `key` must not be printed: declared sensitive, or a key that
+    /// looks sensitive.
+    pub fn is_sensitive(&self, key: &str) -> bool {
+        self.sensitive.contains(&key.to_ascii_lowercase()) || is_sensitive_key(key)
+    }
+
+    /// The value of `key` as it may be printed (see the type's documentation).
+    pub fn printable(&self, key: &str) -> Option<Cow<'_, str>> {
+        let v = self.get(key)?;
+        Some(if self.is_sensitive(key) {
+            Cow::Borrowed("***")
+        } else {
+            redact_embedded(v)
+        })
     }
 
     /// Removes an option, returning its value.
@@ -131,18 +172,68 @@ impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Options {
 }
 
 impl fmt::Debug for Options {
-    /// Values of keys that look sensitive are printed as `***`.
+    /// Secrets are printed as `***` (see the type's documentation).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut m = f.debug_map();
-        for (k, v) in self.iter() {
-            if is_sensitive_key(k) {
-                m.entry(&k, &"***");
-            } else {
-                m.entry(&k, &v);
-            }
+        for (k, _) in self.iter() {
+            m.entry(&k, &self.printable(k).unwrap_or_default());
         }
         m.finish()
     }
+}
+
+/// Masks credentials embedded in an option value that is not itself a secret: the password of
+/// a URL with user info (`https://user:***@host`) and `password="..."` in a JAAS config line
+/// (`kafka.sasl.jaas.config`).
+pub fn redact_embedded(value: &str) -> Cow<'_, str> {
+    let mut out = Cow::Borrowed(value);
+    // user:password@ after a scheme
+    if let Some(scheme_end) = out.find("://") {
+        let rest_start = scheme_end + 3;
+        let authority_end = out[rest_start..]
+            .find(['/', '?', '#'])
+            .map(|i| rest_start + i)
+            .unwrap_or(out.len());
+        if let Some(at) = out[rest_start..authority_end].rfind('@') {
+            let userinfo = &out[rest_start..rest_start + at];
+            if let Some(colon) = userinfo.find(':') {
+                let masked = format!(
+                    "{}{}:***{}",
+                    &out[..rest_start],
+                    &userinfo[..colon],
+                    &out[rest_start + at..]
+                );
+                out = Cow::Owned(masked);
+            }
+        }
+    }
+    // password="..." / password='...' / password=word in JAAS text
+    let lower = out.to_ascii_lowercase();
+    if let Some(pos) = lower.find("password") {
+        let after = &out[pos + "password".len()..];
+        let trimmed = after.trim_start();
+        if let Some(value_part) = trimmed.strip_prefix('=') {
+            let value_part = value_part.trim_start();
+            let start = out.len() - value_part.len();
+            let end = match value_part.chars().next() {
+                Some(q @ ('"' | '\'')) => value_part[1..]
+                    .find(q)
+                    .map(|i| start + i + 2)
+                    .unwrap_or(out.len()),
+                _ => value_part
+                    .find(|c: char| c.is_whitespace() || c == ';')
+                    .map(|i| start + i)
+                    .unwrap_or(out.len()),
+            };
+            let masked = format!("{}\"***\"{}", &out[..start], &out[end..]);
+            // Recurse for a second password (a keystore and a key password in one value).
+            return Cow::Owned(match redact_embedded(&masked[start + 5..]) {
+                Cow::Borrowed(_) => masked,
+                Cow::Owned(rest) => format!("{}{}", &masked[..start + 5], rest),
+            });
+        }
+    }
+    out
 }
 
 /// True for option names whose values must never be printed (passwords, keys, tokens, secrets).
@@ -363,9 +454,11 @@ impl OptionSpec {
                 .with_context("connector", connector));
             }
         }
+        let mut options = options.clone();
+        options.mark_sensitive(specs);
         Ok(ParsedOptions {
             specs: specs.to_vec(),
-            options: options.clone(),
+            options,
         })
     }
 }
@@ -408,6 +501,24 @@ fn unknown_option(specs: &[OptionSpec], key: &str, connector: &str) -> Error {
     .with_context("connector", connector)
 }
 
+/// The error for an option that would be ignored, or two options that cannot be combined:
+/// `CONFLICTING_OPTIONS` naming both (`option` and `conflicts_with` in the context).
+///
+/// ```
+/// use tributary_sdk::options::conflicting;
+/// let e = conflicting("cleanSource.moveDestination", "cloudFiles.cleanSource", "is only used when 'cloudFiles.cleanSource' is MOVE");
+/// assert_eq!(e.code().as_str(), "CONFLICTING_OPTIONS");
+/// assert!(e.to_string().contains("'cleanSource.moveDestination' is only used when"));
+/// ```
+pub fn conflicting(option: &str, other: &str, why: &str) -> Error {
+    Error::new(
+        ErrorCode::ConflictingOptions,
+        format!("option '{option}' {why}; remove '{option}' or change '{other}'"),
+    )
+    .with_context("option", option)
+    .with_context("conflicts_with", other)
+}
+
 /// Options that passed validation; getters apply the declared defaults.
 #[derive(Debug, Clone)]
 pub struct ParsedOptions {
@@ -441,6 +552,15 @@ impl ParsedOptions {
     /// True when the user gave the option explicitly.
     pub fn is_set(&self, name: &str) -> bool {
         self.options.contains(name)
+    }
+
+    /// Refuses `option` when it was given although `applies` is false: an option that would be
+    /// silently ignored (see [`conflicting`]).
+    pub fn refuse_ignored(&self, option: &str, applies: bool, other: &str, why: &str) -> Result<()> {
+        if self.is_set(option) && !applies {
+            return Err(conflicting(option, other, why));
+        }
+        Ok(())
     }
 
     /// A text value.
@@ -557,6 +677,61 @@ pub fn parse_bytes(v: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_hides_declared_sensitive_values_and_embedded_credentials() {
+        let specs = vec![
+            OptionSpec::string("opaque", "A value whose name says nothing.").sensitive(),
+            OptionSpec::string("url", "A URL."),
+            OptionSpec::string("kafka.sasl.jaas.config", "JAAS."),
+            OptionSpec::string("plain", "Plain."),
+        ];
+        let o: Options = [
+            ("OPAQUE", "hunter2"),
+            ("url", "https://svc:s3cr3t@registry:8081/path?q=1"),
+            (
+                "kafka.sasl.jaas.config",
+                "org.apache.kafka.common.security.scram.ScramLoginModule required username=\"u\" password=\"p@ss word\";",
+            ),
+            ("plain", "visible"),
+        ]
+        .into_iter()
+        .collect();
+        let parsed = OptionSpec::validate_all(&specs, &o, "t").unwrap();
+        let shown = format!("{:?} {:?}", parsed.options(), parsed);
+        for secret in ["hunter2", "s3cr3t", "p@ss word"] {
+            assert!(!shown.contains(secret), "{secret} leaked: {shown}");
+        }
+        assert!(shown.contains("https://svc:***@registry:8081/path?q=1"), "{shown}");
+        assert!(shown.contains("visible"), "{shown}");
+    }
+
+    #[test]
+    fn redact_embedded_handles_several_and_unquoted_passwords() {
+        assert_eq!(redact_embedded("no secret here"), "no secret here");
+        assert_eq!(redact_embedded("http://host:80/x"), "http://host:80/x");
+        assert_eq!(
+            redact_embedded("a password=abc; b Password = 'x y' c"),
+            "a password=\"***\"; b Password = \"***\" c"
+        );
+    }
+
+    #[test]
+    fn ignored_options_are_refused_naming_both() {
+        let specs = vec![
+            OptionSpec::string("mode", "Mode."),
+            OptionSpec::string("dest", "Destination."),
+        ];
+        let o: Options = [("dest", "/x")].into_iter().collect();
+        let p = OptionSpec::validate_all(&specs, &o, "t").unwrap();
+        let e = p
+            .refuse_ignored("dest", false, "mode", "is only used when 'mode' is MOVE")
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ConflictingOptions);
+        assert_eq!(e.context_value("conflicts_with"), Some("mode"));
+        p.refuse_ignored("dest", true, "mode", "x").unwrap();
+        p.refuse_ignored("mode", false, "dest", "x").unwrap();
+    }
 
     fn specs() -> Vec<OptionSpec> {
         vec![

@@ -312,15 +312,20 @@ unsafe extern "C" fn validate_options(
         let name = unsafe { parse_text("connector name", name) }?;
         let options = unsafe { parse_options(options) }?;
         let def = definition()?;
+        // A source answers with its description (JSON) so the host can bind the checkpoint and
+        // configure stages before building it; sinks answer with nothing. Hosts that predate
+        // descriptions ignore the bytes of a successful call.
         match kind {
-            KIND_SOURCE => find_source(def, &name)?.validate(&options),
-            KIND_SINK => find_sink(def, &name)?.validate(&options),
+            KIND_SOURCE => {
+                let prepared = find_source(def, &name)?.prepare(&options)?;
+                to_json_bytes(prepared.description())
+            }
+            KIND_SINK => find_sink(def, &name)?.prepare(&options).map(|_| Vec::new()),
             other => Err(Error::new(
                 ErrorCode::Plugin,
                 format!("unknown connector kind {other}"),
             )),
         }
-        .map(|()| Vec::new())
     });
     // SAFETY: `err` is the caller's out-parameter.
     unsafe { write_out(err, result) }

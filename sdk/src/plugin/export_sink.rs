@@ -48,7 +48,7 @@ pub(crate) unsafe extern "C" fn create_sink(
         let options = unsafe { parse_options(options) }?;
         let context = unsafe { parse_context(context) }?;
         let factory = find_sink(definition()?, &name)?;
-        factory.create(&options, &context)
+        factory.prepare(&options)?.build(&context)
     });
     match result {
         Ok(sink) => {

@@ -50,7 +50,7 @@ pub(crate) unsafe extern "C" fn create_source(
         let options = unsafe { parse_options(options) }?;
         let context = unsafe { parse_context(context) }?;
         let factory = find_source(definition()?, &name)?;
-        factory.create(&options, &context)
+        factory.prepare(&options)?.build(&context)
     });
     match result {
         Ok(source) => {

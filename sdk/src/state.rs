@@ -1,0 +1,124 @@
+//! A connector's own checkpoint state, described by the connector (`tributary state`).
+//!
+//! The runtime never looks inside an offset. When a user asks what a checkpoint holds, the host
+//! gives the connector its state directory and the checkpoint's offsets log
+//! ([`StateRequest`]); the connector answers with a table ([`StateReport`]) — the files source
+//! lists every discovered file with the batch that read it, as Databricks' `cloud_files_state`.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::offset::Offset;
+
+/// One entry of the checkpoint's offsets log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedBatch {
+    /// The batch id.
+    pub batch_id: u64,
+    /// Where the batch starts.
+    pub start: Offset,
+    /// Where it ends (exclusive).
+    pub end: Offset,
+    /// True when the batch has a commit entry.
+    pub committed: bool,
+}
+
+/// What the host hands a connector to describe its state.
+#[derive(Debug, Clone, Copy)]
+pub struct StateRequest<'a> {
+    /// The connector's state directory in the checkpoint (may not exist).
+    pub state_dir: &'a Path,
+    /// The offsets log, oldest first.
+    pub batches: &'a [LoggedBatch],
+}
+
+/// A connector's state as a table: ordered column names and one JSON object per row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StateReport {
+    /// Column names, in display order (the keys of each row).
+    pub columns: Vec<String>,
+    /// The rows; a missing key is shown empty.
+    pub rows: Vec<serde_json::Map<String, serde_json::Value>>,
+}
+
+impl StateReport {
+    /// The rows as a JSON array of objects.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::Value::Array(
+            self.rows
+                .iter()
+                .cloned()
+                .map(serde_json::Value::Object)
+                .collect(),
+        )
+    }
+
+    /// The rows as an aligned text table with a header line.
+    pub fn to_table(&self) -> String {
+        let cell = |v: Option<&serde_json::Value>| match v {
+            None | Some(serde_json::Value::Null) => String::new(),
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+        };
+        let cells: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| self.columns.iter().map(|c| cell(r.get(c))).collect())
+            .collect();
+        let widths: Vec<usize> = self
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                cells
+                    .iter()
+                    .map(|r| r[i].chars().count())
+                    .chain([c.chars().count()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |row: &[String]| {
+            row.iter()
+                .zip(&widths)
+                .map(|(v, w)| format!("{v:<w$}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+                .trim_end()
+                .to_string()
+        };
+        let mut out = line(&self.columns);
+        out.push('\n');
+        for r in &cells {
+            out.push_str(&line(r));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn table_aligns_columns_and_json_keeps_rows() {
+        let row = |p: &str, b: serde_json::Value| {
+            let mut m = serde_json::Map::new();
+            m.insert("path".into(), json!(p));
+            m.insert("batchId".into(), b);
+            m
+        };
+        let r = StateReport {
+            columns: vec!["path".into(), "batchId".into()],
+            rows: vec![row("/a/long-name.json", json!(0)), row("/b", json!(null))],
+        };
+        assert_eq!(
+            r.to_table(),
+            "path               batchId\n/a/long-name.json  0\n/b\n"
+        );
+        assert_eq!(r.to_json()[0]["batchId"], json!(0));
+    }
+}

@@ -1,0 +1,192 @@
+//! The typed connector traits a connector author writes.
+//!
+//! Options travel as a string map ([`Options`]); a connector turns them into its own config type
+//! once, in [`SourceConnector::parse`], with the declarations of [`SourceConnector::options`]
+//! already applied (unknown options refused, values type-checked, defaults filled in). Everything
+//! after that works on the config: the description the host binds the checkpoint to, and the
+//! build step. The erased [`SourceFactory`] / [`SinkFactory`] the runtime and the plugin boundary
+//! hold are derived by blanket impls, as Arroyo joins its typed `Connector` to `ErasedConnector`.
+//!
+//! ```
+//! use tributary_sdk::typed::SourceConnector;
+//! use tributary_sdk::{
+//!     ConnectorContext, OptionSpec, Options, ParsedOptions, Result, Source, SourceDescription,
+//!     SourceFactory,
+//! };
+//!
+//! #[derive(Debug, Clone)]
+//! struct Numbers;
+//!
+//! #[derive(Debug)]
+//! struct NumbersConfig {
+//!     count: i64,
+//! }
+//!
+//! impl SourceConnector for Numbers {
+//!     type Config = NumbersConfig;
+//!     fn name(&self) -> &str {
+//!         "numbers"
+//!     }
+//!     fn options(&self) -> Vec<OptionSpec> {
+//!         vec![OptionSpec::int("count", 1, 1000, "How many numbers.").default_value(10)]
+//!     }
+//!     fn parse(&self, options: &ParsedOptions) -> Result<NumbersConfig> {
+//!         Ok(NumbersConfig { count: options.i64("count")?.unwrap_or(10) })
+//!     }
+//!     fn describe(&self, config: &NumbersConfig) -> SourceDescription {
+//!         SourceDescription::new("numbers", format!("count={}", config.count))
+//!     }
+//!     fn build(&self, _: NumbersConfig, _: &ConnectorContext) -> Result<Box<dyn Source>> {
+//!         unimplemented!("a real connector builds its source here")
+//!     }
+//! }
+//!
+//! let factory: &dyn SourceFactory = &Numbers;
+//! let prepared = factory.prepare(&Options::new().with("count", "3")).unwrap();
+//! assert_eq!(prepared.description().identity.target, "count=3");
+//! let err = factory.prepare(&Options::new().with("cuont", "3")).unwrap_err();
+//! assert!(err.to_string().contains("did you mean 'count'"));
+//! ```
+
+use std::fmt::Debug;
+
+use crate::connector::{
+    ConnectorContext, PreparedSink, PreparedSource, SinkFactory, SourceFactory,
+};
+use crate::description::SourceDescription;
+use crate::error::Result;
+use crate::options::{OptionSpec, Options, ParsedOptions};
+use crate::sink::Sink;
+use crate::source::Source;
+use crate::state::{StateReport, StateRequest};
+
+/// A source connector, typed. Implement this; [`SourceFactory`] comes with it.
+pub trait SourceConnector: Send + Sync + Debug + Clone + 'static {
+    /// The parsed configuration of one source.
+    type Config: Send + Sync + Debug + 'static;
+
+    /// The connector name used in pipeline files.
+    fn name(&self) -> &str;
+
+    /// Every option the connector accepts, each declared once.
+    fn options(&self) -> Vec<OptionSpec>;
+
+    /// Turns validated options into the config: conflicting options and options that would be
+    /// ignored are refused here (`CONFLICTING_OPTIONS` naming both). No I/O, no secret resolved.
+    fn parse(&self, options: &ParsedOptions) -> Result<Self::Config>;
+
+    /// What a source with this config reads.
+    fn describe(&self, config: &Self::Config) -> SourceDescription;
+
+    /// Builds the source: resolves secrets, opens what it needs.
+    fn build(&self, config: Self::Config, context: &ConnectorContext) -> Result<Box<dyn Source>>;
+
+    /// Describes the connector's own state in a checkpoint (see [`SourceFactory::describe_state`]).
+    fn describe_state(&self, request: &StateRequest<'_>) -> Result<Option<StateReport>> {
+        let _ = request;
+        Ok(None)
+    }
+}
+
+/// A sink connector, typed. Implement this; [`SinkFactory`] comes with it.
+pub trait SinkConnector: Send + Sync + Debug + Clone + 'static {
+    /// The parsed configuration of one sink.
+    type Config: Send + Sync + Debug + 'static;
+
+    /// The connector name used in pipeline files.
+    fn name(&self) -> &str;
+
+    /// Every option the connector accepts, each declared once.
+    fn options(&self) -> Vec<OptionSpec>;
+
+    /// Turns validated options into the config (no I/O, no secret resolved).
+    fn parse(&self, options: &ParsedOptions) -> Result<Self::Config>;
+
+    /// Builds the sink.
+    fn build(&self, config: Self::Config, context: &ConnectorContext) -> Result<Box<dyn Sink>>;
+}
+
+#[derive(Debug)]
+struct Prepared<C: SourceConnector> {
+    connector: C,
+    config: C::Config,
+    description: SourceDescription,
+}
+
+impl<C: SourceConnector> PreparedSource for Prepared<C> {
+    fn description(&self) -> &SourceDescription {
+        &self.description
+    }
+
+    fn build(self: Box<Self>, context: &ConnectorContext) -> Result<Box<dyn Source>> {
+        let Prepared {
+            connector, config, ..
+        } = *self;
+        connector.build(config, context)
+    }
+}
+
+impl<C: SourceConnector> SourceFactory for C {
+    fn name(&self) -> &str {
+        SourceConnector::name(self)
+    }
+
+    fn options(&self) -> Vec<OptionSpec> {
+        SourceConnector::options(self)
+    }
+
+    fn prepare(&self, options: &Options) -> Result<Box<dyn PreparedSource>> {
+        let parsed = OptionSpec::validate_all(
+            &SourceConnector::options(self),
+            options,
+            SourceConnector::name(self),
+        )?;
+        let config = self.parse(&parsed)?;
+        let description = self.describe(&config);
+        Ok(Box::new(Prepared {
+            connector: self.clone(),
+            config,
+            description,
+        }))
+    }
+
+    fn describe_state(&self, request: &StateRequest<'_>) -> Result<Option<StateReport>> {
+        SourceConnector::describe_state(self, request)
+    }
+}
+
+#[derive(Debug)]
+struct PreparedSinkOf<C: SinkConnector> {
+    connector: C,
+    config: C::Config,
+}
+
+impl<C: SinkConnector> PreparedSink for PreparedSinkOf<C> {
+    fn build(self: Box<Self>, context: &ConnectorContext) -> Result<Box<dyn Sink>> {
+        let PreparedSinkOf { connector, config } = *self;
+        connector.build(config, context)
+    }
+}
+
+impl<C: SinkConnector> SinkFactory for C {
+    fn name(&self) -> &str {
+        SinkConnector::name(self)
+    }
+
+    fn options(&self) -> Vec<OptionSpec> {
+        SinkConnector::options(self)
+    }
+
+    fn prepare(&self, options: &Options) -> Result<Box<dyn PreparedSink>> {
+        let parsed = OptionSpec::validate_all(
+            &SinkConnector::options(self),
+            options,
+            SinkConnector::name(self),
+        )?;
+        let config = self.parse(&parsed)?;
+        Ok(Box::new(PreparedSinkOf {
+            connector: self.clone(),
+            config,
+        }))
+    }
+}
