@@ -53,5 +53,48 @@ for env in "$TRIBUTARY_SERVICES_DIR"/*.env; do
   source "$env"
 done
 
+# Skipped tests and conformance cases append {"test","reason"} lines here (tributary-skip-log);
+# the summary below counts and names them, so a skip is never only in captured output.
+export TRIBUTARY_SKIP_LOG="$TRIBUTARY_SERVICES_DIR/skipped.jsonl"
+: > "$TRIBUTARY_SKIP_LOG"
+test_log="$TRIBUTARY_SERVICES_DIR/cargo-test.log"
+
 log "cargo test --workspace $*"
-cargo test --workspace "$@"
+set +e
+cargo test --workspace "$@" 2>&1 | tee "$test_log"
+status=${PIPESTATUS[0]}
+set -e
+
+# The summary: cargo's counts over every test binary and doc-test run, minus the tests that
+# returned early because they could not run (they counted as passed), plus the skips.
+python3 - "$test_log" "$TRIBUTARY_SKIP_LOG" "$status" <<'PY'
+import json, re, sys
+log, skip_log, status = sys.argv[1], sys.argv[2], int(sys.argv[3])
+passed = failed = ignored = 0
+for line in open(log, errors="replace"):
+    m = re.match(r"test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored", line)
+    if m:
+        passed += int(m.group(1)); failed += int(m.group(2)); ignored += int(m.group(3))
+skips = []
+for line in open(skip_log, errors="replace"):
+    line = line.strip()
+    if line:
+        try:
+            skips.append(json.loads(line))
+        except ValueError:
+            skips.append({"test": "?", "reason": line})
+early = sum(1 for s in skips if s.get("kind", "test") == "test")
+print()
+print("==== test summary ====")
+if skips:
+    print(f"skipped ({len(skips)}):")
+    for s in skips:
+        print(f"  - {s.get('test')}: {s.get('reason')}")
+if ignored:
+    print(f"ignored by #[ignore]: {ignored} (benchmark-sized or manual tests)")
+if status != 0 and failed == 0:
+    print(f"cargo test exited with status {status} (a build error or a crashed test binary)")
+    failed = max(failed, 1)
+print(f"summary: {passed - early} passed, {failed} failed, {len(skips)} skipped")
+PY
+exit "$status"

@@ -24,7 +24,7 @@ use arrow_schema::{DataType, Field, Schema};
 use criterion::{criterion_group, criterion_main, Criterion};
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, Value as PValue};
-use tributary_sdk::decode::{DecodeMode, StreamDecoder};
+use tributary_decode::{DecodeMode, StreamDecoder};
 use tributary_sdk::{ResolvedSchema, SchemaFormat, StreamSchemas, WireFormat};
 
 const BATCH: usize = 65_536;
@@ -158,7 +158,7 @@ fn bench_avro(c: &mut Criterion) {
     // streaming `Decoder`, the like-for-like comparison with a stream of separate records.
     let framed: Vec<Vec<u8>> = datums
         .iter()
-        .map(|d| tributary_sdk::decode::confluent_frame(7, None, d))
+        .map(|d| tributary_decode::confluent_frame(7, None, d))
         .collect();
     let framed_input = batches(&framed);
     let framed_schemas = StreamSchemas {

@@ -16,7 +16,7 @@ use arrow_buffer::{
 };
 use arrow_schema::{ArrowError, DataType, FieldRef, Fields};
 
-use crate::error::{Error, ErrorCode, Result};
+use tributary_sdk::error::{Error, ErrorCode, Result};
 
 /// Fixed-width values with a validity flag per slot.
 #[derive(Debug, Default)]

@@ -5,7 +5,7 @@
 //! common case "first message of the file" is written either as the single byte `0` (count 0,
 //! Confluent's short form) or as count 1 and index 0. Both decode.
 
-use crate::decode::metrics::{Bad, Malformed};
+use crate::metrics::{Bad, Malformed};
 
 /// What the framing of one side expects.
 #[derive(Debug, Clone, Default)]

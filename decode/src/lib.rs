@@ -1,46 +1,85 @@
-//! Typed columns from binary payloads: JSON Schema, Avro and Protobuf decoding, permissive by default.
+//! # tributary-decode
 //!
-//! A stream's binary `key` and payload (`value` for Kafka, `data` for Kinesis) columns are replaced
-//! by typed ones, the way Spark's `from_json` / `from_avro` / `from_protobuf` do in PERMISSIVE mode:
-//! a struct column for a side with a schema, utf8 for a side without one.
+//! Tributary's payload decoders: typed Arrow columns from the binary key and payload of a
+//! stream's records, the way Spark's `from_json` / `from_avro` / `from_protobuf` read them.
 //!
-//! - [`decode_options`] declares the decode section's options; [`DecodeConfig::from_options`]
-//!   validates them.
+//! A source describes which column carries the payload (`value` for Kafka, `data` for Kinesis)
+//! and which the key ([`tributary_sdk::SourceDescription`]); the host applies a
+//! [`DecodeStageFactory`] stage (the pipeline's `[source.decode]` table) around the source, and
+//! the sinks receive the typed columns: a struct column for a side with a schema, utf8 for a side
+//! without one. Every other column passes through unchanged.
+//!
+//! ## Schemas
+//!
+//! - Inline: `json_schema` (JSON Schema), `avro_schema`, `proto_schema` + `message_name`, and
+//!   their `key_` forms; records plain or Confluent-framed (`wire_format`).
+//! - From a Confluent Schema Registry (feature `registry`): `payload_schema_locator` /
+//!   `key_schema_locator` with `subject=` or a subject name strategy. A subject named after the
+//!   topic (TopicNameStrategy, TopicRecordNameStrategy) needs a source of exactly one stream.
+//!
+//! See [`options`] for every option; [`decode_options`] declares them once.
+//!
+//! ## Modes
+//!
+//! - `PERMISSIVE` (default): a malformed record becomes a null struct and is counted per reason
+//!   ([`Malformed`]) in the stage's metrics (`malformed.<reason>`, `malformedRecords`); a JSON
+//!   field of another type than declared is nulled alone (`typeMismatchFields`).
+//! - `FAILFAST`: the first malformed record fails the batch with `MALFORMED_RECORD`, naming its
+//!   partition and offset (or shard and sequence number).
+//!
+//! Decoding never loses or duplicates rows: each output batch has the rows of its input batch,
+//! so the source's delivery guarantee (exactly-once with a deterministic source and an
+//! idempotent sink) holds after decoding.
+//!
+//! ## Parts
+//!
+//! - [`DecodeStageFactory`]: the stage (`validate` without I/O, `create` resolves secrets,
+//!   `open` resolves the schemas once per run).
+//! - [`DecodeConfig::from_options`]: the parsed `[source.decode]` table.
 //! - [`DirectSchemaProvider`] serves inline schemas; `RegistrySchemaProvider` (feature
 //!   `registry`) reads a Confluent Schema Registry; [`schema_provider`] picks one.
-//! - [`StreamDecoder`] decodes batches with the resolved [`StreamSchemas`] and counts malformed
-//!   records per reason ([`Malformed`]), reported through [`StreamDecoder::metrics`].
+//! - [`StreamDecoder`]: decodes batches with resolved [`tributary_sdk::StreamSchemas`].
 //!
 //! Features: `json`, `avro`, `protobuf` (each decoder), `registry` (the registry provider; turns
-//! on `avro` and `protobuf`). The decoders write straight into Arrow buffers; see each module for
-//! its type mapping.
+//! on `avro` and `protobuf`); all on by default. The decoders write straight into Arrow buffers;
+//! see each module for its type mapping.
+//!
+//! ## Example
+//!
+//! A stage for a Kafka-like source whose payload is JSON:
 //!
 //! ```
-//! # #[cfg(feature = "json")] {
+//! # #[cfg(feature = "json")]
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
 //! use std::sync::Arc;
 //! use arrow_array::{Array, BinaryArray, RecordBatch, StructArray};
 //! use arrow_schema::{DataType, Field, Schema};
-//! use tributary_sdk::decode::{DecodeMode, StreamDecoder};
-//! use tributary_sdk::{ResolvedSchema, SchemaFormat, StreamSchemas, WireFormat};
+//! use tributary_decode::DecodeStageFactory;
+//! use tributary_sdk::{EnvSecretStore, Options, SourceDescription, StageFactory};
 //!
-//! let schemas = StreamSchemas {
-//!     key: None,
-//!     payload: Some(ResolvedSchema {
-//!         format: SchemaFormat::JsonSchema,
-//!         text: r#"{"type":"object","properties":{"id":{"type":"integer"}}}"#.into(),
-//!         wire: WireFormat::Plain,
-//!         registry_id: None,
-//!     }),
-//! };
-//! let mut decoder = StreamDecoder::new(&schemas, DecodeMode::Permissive, "value").unwrap();
+//! let source = SourceDescription::new("kafka", "subscribe:orders")
+//!     .with_streams(["orders"])
+//!     .with_payload_column("value");
+//! let options = Options::new()
+//!     .with("json_schema", r#"{"type":"object","properties":{"id":{"type":"integer"}}}"#);
+//! let factory = DecodeStageFactory;
+//! factory.validate(&options, &source).unwrap();
+//! let mut stage = factory.create(&options, &source, &EnvSecretStore).unwrap();
+//!
 //! let schema = Arc::new(Schema::new(vec![Field::new("value", DataType::Binary, true)]));
+//! let out_schema = stage.open(schema.clone()).await.unwrap();
+//! assert!(matches!(out_schema.field(0).data_type(), DataType::Struct(_)));
+//!
 //! let values = BinaryArray::from(vec![&b"{\"id\": 7}"[..], &b"{oops"[..]]);
 //! let batch = RecordBatch::try_new(schema, vec![Arc::new(values)]).unwrap();
-//! let out = decoder.decode(&batch).unwrap();
+//! let out = stage.apply(&batch).unwrap();
 //! let value = out.column(0).as_any().downcast_ref::<StructArray>().unwrap();
 //! assert!(value.is_valid(0) && value.is_null(1));
-//! assert_eq!(decoder.metrics()["malformed.badJson"], 1);
+//! assert_eq!(stage.metrics()["malformed.badJson"], 1);
 //! # }
+//! # #[cfg(not(feature = "json"))]
+//! # fn main() {}
 //! ```
 
 #[cfg(feature = "avro")]
@@ -48,6 +87,7 @@ pub(crate) mod avro;
 // Parts of the builders are used by only some of the format features.
 #[allow(dead_code)]
 pub(crate) mod columns;
+mod decoder;
 pub mod framing;
 #[cfg(feature = "json")]
 pub(crate) mod json;
@@ -58,19 +98,17 @@ pub(crate) mod protobuf;
 pub mod provider;
 #[cfg(feature = "registry")]
 pub mod registry;
+mod stage;
 
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, RecordBatch};
-use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+use arrow_array::ArrayRef;
+use arrow_schema::{DataType, Field, Fields};
+use tributary_sdk::error::Result;
 
-use crate::error::{Error, ErrorCode, Result};
-use crate::schema_provider::{ResolvedSchema, SchemaFormat, StreamSchemas, WireFormat};
-use crate::source::SourceMetrics;
-use columns::{Bytes, Col};
-use framing::Frame;
-use metrics::{Bad, Counters};
+use metrics::Bad;
 
+pub use decoder::StreamDecoder;
 pub use framing::confluent_frame;
 pub use metrics::Malformed;
 pub use options::{
@@ -82,6 +120,7 @@ pub use protobuf::DESCRIPTOR_SET_PREFIX;
 pub use provider::{schema_provider, DirectSchemaProvider};
 #[cfg(feature = "registry")]
 pub use registry::RegistrySchemaProvider;
+pub use stage::{DecodeStage, DecodeStageFactory};
 
 /// The name of the key column that is decoded when present.
 pub const KEY_COLUMN: &str = "key";
@@ -122,344 +161,3 @@ pub(crate) fn map_type(value: DataType) -> DataType {
     )
 }
 
-fn missing_feature(what: &str, feature: &str) -> Error {
-    Error::new(
-        ErrorCode::Schema,
-        format!("{what} decoding needs tributary-sdk built with the '{feature}' feature"),
-    )
-}
-
-/// One side (key or payload): framing and decoder, or utf8 when there is no schema.
-#[derive(Debug)]
-struct Side {
-    frame: Frame,
-    decoder: Option<Box<dyn RowDecoder>>,
-}
-
-impl Side {
-    fn new(schema: Option<&ResolvedSchema>, strict: bool) -> Result<Side> {
-        let Some(s) = schema else {
-            return Ok(Side {
-                frame: Frame::default(),
-                decoder: None,
-            });
-        };
-        #[allow(unused_mut)]
-        let mut frame = Frame {
-            confluent: s.wire == WireFormat::Confluent,
-            schema_id: s.registry_id,
-            message_indexes: None,
-        };
-        let _ = strict;
-        let decoder: Box<dyn RowDecoder> = match &s.format {
-            #[cfg(feature = "json")]
-            SchemaFormat::JsonSchema => Box::new(json::JsonDecoder::new(&s.text, strict)?),
-            #[cfg(feature = "avro")]
-            SchemaFormat::Avro => Box::new(avro::AvroDecoder::new(&s.text)?),
-            #[cfg(feature = "protobuf")]
-            SchemaFormat::Protobuf { message } => {
-                let m = (!message.is_empty()).then_some(message.as_str());
-                let d = protobuf::ProtoDecoder::new(&s.text, m, &[])?;
-                if frame.confluent {
-                    frame.message_indexes = Some(d.indexes.clone());
-                }
-                Box::new(d)
-            }
-            #[allow(unreachable_patterns)]
-            SchemaFormat::JsonSchema => return Err(missing_feature("JSON", "json")),
-            #[allow(unreachable_patterns)]
-            SchemaFormat::Avro => return Err(missing_feature("Avro", "avro")),
-            #[allow(unreachable_patterns)]
-            SchemaFormat::Protobuf { .. } => return Err(missing_feature("Protobuf", "protobuf")),
-        };
-        Ok(Side {
-            frame,
-            decoder: Some(decoder),
-        })
-    }
-
-    fn data_type(&self) -> DataType {
-        match &self.decoder {
-            Some(d) => d.data_type(),
-            None => DataType::Utf8,
-        }
-    }
-}
-
-/// Decodes the key and payload columns of a stream's batches into typed columns.
-#[derive(Debug)]
-pub struct StreamDecoder {
-    mode: DecodeMode,
-    payload_column: String,
-    key: Side,
-    payload: Side,
-    counters: Counters,
-}
-
-/// A binary or utf8 column's offsets, values and nulls, downcast once per batch.
-struct ByteRows<'a> {
-    offsets: Offsets<'a>,
-    values: &'a [u8],
-    nulls: Option<&'a arrow_buffer::NullBuffer>,
-}
-
-enum Offsets<'a> {
-    Small(&'a [i32]),
-    Large(&'a [i64]),
-}
-
-impl<'a> ByteRows<'a> {
-    /// None when `col` is not binary or utf8.
-    fn new(col: &'a dyn Array) -> Option<ByteRows<'a>> {
-        use arrow_array::cast::AsArray;
-        let (offsets, values) = match col.data_type() {
-            DataType::Binary => {
-                let a = col.as_binary::<i32>();
-                (Offsets::Small(a.value_offsets()), a.values().as_slice())
-            }
-            DataType::LargeBinary => {
-                let a = col.as_binary::<i64>();
-                (Offsets::Large(a.value_offsets()), a.values().as_slice())
-            }
-            DataType::Utf8 => {
-                let a = col.as_string::<i32>();
-                (Offsets::Small(a.value_offsets()), a.values().as_slice())
-            }
-            DataType::LargeUtf8 => {
-                let a = col.as_string::<i64>();
-                (Offsets::Large(a.value_offsets()), a.values().as_slice())
-            }
-            _ => return None,
-        };
-        Some(ByteRows {
-            offsets,
-            values,
-            nulls: col.nulls(),
-        })
-    }
-
-    /// The bytes of row `i`, None when null (or out of range).
-    #[inline]
-    fn get(&self, i: usize) -> Option<&'a [u8]> {
-        if self.nulls.is_some_and(|n| n.is_null(i)) {
-            return None;
-        }
-        let (start, end) = match self.offsets {
-            Offsets::Small(o) => (*o.get(i)? as usize, *o.get(i + 1)? as usize),
-            Offsets::Large(o) => (*o.get(i)? as usize, *o.get(i + 1)? as usize),
-        };
-        self.values.get(start..end)
-    }
-}
-
-fn is_bytes_type(dt: &DataType) -> bool {
-    matches!(
-        dt,
-        DataType::Binary | DataType::LargeBinary | DataType::Utf8 | DataType::LargeUtf8
-    )
-}
-
-impl StreamDecoder {
-    /// A decoder for the resolved schemas. `payload_column` is `value` (Kafka) or `data`
-    /// (Kinesis). Fails with `SCHEMA_ERROR` when a schema cannot be decoded (naming the field).
-    pub fn new(
-        schemas: &StreamSchemas,
-        mode: DecodeMode,
-        payload_column: &str,
-    ) -> Result<StreamDecoder> {
-        let strict = mode == DecodeMode::FailFast;
-        Ok(StreamDecoder {
-            mode,
-            payload_column: payload_column.to_string(),
-            key: Side::new(schemas.key.as_ref(), strict)?,
-            payload: Side::new(schemas.payload.as_ref(), strict)?,
-            counters: Counters::default(),
-        })
-    }
-
-    /// The schema of decoded batches: `key` and the payload column replaced by their typed
-    /// forms (struct with a schema, utf8 without), everything else unchanged.
-    pub fn output_schema(&self, input: &Schema) -> SchemaRef {
-        let fields: Vec<Field> = input
-            .fields()
-            .iter()
-            .map(|f| {
-                let side = if f.name() == KEY_COLUMN {
-                    Some(&self.key)
-                } else if *f.name() == self.payload_column {
-                    Some(&self.payload)
-                } else {
-                    None
-                };
-                match side {
-                    Some(s) if is_bytes_type(f.data_type()) => {
-                        Field::new(f.name(), s.data_type(), true)
-                            .with_metadata(f.metadata().clone())
-                    }
-                    _ => f.as_ref().clone(),
-                }
-            })
-            .collect();
-        Arc::new(Schema::new_with_metadata(fields, input.metadata().clone()))
-    }
-
-    /// Decodes one batch. PERMISSIVE: malformed records become null and are counted. FAILFAST:
-    /// the first one fails the batch with `MALFORMED_RECORD` naming its partition and offset
-    /// (or shard and sequence number).
-    pub fn decode(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
-        let schema = batch.schema();
-        for (side, name) in [
-            (&self.key, KEY_COLUMN),
-            (&self.payload, self.payload_column.as_str()),
-        ] {
-            if side.decoder.is_some() && schema.index_of(name).is_err() {
-                return Err(Error::new(
-                    ErrorCode::Schema,
-                    format!(
-                        "a schema is given for column '{name}' but the batch has no such column"
-                    ),
-                )
-                .with_context("field", name));
-            }
-        }
-        let out_schema = self.output_schema(&schema);
-        let mut columns = batch.columns().to_vec();
-        for (idx, field) in schema.fields().iter().enumerate() {
-            let is_key = field.name() == KEY_COLUMN;
-            if !(is_key || *field.name() == self.payload_column)
-                || !is_bytes_type(field.data_type())
-            {
-                continue;
-            }
-            let decoded = self.decode_column(batch, idx, is_key)?;
-            columns[idx] = decoded;
-        }
-        Ok(RecordBatch::try_new(out_schema, columns)?)
-    }
-
-    fn decode_column(&mut self, batch: &RecordBatch, idx: usize, is_key: bool) -> Result<ArrayRef> {
-        let col = batch.column(idx).as_ref();
-        let side = if is_key {
-            &mut self.key
-        } else {
-            &mut self.payload
-        };
-        let Some(decoder) = side.decoder.as_mut() else {
-            if matches!(col.data_type(), DataType::Utf8) {
-                return Ok(batch.column(idx).clone());
-            }
-            return utf8_column(col, &mut self.counters, self.mode, batch, idx);
-        };
-        let rows = ByteRows::new(col);
-        let mut decoded = 0u64;
-        decoder.reserve(col.len());
-        for i in 0..col.len() {
-            let Some(bytes) = rows.as_ref().and_then(|r| r.get(i)) else {
-                decoder.push_null();
-                continue;
-            };
-            let result = side
-                .frame
-                .strip(bytes)
-                .and_then(|payload| decoder.decode(payload));
-            match result {
-                Ok(()) => decoded += 1,
-                Err(bad) => {
-                    if self.mode == DecodeMode::FailFast {
-                        return Err(malformed_error(batch, idx, i, bad));
-                    }
-                    self.counters.malformed(bad.reason);
-                    decoder.push_null();
-                }
-            }
-        }
-        self.counters.decoded(decoded);
-        self.counters.mismatches(decoder.take_mismatches());
-        decoder.finish()
-    }
-
-    /// Counters: `malformed.<reason>` per reason, `malformedRecords` (total),
-    /// `typeMismatchFields` (JSON fields nulled for having another type) and `decodedValues`.
-    pub fn metrics(&self) -> SourceMetrics {
-        self.counters.to_metrics()
-    }
-}
-
-/// A binary column without schema as utf8 (invalid UTF-8 is malformed).
-fn utf8_column(
-    col: &dyn Array,
-    counters: &mut Counters,
-    mode: DecodeMode,
-    batch: &RecordBatch,
-    idx: usize,
-) -> Result<ArrayRef> {
-    let rows = ByteRows::new(col);
-    let mut b = Bytes::default();
-    for i in 0..col.len() {
-        match rows.as_ref().and_then(|r| r.get(i)) {
-            None => b.push_null(),
-            Some(bytes) if std::str::from_utf8(bytes).is_ok() => b.push(bytes),
-            Some(_) => {
-                let bad = Bad::new(Malformed::InvalidUtf8, "the value is not valid UTF-8", 0);
-                if mode == DecodeMode::FailFast {
-                    return Err(malformed_error(batch, idx, i, bad));
-                }
-                counters.malformed(bad.reason);
-                b.push_null();
-            }
-        }
-    }
-    Col::Utf8(b).finish()
-}
-
-/// `MALFORMED_RECORD` naming the row's position from the batch's own columns.
-fn malformed_error(batch: &RecordBatch, column: usize, row: usize, bad: Bad) -> Error {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::{Int32Type, Int64Type};
-    let schema = batch.schema();
-    let name = schema.field(column).name().clone();
-    let text = |c: &str| -> Option<String> {
-        let a = batch.column_by_name(c)?;
-        if a.is_null(row) {
-            return None;
-        }
-        match a.data_type() {
-            DataType::Int32 => Some(a.as_primitive::<Int32Type>().value(row).to_string()),
-            DataType::Int64 => Some(a.as_primitive::<Int64Type>().value(row).to_string()),
-            DataType::Utf8 => Some(a.as_string::<i32>().value(row).to_string()),
-            _ => None,
-        }
-    };
-    let mut ctx: Vec<(&'static str, String)> = Vec::new();
-    if let Some(t) = text("topic").or_else(|| text("stream")) {
-        ctx.push(("topic", t));
-    }
-    let position = if let (Some(p), Some(o)) = (text("partition"), text("offset")) {
-        let pos = format!("partition {p} offset {o}");
-        ctx.push(("partition", p));
-        ctx.push(("offset", o));
-        pos
-    } else if let (Some(s), Some(q)) = (text("shardId"), text("sequenceNumber")) {
-        let pos = format!("shard {s} sequenceNumber {q}");
-        ctx.push(("shard", s));
-        ctx.push(("sequenceNumber", q));
-        pos
-    } else {
-        format!("row {row} of the batch")
-    };
-    let mut e = Error::new(
-        ErrorCode::MalformedRecord,
-        format!(
-            "malformed record at {position} (column '{name}', mode FAILFAST): {} at byte {} [{}]",
-            bad.what,
-            bad.at,
-            bad.reason.counter()
-        ),
-    );
-    for (k, v) in ctx {
-        e = e.with_context(k, v);
-    }
-    e.with_context("row", row)
-        .with_context("field", name)
-        .with_context("reason", bad.reason.counter())
-}

@@ -5,7 +5,7 @@
 //! `malformedRecords`. Field-level type mismatches (a JSON string where a number was declared)
 //! null only that field and are counted as `typeMismatchFields`.
 
-use crate::source::SourceMetrics;
+use tributary_sdk::SourceMetrics;
 
 /// The reason a record could not be decoded.
 #[non_exhaustive]

@@ -17,10 +17,10 @@
 //! `version=<n>` (default latest) and, for protobuf, `message=<fully qualified name>` (default:
 //! the record name, else the first message of the schema).
 
-use crate::error::{Error, ErrorCode, Result};
-use crate::options::{OptionSpec, Options};
-use crate::schema_provider::{SchemaFormat, WireFormat};
-use crate::secret::{resolve_value, Secret, SecretRef, SecretStore};
+use tributary_sdk::error::{Error, ErrorCode, Result};
+use tributary_sdk::options::{conflicting, OptionSpec, Options};
+use tributary_sdk::schema_provider::{SchemaFormat, WireFormat};
+use tributary_sdk::secret::{resolve_value, Secret, SecretRef, SecretStore};
 
 /// Name used for the decode section in error messages.
 pub const DECODE_SECTION: &str = "decode";
@@ -292,9 +292,26 @@ impl DecodeConfig {
         })
     }
 
-    /// Validates the decode options (unknown names refused with a suggestion) and resolves the
-    /// registry secret through `secrets`.
+    /// Validates the decode options (unknown names refused with a suggestion, options that
+    /// would be ignored refused naming what they conflict with) and resolves the registry
+    /// secret through `secrets`.
     pub fn from_options(options: &Options, secrets: &dyn SecretStore) -> Result<DecodeConfig> {
+        let (mut config, pending) = DecodeConfig::parse(options)?;
+        if let (Some(registry), Some((user, reference))) = (config.registry.as_mut(), pending) {
+            registry.auth = Some((user, resolve_value(secrets, &reference)?));
+        }
+        Ok(config)
+    }
+
+    /// Every check of [`DecodeConfig::from_options`] without resolving the registry secret
+    /// (no I/O): what `tributary check` runs.
+    pub fn validate(options: &Options) -> Result<()> {
+        DecodeConfig::parse(options).map(|_| ())
+    }
+
+    /// The config with `registry.auth` left empty, and the registry user with the secret
+    /// reference still to resolve.
+    pub(crate) fn parse(options: &Options) -> Result<(DecodeConfig, Option<(String, String)>)> {
         let specs = decode_options();
         let p = OptionSpec::validate_all(&specs, options, DECODE_SECTION)?;
         let mode = match p.word("mode")?.as_deref() {
@@ -348,7 +365,24 @@ impl DecodeConfig {
                 )
                 .with_context("option", &names[1]));
             }
-            let wire = match p.word(&format!("{prefix}wire_format"))?.as_deref() {
+            let wire_opt = format!("{prefix}wire_format");
+            // Registry records are always Confluent-framed; a side without a schema has no
+            // framing to choose.
+            if locator.is_some() {
+                p.refuse_ignored(
+                    &wire_opt,
+                    false,
+                    locator_opt,
+                    "only sets the framing of records decoded with an inline schema (schema registry records are always Confluent-framed)",
+                )?;
+            }
+            p.refuse_ignored(
+                &wire_opt,
+                !given.is_empty(),
+                &format!("{prefix}json_schema"),
+                &format!("only applies to a {} decoded with an inline schema ({prefix}json_schema, {prefix}avro_schema or {prefix}proto_schema)", if prefix.is_empty() { "payload" } else { "key" }),
+            )?;
+            let wire = match p.word(&wire_opt)?.as_deref() {
                 Some("confluent") => WireFormat::Confluent,
                 _ => WireFormat::Plain,
             };
@@ -356,12 +390,24 @@ impl DecodeConfig {
                 Some(SideSource::Direct { format, text, wire })
             } else if let Some(l) = locator {
                 let mut loc = SchemaLocator::parse(&l, locator_opt)?;
-                if let (SchemaFormat::Protobuf { message: m }, Some(given)) =
-                    (&mut loc.format, &message)
-                {
-                    if m.is_empty() {
+                let message_opt = format!("{prefix}message_name");
+                match (&mut loc.format, &message) {
+                    (SchemaFormat::Protobuf { message: m }, Some(given)) => {
+                        p.refuse_ignored(
+                            &message_opt,
+                            m.is_empty(),
+                            locator_opt,
+                            "names the protobuf message, but the locator already does (message= or record=)",
+                        )?;
                         *m = given.clone();
                     }
+                    (SchemaFormat::Protobuf { .. }, None) => {}
+                    (_, _) => p.refuse_ignored(
+                        &message_opt,
+                        false,
+                        locator_opt,
+                        "names a protobuf message, but the locator reads format=AVRO",
+                    )?,
                 }
                 Some(SideSource::Registry(loc))
             } else {
@@ -381,7 +427,20 @@ impl DecodeConfig {
         let uses_registry = [&key, &payload]
             .iter()
             .any(|s| matches!(s, Some(SideSource::Registry(_))));
+        for option in [
+            "schema_registry_key",
+            "schema_registry_secret",
+            "schema_registry_max_retries",
+        ] {
+            p.refuse_ignored(
+                option,
+                uses_registry,
+                "payload_schema_locator",
+                "is only used to read schemas from the registry, and no side has a schema locator",
+            )?;
+        }
         let url = p.string("schema_registry_url")?;
+        let mut pending = None;
         let registry = match (uses_registry, url) {
             (true, None) => {
                 return Err(Error::new(
@@ -391,11 +450,11 @@ impl DecodeConfig {
                 .with_context("option", "schema_registry_url"))
             }
             (false, Some(_)) => {
-                return Err(Error::new(
-                    ErrorCode::MissingOption,
-                    "option 'schema_registry_url' is given but no side reads from the registry: add payload_schema_locator or key_schema_locator",
-                )
-                .with_context("option", "payload_schema_locator"))
+                return Err(conflicting(
+                    "schema_registry_url",
+                    "payload_schema_locator",
+                    "is given but no side reads from the registry (add payload_schema_locator or key_schema_locator)",
+                ))
             }
             (false, None) => None,
             (true, Some(url)) => {
@@ -410,7 +469,8 @@ impl DecodeConfig {
                             )
                             .with_context("option", "schema_registry_secret"));
                         }
-                        Some((u, resolve_value(secrets, &s)?))
+                        pending = Some((u, s));
+                        None
                     }
                     (None, None) => None,
                     (Some(_), None) => {
@@ -436,11 +496,14 @@ impl DecodeConfig {
                 })
             }
         };
-        Ok(DecodeConfig {
-            mode,
-            key,
-            payload,
-            registry,
-        })
+        Ok((
+            DecodeConfig {
+                mode,
+                key,
+                payload,
+                registry,
+            },
+            pending,
+        ))
     }
 }

@@ -6,10 +6,10 @@
 
 use async_trait::async_trait;
 
-use crate::decode::options::{DecodeConfig, SideSource};
-use crate::decode::{DecodeMode, StreamDecoder};
-use crate::error::{Error, ErrorCode, Result};
-use crate::schema_provider::{ResolvedSchema, SchemaProvider, StreamSchemas};
+use crate::options::{DecodeConfig, SideSource};
+use crate::{DecodeMode, StreamDecoder};
+use tributary_sdk::error::{Error, ErrorCode, Result};
+use tributary_sdk::schema_provider::{ResolvedSchema, SchemaProvider, StreamSchemas};
 
 /// Serves inline schemas; every stream gets the same ones.
 #[derive(Debug, Clone)]
@@ -73,7 +73,7 @@ pub fn schema_provider(config: &DecodeConfig) -> Result<Box<dyn SchemaProvider>>
     #[cfg(feature = "registry")]
     {
         Ok(Box::new(
-            crate::decode::registry::RegistrySchemaProvider::new(config)?,
+            crate::registry::RegistrySchemaProvider::new(config)?,
         ))
     }
     #[cfg(not(feature = "registry"))]

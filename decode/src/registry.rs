@@ -19,11 +19,11 @@ use schema_registry_converter::async_impl::schema_registry::{
 use schema_registry_converter::error::SRCError;
 use schema_registry_converter::schema_registry_common::{RegisteredSchema, SchemaType};
 
-use crate::decode::options::{DecodeConfig, SchemaLocator, SideSource};
-use crate::decode::protobuf::{self, DESCRIPTOR_SET_PREFIX};
-use crate::decode::{DecodeMode, StreamDecoder};
-use crate::error::{Error, ErrorCode, Result, Retry};
-use crate::schema_provider::{
+use crate::options::{DecodeConfig, SchemaLocator, SideSource};
+use crate::protobuf::{self, DESCRIPTOR_SET_PREFIX};
+use crate::{DecodeMode, StreamDecoder};
+use tributary_sdk::error::{Error, ErrorCode, Result, Retry};
+use tributary_sdk::schema_provider::{
     ResolvedSchema, SchemaFormat, SchemaProvider, StreamSchemas, WireFormat,
 };
 
@@ -208,7 +208,7 @@ impl RegistrySchemaProvider {
                 let text = if refs.is_empty() {
                     reg.schema
                 } else {
-                    crate::decode::avro::inline_references(&reg.schema, &refs)
+                    crate::avro::inline_references(&reg.schema, &refs)
                         .map_err(|e| e.with_context("subject", subject))?
                 };
                 Ok(ResolvedSchema {

@@ -10,7 +10,7 @@ mod util;
 use apache_avro::types::Value;
 use apache_avro::{to_avro_datum, Decimal, Schema};
 use arrow_schema::{DataType, TimeUnit};
-use tributary_sdk::decode::DecodeMode;
+use tributary_decode::DecodeMode;
 use tributary_sdk::{ErrorCode, SchemaFormat};
 use util::*;
 

@@ -6,7 +6,7 @@
 mod util;
 
 use arrow_schema::{DataType, TimeUnit};
-use tributary_sdk::decode::DecodeMode;
+use tributary_decode::DecodeMode;
 use tributary_sdk::{ErrorCode, SchemaFormat};
 use util::*;
 

@@ -8,7 +8,7 @@
 mod util;
 
 use apache_avro::types::Value;
-use tributary_sdk::decode::{confluent_frame, DecodeMode};
+use tributary_decode::{confluent_frame, DecodeMode};
 use tributary_sdk::{ResolvedSchema, SchemaFormat, StreamSchemas, WireFormat};
 use util::*;
 

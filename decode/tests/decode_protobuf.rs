@@ -9,7 +9,7 @@ mod util;
 use arrow_schema::{DataType, TimeUnit};
 use prost::Message;
 use prost_reflect::{DescriptorPool, DynamicMessage, MapKey, Value};
-use tributary_sdk::decode::DecodeMode;
+use tributary_decode::DecodeMode;
 use tributary_sdk::{ErrorCode, SchemaFormat};
 use util::*;
 

@@ -1,29 +1,23 @@
 //! Wire format from an independent encoder: Python `confluent-kafka` serializers register
 //! schemas in the test registry over HTTP and frame records; the Rust side resolves and decodes
 //! them. Needs `TRIBUTARY_REGISTRY_PYTHON` (set by `scripts/services/registry-python.sh`);
-//! skipped without it unless CI is set.
+//! skipped (recorded by `tributary-skip-log`) without it, a failure under CI.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 #![cfg(all(feature = "registry", feature = "json"))]
 
 #[path = "decode_util.rs"]
 mod util;
 
-use tributary_sdk::decode::{DecodeConfig, DecodeMode, RegistrySchemaProvider};
+use tributary_decode::{DecodeConfig, DecodeMode, RegistrySchemaProvider};
 use tributary_sdk::{FileSecretStore, Options, SchemaProvider};
 use tributary_test_registry::TestRegistry;
 use util::*;
 
 fn python() -> Option<String> {
-    match std::env::var("TRIBUTARY_REGISTRY_PYTHON") {
-        Ok(p) => Some(p),
-        Err(_) if std::env::var_os("CI").is_some() => {
-            panic!("TRIBUTARY_REGISTRY_PYTHON is not set (run scripts/services/registry-python.sh)")
-        }
-        Err(_) => {
-            eprintln!("skipped: TRIBUTARY_REGISTRY_PYTHON is not set (eval \"$(bash scripts/services/registry-python.sh)\")");
-            None
-        }
-    }
+    tributary_skip_log::require_env(
+        "TRIBUTARY_REGISTRY_PYTHON",
+        "scripts/services/registry-python.sh",
+    )
 }
 
 #[tokio::test]

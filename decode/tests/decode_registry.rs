@@ -9,7 +9,7 @@
 mod util;
 
 use apache_avro::types::Value;
-use tributary_sdk::decode::{
+use tributary_decode::{
     confluent_frame, DecodeConfig, DecodeMode, RegistrySchemaProvider, StreamDecoder,
 };
 use tributary_sdk::{ErrorCode, FileSecretStore, Options, SchemaFormat, SchemaProvider};
@@ -408,10 +408,10 @@ fn option_validation() {
     assert_eq!(ok.mode, DecodeMode::FailFast);
     assert!(ok.payload.is_none() && ok.key.is_some());
     assert_eq!(
-        tributary_sdk::decode::topic_name_subject("t", true),
+        tributary_decode::topic_name_subject("t", true),
         "t-key"
     );
-    let loc = tributary_sdk::decode::SchemaLocator::parse(
+    let loc = tributary_decode::SchemaLocator::parse(
         "strategy=TopicRecordNameStrategy,record=com.x.R,format=AVRO",
         "payload_schema_locator",
     )

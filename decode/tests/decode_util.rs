@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arrow_array::{BinaryArray, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
-use tributary_sdk::decode::{DecodeMode, StreamDecoder};
+use tributary_decode::{DecodeMode, StreamDecoder};
 use tributary_sdk::{ResolvedSchema, SchemaFormat, SourceMetrics, StreamSchemas, WireFormat};
 
 /// A Kafka-shaped batch: null keys, the given values, partition 0, offsets from 100.

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use tributary_conformance::runner::RunOptions;
 use tributary_conformance::Report;
 use tributary_sdk::{
-    ConnectorContext, Error, ErrorCode, OptionSpec, Options, Result, Sink, SinkFactory, Source,
-    SourceFactory,
+    Error, ErrorCode, OptionSpec, Options, PreparedSink, PreparedSource, Result, SinkFactory,
+    SourceFactory, StateReport, StateRequest,
 };
 
 use crate::plugin;
@@ -59,11 +59,11 @@ impl SourceFactory for WithOptions<dyn SourceFactory> {
     fn options(&self) -> Vec<OptionSpec> {
         self.inner.options()
     }
-    fn validate(&self, options: &Options) -> Result<()> {
-        self.inner.validate(&self.merged(options))
+    fn prepare(&self, options: &Options) -> Result<Box<dyn PreparedSource>> {
+        self.inner.prepare(&self.merged(options))
     }
-    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Source>> {
-        self.inner.create(&self.merged(options), context)
+    fn describe_state(&self, request: &StateRequest<'_>) -> Result<Option<StateReport>> {
+        self.inner.describe_state(request)
     }
 }
 
@@ -74,11 +74,8 @@ impl SinkFactory for WithOptions<dyn SinkFactory> {
     fn options(&self) -> Vec<OptionSpec> {
         self.inner.options()
     }
-    fn validate(&self, options: &Options) -> Result<()> {
-        self.inner.validate(&self.merged(options))
-    }
-    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Sink>> {
-        self.inner.create(&self.merged(options), context)
+    fn prepare(&self, options: &Options) -> Result<Box<dyn PreparedSink>> {
+        self.inner.prepare(&self.merged(options))
     }
 }
 
@@ -108,14 +105,14 @@ pub async fn run(req: &ConformanceRequest) -> Result<Report> {
             inner: sink_factory(req)?,
             extra: req.options.clone(),
         };
-        let mut fixture = tributary_conformance::fixtures::sink_by_name(&req.fixture)?;
+        let mut fixture = crate::registry::sink_fixture(&req.fixture)?;
         return Ok(tributary_conformance::run_sinks(&factory, fixture.as_mut(), &options).await);
     }
     let factory = WithOptions {
         inner: source_factory(req)?,
         extra: req.options.clone(),
     };
-    let mut fixture = tributary_conformance::fixtures::by_name(&req.fixture)?;
+    let mut fixture = crate::registry::source_fixture(&req.fixture)?;
     Ok(tributary_conformance::runner::run(&factory, fixture.as_mut(), &options).await)
 }
 

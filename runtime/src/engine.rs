@@ -15,10 +15,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
-use tributary_sdk::decode::{schema_provider, DecodeConfig, StreamDecoder};
 use tributary_sdk::{
-    ConnectorContext, Delivery, Error, ErrorCode, Offset, OptionSpec, ReadLimit, Result,
-    SecretStore, Sink, Source,
+    ConnectorContext, Delivery, Error, ErrorCode, Offset, PreparedSink, PreparedSource,
+    ReadLimit, Result, SecretStore, Sink, Source, SourceDescription, Stage, StageFactory,
 };
 
 use crate::checkpoint::{Checkpoint, Recovery};
@@ -78,61 +77,7 @@ pub struct Pipeline {
     listeners: Vec<Box<dyn ProgressListener>>,
     shutdown: Shutdown,
     idle_poll: Duration,
-    decode: Option<Decode>,
-}
-
-/// The decode step: its configuration, and the decoder once the schemas are resolved at start.
-#[derive(Debug)]
-struct Decode {
-    config: DecodeConfig,
-    stream: String,
-    decoder: Option<StreamDecoder>,
-}
-
-/// The stream name schemas are resolved for (the topic of TopicNameStrategy subjects): the
-/// subscribed topic, the Kinesis stream name, or the pipeline name. A decode section whose
-/// subject is named after the topic needs a stream of exactly one topic: one decoded column
-/// has one schema, so several topics (or a pattern) are refused rather than decoded with the
-/// first topic's schema.
-fn stream_name(spec: &PipelineSpec, subject_per_topic: Option<&'static str>) -> Result<String> {
-    let o = &spec.source_options;
-    let mut topics: Vec<String> = Vec::new();
-    if let Some(v) = o.get("subscribe").or_else(|| o.get("streamName")) {
-        topics.extend(
-            v.split(',')
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .map(str::to_string),
-        );
-    } else if let Some(v) = o.get("assign") {
-        if let Ok(serde_json::Value::Object(m)) = serde_json::from_str(v) {
-            topics.extend(m.keys().cloned());
-        }
-    }
-    let Some(option) = subject_per_topic else {
-        return Ok(topics
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| spec.name.clone()));
-    };
-    let reads = if let Some(p) = o.get("subscribePattern") {
-        format!("topics matching subscribePattern '{p}'")
-    } else if topics.len() == 1 {
-        return Ok(topics.remove(0));
-    } else if topics.is_empty() {
-        "no named topic".to_string()
-    } else {
-        format!("{} topics ({})", topics.len(), topics.join(", "))
-    };
-    Err(Error::new(
-        ErrorCode::ConflictingOptions,
-        format!(
-            "option 'source.decode.{option}' names the registry subject after the topic, but this \
-             source reads {reads}; a decoded column has one schema: give subject=<name> in the \
-             locator, or run one pipeline per topic"
-        ),
-    )
-    .with_context("option", option))
+    stages: Vec<Box<dyn Stage>>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -146,74 +91,81 @@ impl std::fmt::Debug for Pipeline {
     }
 }
 
-/// Checks a pipeline without any I/O: connectors exist, their options are valid.
-pub fn validate(spec: &PipelineSpec, registry: &Registry) -> Result<()> {
-    registry
-        .source(&spec.source)?
-        .validate(&spec.source_options)?;
+/// A pipeline whose options were all checked, nothing built or opened yet.
+struct Prepared {
+    source: Box<dyn PreparedSource>,
+    stages: Vec<(Arc<dyn StageFactory>, tributary_sdk::Options)>,
+    sinks: Vec<(String, Box<dyn PreparedSink>)>,
+}
+
+/// Validates every connector's and stage's options (no I/O) and returns what to build.
+fn prepare(spec: &PipelineSpec, registry: &Registry) -> Result<Prepared> {
+    let source = registry.source(&spec.source)?.prepare(&spec.source_options)?;
+    let mut stages = Vec::new();
+    for (name, options) in &spec.stages {
+        let factory = registry.stage(name)?;
+        factory.validate(options, source.description())?;
+        stages.push((factory, options.clone()));
+    }
+    let mut sinks = Vec::new();
     for (name, options) in &spec.sinks {
-        registry.sink(name)?.validate(options)?;
+        sinks.push((name.clone(), registry.sink(name)?.prepare(options)?));
     }
-    if let Some(decode) = &spec.decode_options {
-        OptionSpec::validate_all(
-            &tributary_sdk::decode::decode_options(),
-            decode,
-            "source.decode",
-        )?;
-        // A subject named after the topic needs a one-topic source: refused here too, so that
-        // `check` and `run` agree (the locators parse without resolving the registry secret).
-        for option in ["payload_schema_locator", "key_schema_locator"] {
-            if let Some(text) = decode.get(option) {
-                let locator = tributary_sdk::decode::SchemaLocator::parse(text, option)?;
-                if locator.subject_per_topic() {
-                    stream_name(spec, Some(option))?;
-                }
-            }
-        }
-    }
-    Ok(())
+    Ok(Prepared {
+        source,
+        stages,
+        sinks,
+    })
+}
+
+/// Checks a pipeline without any I/O: connectors exist, their options and the stages' options
+/// are valid for this source. Returns what the source reads.
+pub fn validate(spec: &PipelineSpec, registry: &Registry) -> Result<SourceDescription> {
+    Ok(prepare(spec, registry)?.source.description().clone())
 }
 
 impl Pipeline {
-    /// Builds the connectors of a pipeline and binds its checkpoint.
+    /// Builds the connectors of a pipeline and binds its checkpoint: every option is checked
+    /// first, then the checkpoint is bound to the source's identity (a checkpoint of another
+    /// source is refused before the connector opens anything), then the connectors are built.
     pub fn build(
         spec: &PipelineSpec,
         registry: &Registry,
         secrets: Arc<dyn SecretStore>,
     ) -> Result<Pipeline> {
-        validate(spec, registry)?;
-        let decode = match &spec.decode_options {
-            None => None,
-            Some(options) => {
-                let config = DecodeConfig::from_options(options, secrets.as_ref())?;
-                Some(Decode {
-                    stream: stream_name(spec, config.subject_per_topic_option())?,
-                    config,
-                    decoder: None,
-                })
-            }
-        };
+        let prepared = prepare(spec, registry)?;
+        let description = prepared.source.description().clone();
         let checkpoint = Checkpoint::open(&spec.checkpoint)?;
+        let meta = checkpoint.bind(&description.identity)?;
         let source_ctx = ConnectorContext {
             state_dir: Some(checkpoint.source_state_dir()),
             secrets: secrets.clone(),
             pipeline: spec.name.clone(),
         };
-        let source = registry
-            .source(&spec.source)?
-            .create(&spec.source_options, &source_ctx)?;
-        let meta = checkpoint.bind(&source.identity())?;
+        let source = prepared.source.build(&source_ctx)?;
+        if source.identity() != description.identity {
+            return Err(Error::new(
+                ErrorCode::Internal,
+                format!(
+                    "source '{}' was described as reading '{}' but its built source reports '{}'",
+                    spec.source,
+                    description.identity.target,
+                    source.identity().target
+                ),
+            ));
+        }
+        let mut stages = Vec::new();
+        for (factory, options) in &prepared.stages {
+            stages.push(factory.create(options, &description, secrets.as_ref())?);
+        }
         let sink_ctx = ConnectorContext {
             state_dir: None,
             secrets: secrets.clone(),
             pipeline: spec.name.clone(),
         };
         let mut sinks = Vec::new();
-        for (name, options) in &spec.sinks {
-            sinks.push((
-                name.clone(),
-                registry.sink(name)?.create(options, &sink_ctx)?,
-            ));
+        for (name, sink) in prepared.sinks {
+            sinks.push((name, sink.build(&sink_ctx)?));
         }
         Ok(Pipeline {
             name: spec.name.clone(),
@@ -226,7 +178,7 @@ impl Pipeline {
             listeners: Vec::new(),
             shutdown: Shutdown::default(),
             idle_poll: Duration::from_millis(500),
-            decode,
+            stages,
         })
     }
 
@@ -272,35 +224,18 @@ impl Pipeline {
         Ok(summary)
     }
 
-    /// Resolves the schemas (once per run: a restart picks up a newer registry version) and
-    /// returns the schema the sinks receive.
-    async fn prepare_decoder(&mut self) -> Result<arrow::datatypes::SchemaRef> {
-        let schema = self.source.schema();
-        let Some(decode) = &mut self.decode else {
-            return Ok(schema);
-        };
-        let payload = ["value", "data"]
-            .into_iter()
-            .find(|c| schema.index_of(c).is_ok())
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorCode::InvalidPipeline,
-                    format!(
-                        "[source.decode] needs a binary 'value' or 'data' column, but source '{}' has none",
-                        self.source_name
-                    ),
-                )
-            })?;
-        let provider = schema_provider(&decode.config)?;
-        let schemas = provider.resolve(&decode.stream).await?;
-        let decoder = StreamDecoder::new(&schemas, decode.config.mode, payload)?;
-        let out = decoder.output_schema(&schema);
-        decode.decoder = Some(decoder);
-        Ok(out)
+    /// Opens the stages once per run (a restart resolves registry schemas again) and returns
+    /// the schema the sinks receive.
+    async fn open_stages(&mut self) -> Result<arrow::datatypes::SchemaRef> {
+        let mut schema = self.source.schema();
+        for stage in &mut self.stages {
+            schema = stage.open(schema).await?;
+        }
+        Ok(schema)
     }
 
     async fn run_inner(&mut self) -> Result<RunSummary> {
-        let schema = self.prepare_decoder().await?;
+        let schema = self.open_stages().await?;
         for (_, s) in &mut self.sinks {
             s.open(schema.clone()).await?;
         }
@@ -383,11 +318,11 @@ impl Pipeline {
         }
     }
 
-    /// Source metrics plus the decoder's malformed-record counters.
+    /// Source metrics plus the stages' counters (malformed records by reason, ...).
     fn metrics(&self) -> tributary_sdk::SourceMetrics {
         let mut m = self.source.metrics();
-        if let Some(d) = self.decode.as_ref().and_then(|d| d.decoder.as_ref()) {
-            m.extend(d.metrics());
+        for stage in &self.stages {
+            m.extend(stage.metrics());
         }
         m
     }
@@ -411,10 +346,10 @@ impl Pipeline {
 
         let t = Instant::now();
         let mut batches: Vec<RecordBatch> = self.source.read(start, end).await?;
-        if let Some(decoder) = self.decode.as_mut().and_then(|d| d.decoder.as_mut()) {
+        for stage in &mut self.stages {
             batches = batches
                 .iter()
-                .map(|b| decoder.decode(b))
+                .map(|b| stage.apply(b))
                 .collect::<Result<_>>()?;
         }
         durations.get_batch = t.elapsed().as_millis() as u64;
@@ -470,97 +405,4 @@ impl Pipeline {
 
 fn rfc3339_now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tributary_sdk::EnvSecretStore;
-
-    fn spec(source_options: &str, locator: &str) -> (PipelineSpec, DecodeConfig) {
-        let text = format!(
-            "checkpoint = \"/tmp/ck\"\n[source]\nconnector = \"kafka\"\noptions = {{ {source_options} }}\n\
-             decode = {{ schema_registry_url = \"http://localhost:1\", payload_schema_locator = \"{locator}\" }}\n\
-             [[sink]]\nconnector = \"console\"\n"
-        );
-        let spec = PipelineSpec::parse(&text, "p.toml").unwrap();
-        let config =
-            DecodeConfig::from_options(spec.decode_options.as_ref().unwrap(), &EnvSecretStore)
-                .unwrap();
-        (spec, config)
-    }
-
-    #[test]
-    fn topic_named_subjects_need_exactly_one_topic() {
-        let topic_name = "strategy=TopicNameStrategy,format=AVRO";
-        let (s, c) = spec("subscribe = \"orders\"", topic_name);
-        assert_eq!(
-            stream_name(&s, c.subject_per_topic_option()).unwrap(),
-            "orders"
-        );
-        let (s, c) = spec("assign = '{\"orders\":[0,1]}'", topic_name);
-        assert_eq!(
-            stream_name(&s, c.subject_per_topic_option()).unwrap(),
-            "orders"
-        );
-
-        let (s, c) = spec("subscribe = \"orders, refunds\"", topic_name);
-        let e = stream_name(&s, c.subject_per_topic_option()).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::ConflictingOptions);
-        assert!(
-            e.message().contains("payload_schema_locator")
-                && e.message().contains("2 topics (orders, refunds)")
-                && e.message().contains("subject=<name>"),
-            "{}",
-            e.message()
-        );
-        let (s, c) = spec(
-            "subscribePattern = \"orders-.*\"",
-            "strategy=TopicRecordNameStrategy,record=x.Order,format=AVRO",
-        );
-        let e = stream_name(&s, c.subject_per_topic_option()).unwrap_err();
-        assert!(
-            e.message().contains("subscribePattern 'orders-.*'"),
-            "{}",
-            e.message()
-        );
-    }
-
-    #[test]
-    fn check_refuses_what_run_refuses() {
-        let registry = crate::registry::Registry::builtin();
-        let bootstrap = "\"kafka.bootstrap.servers\" = \"127.0.0.1:1\", ";
-        let (s, _) = spec(
-            &format!("{bootstrap}subscribe = \"a, b\""),
-            "strategy=TopicNameStrategy,format=AVRO",
-        );
-        let e = validate(&s, &registry).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::ConflictingOptions);
-        assert_eq!(e.context_value("option"), Some("payload_schema_locator"));
-        let (s, _) = spec(
-            &format!("{bootstrap}subscribe = \"a\""),
-            "strategy=TopicNameStrategy,format=AVRO",
-        );
-        validate(&s, &registry).unwrap();
-    }
-
-    #[test]
-    fn a_fixed_subject_reads_any_number_of_topics() {
-        let (s, c) = spec(
-            "subscribe = \"orders, refunds\"",
-            "subject=orders-value,format=AVRO",
-        );
-        assert_eq!(
-            stream_name(&s, c.subject_per_topic_option()).unwrap(),
-            "orders"
-        );
-        let (s, c) = spec(
-            "subscribePattern = \"o.*\"",
-            "strategy=RecordNameStrategy,record=x.Order,format=AVRO",
-        );
-        assert_eq!(
-            stream_name(&s, c.subject_per_topic_option()).unwrap(),
-            s.name
-        );
-    }
 }

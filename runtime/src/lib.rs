@@ -25,9 +25,9 @@
 pub mod checkpoint;
 pub mod conformance;
 pub mod engine;
-pub mod files_state;
 pub mod pipeline;
 pub mod plugin;
 pub mod progress;
 pub mod registry;
+pub mod state;
 pub mod trigger;

@@ -32,8 +32,9 @@ use tributary_sdk::{Error, ErrorCode, Options, Result};
 
 use crate::trigger::{Trigger, TriggerSpec};
 
-/// A connector section: its name and options.
-#[derive(Debug, Clone, Deserialize)]
+/// A connector section: its name and options. Its `Debug` prints option names only: the raw
+/// TOML values may hold secrets.
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConnectorSection {
     /// Connector name (`files`, `kafka`, `console`, `parquet`, or a plugin's connector).
@@ -46,7 +47,20 @@ pub struct ConnectorSection {
     pub decode: Option<BTreeMap<String, toml::Value>>,
 }
 
-/// The parsed pipeline file.
+impl std::fmt::Debug for ConnectorSection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectorSection")
+            .field("connector", &self.connector)
+            .field("options", &self.options.keys().collect::<Vec<_>>())
+            .field(
+                "decode",
+                &self.decode.as_ref().map(|d| d.keys().collect::<Vec<_>>()),
+            )
+            .finish()
+    }
+}
+
+/// The parsed pipeline file (its `Debug` prints no option value).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PipelineFile {
@@ -80,8 +94,9 @@ pub struct PipelineSpec {
     pub source: String,
     /// Source options.
     pub source_options: Options,
-    /// Decode options, if any.
-    pub decode_options: Option<Options>,
+    /// Stages applied to the source's batches, by stage name, with their options
+    /// (`[source].decode` is the stage `decode`).
+    pub stages: Vec<(String, Options)>,
     /// Sinks: connector name and options.
     pub sinks: Vec<(String, Options)>,
     /// Trigger.
@@ -164,12 +179,10 @@ impl PipelineSpec {
             plugin_path: file.plugin_path.clone(),
             source: file.source.connector.clone(),
             source_options: to_options("source", &file.source.options)?,
-            decode_options: file
-                .source
-                .decode
-                .as_ref()
-                .map(|d| to_options("source.decode", d))
-                .transpose()?,
+            stages: match &file.source.decode {
+                Some(d) => vec![("decode".to_string(), to_options("source.decode", d)?)],
+                None => Vec::new(),
+            },
             sinks,
             trigger: file.trigger.parse().map_err(|e| {
                 Error::new(e.code(), format!("{origin}: {}", e.message()))
@@ -244,6 +257,18 @@ kind = "availableNow"
         assert!(e.is_err());
         let e = PipelineSpec::parse("checkpoint = ", "p.toml").unwrap_err();
         assert!(e.message().starts_with("p.toml:"), "{}", e.message());
+    }
+
+    #[test]
+    fn debug_prints_no_option_value() {
+        let text = GOOD.replace(
+            "options = { path = \"out\" }",
+            "options = { path = \"out\", token = \"hunter2\" }\ndecode = { schema_registry_secret = \"s3cr3t\" }",
+        );
+        let file: PipelineFile = toml::from_str(&text).unwrap();
+        let shown = format!("{file:?}");
+        assert!(!shown.contains("hunter2") && !shown.contains("s3cr3t"), "{shown}");
+        assert!(shown.contains("token"), "{shown}");
     }
 
     #[test]

@@ -1,19 +1,34 @@
 //! The connector registry: built-in connectors and connectors loaded from plugins, by name.
 //!
 //! Pipeline files name connectors the same way whether they are built in or loaded; an unknown
-//! name is refused with the list of known ones and a "did you mean" for near misses.
+//! name is refused with the list of known ones and a "did you mean" for near misses. Built-in
+//! connectors are cargo features of this crate (all on by default); a pipeline naming one this
+//! binary was built without is told which feature to enable. This module is the only place in
+//! the runtime that names connectors.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use tributary_sdk::{Error, ErrorCode, Result, SinkFactory, SourceFactory};
+use tributary_sdk::{Error, ErrorCode, Result, SinkFactory, SourceFactory, StageFactory};
 
-/// Source and sink factories by name.
+/// Source, sink and stage factories by name.
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     sources: BTreeMap<String, Arc<dyn SourceFactory>>,
     sinks: BTreeMap<String, Arc<dyn SinkFactory>>,
+    stages: BTreeMap<String, Arc<dyn StageFactory>>,
 }
+
+/// Every built-in connector or stage: (kind, name, the cargo feature of `tributary-runtime`
+/// that builds it in).
+pub const BUILTINS: &[(&str, &str, &str)] = &[
+    ("source", "files", "files"),
+    ("source", "kafka", "kafka"),
+    ("sink", "kafka", "kafka"),
+    ("sink", "console", "sinks"),
+    ("sink", "parquet", "sinks"),
+    ("stage", "decode", "decode"),
+];
 
 impl Registry {
     /// An empty registry.
@@ -21,15 +36,24 @@ impl Registry {
         Self::default()
     }
 
-    /// The connectors compiled into this build: `files` and `kafka` sources, `console`,
-    /// `parquet` and `kafka` sinks.
+    /// The connectors and stages compiled into this build (see [`BUILTINS`]).
     pub fn builtin() -> Self {
+        #[allow(unused_mut)]
         let mut r = Registry::new();
+        #[cfg(feature = "files")]
         r.add_source(Arc::new(tributary_files::FilesSourceFactory));
-        r.add_source(Arc::new(tributary_kafka::KafkaSourceFactory));
-        r.add_sink(Arc::new(tributary_kafka::KafkaSinkFactory));
-        r.add_sink(Arc::new(tributary_sinks::ConsoleSinkFactory));
-        r.add_sink(Arc::new(tributary_sinks::ParquetSinkFactory));
+        #[cfg(feature = "kafka")]
+        {
+            r.add_source(Arc::new(tributary_kafka::KafkaSourceFactory));
+            r.add_sink(Arc::new(tributary_kafka::KafkaSinkFactory));
+        }
+        #[cfg(feature = "sinks")]
+        {
+            r.add_sink(Arc::new(tributary_sinks::ConsoleSinkFactory));
+            r.add_sink(Arc::new(tributary_sinks::ParquetSinkFactory));
+        }
+        #[cfg(feature = "decode")]
+        r.add_stage(Arc::new(tributary_decode::DecodeStageFactory));
         r
     }
 
@@ -51,6 +75,19 @@ impl Registry {
     /// Registers a sink factory.
     pub fn add_sink(&mut self, f: Arc<dyn SinkFactory>) {
         self.sinks.insert(f.name().to_ascii_lowercase(), f);
+    }
+
+    /// Registers a stage factory.
+    pub fn add_stage(&mut self, f: Arc<dyn StageFactory>) {
+        self.stages.insert(f.name().to_ascii_lowercase(), f);
+    }
+
+    /// The stage factory called `name` (`decode`).
+    pub fn stage(&self, name: &str) -> Result<Arc<dyn StageFactory>> {
+        self.stages
+            .get(&name.to_ascii_lowercase())
+            .cloned()
+            .ok_or_else(|| unknown("stage", name, self.stages.keys().map(String::as_str).collect()))
     }
 
     /// Source names.
@@ -80,7 +117,93 @@ impl Registry {
     }
 }
 
+/// The conformance fixtures of the built-in connectors and of the suite's reference connectors,
+/// by name (for `tributary conformance --fixture <name>`).
+pub const SOURCE_FIXTURES: &[(&str, &str)] = &[
+    ("files", "files"),
+    ("kafka", "kafka"),
+    ("generator", ""),
+];
+
+/// The sink fixtures, by name.
+pub const SINK_FIXTURES: &[(&str, &str)] = &[
+    ("parquet", "sinks"),
+    ("kafka", "kafka"),
+    ("jsonlines", ""),
+];
+
+fn unknown_fixture(kind: &str, name: &str, known: &[(&str, &str)]) -> Error {
+    let hint = known
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, feature)| {
+            format!(" (the fixture '{name}' needs this binary built with `--features {feature}`)")
+        })
+        .unwrap_or_default();
+    Error::new(
+        ErrorCode::InvalidOption,
+        format!(
+            "no {kind}conformance fixture named '{name}' in this build{hint}; known fixtures: {}",
+            known.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        ),
+    )
+    .with_context("option", "fixture")
+}
+
+/// A fresh source fixture by name.
+pub fn source_fixture(name: &str) -> Result<Box<dyn tributary_conformance::Fixture>> {
+    match name.to_ascii_lowercase().as_str() {
+        #[cfg(feature = "files")]
+        "files" => Ok(Box::new(tributary_files::conformance::FilesFixture::new()?)),
+        #[cfg(feature = "kafka")]
+        "kafka" => Ok(Box::new(tributary_kafka::conformance::KafkaFixture::from_env()?)),
+        "generator" => Ok(Box::new(
+            tributary_conformance::fixtures::GeneratorFixture::new(1000),
+        )),
+        _ => Err(unknown_fixture("", name, SOURCE_FIXTURES)),
+    }
+}
+
+/// A fresh sink fixture by name.
+pub fn sink_fixture(name: &str) -> Result<Box<dyn tributary_conformance::SinkFixture>> {
+    match name.to_ascii_lowercase().as_str() {
+        #[cfg(feature = "sinks")]
+        "parquet" => Ok(Box::new(
+            tributary_sinks::conformance::ParquetSinkFixture::new()?,
+        )),
+        #[cfg(feature = "kafka")]
+        "kafka" => Ok(Box::new(
+            tributary_kafka::conformance::KafkaSinkFixture::from_env()?,
+        )),
+        "jsonlines" => Ok(Box::new(
+            tributary_conformance::fixtures::JsonLinesSinkFixture::new()?,
+        )),
+        _ => Err(unknown_fixture("sink ", name, SINK_FIXTURES)),
+    }
+}
+
 fn unknown(kind: &str, name: &str, known: Vec<&str>) -> Error {
+    if let Some((_, _, feature)) = BUILTINS
+        .iter()
+        .find(|(k, n, _)| *k == kind && n.eq_ignore_ascii_case(name))
+    {
+        let what = if kind == "stage" {
+            format!("[source].{name}")
+        } else {
+            format!("the built-in {kind} connector '{name}'")
+        };
+        return Error::new(
+            ErrorCode::UnknownConnector,
+            format!(
+                "{what} is not in this build of tributary: rebuild with `--features {feature}` \
+                 (cargo install/build -p tributary-runtime --features {feature}); this build has \
+                 {kind}s: {}",
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            ),
+        )
+        .with_context("connector", name)
+        .with_context("feature", *feature);
+    }
     let near = known
         .iter()
         .map(|k| (strsim::jaro_winkler(&name.to_ascii_lowercase(), k), *k))
@@ -119,5 +242,18 @@ mod tests {
             "{}",
             e.message()
         );
+    }
+
+    #[test]
+    fn a_builtin_left_out_of_the_build_names_its_feature() {
+        // An empty registry stands for a build without any feature.
+        let e = Registry::new().source("kafka").unwrap_err();
+        assert_eq!(e.code(), ErrorCode::UnknownConnector);
+        assert!(e.message().contains("--features kafka"), "{}", e.message());
+        assert_eq!(e.context_value("feature"), Some("kafka"));
+        let e = Registry::new().stage("decode").unwrap_err();
+        assert!(e.message().contains("[source].decode"), "{}", e.message());
+        let e = Registry::new().sink("nosuch").unwrap_err();
+        assert!(e.message().contains("no sink connector named 'nosuch'"), "{}", e.message());
     }
 }

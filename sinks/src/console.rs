@@ -10,7 +10,8 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use tributary_sdk::{
-    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, Options, Result, Sink, SinkFactory,
+    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, Result, Sink,
+    SinkConnector,
 };
 
 /// Output layout.
@@ -166,10 +167,23 @@ impl Sink for ConsoleSink {
 }
 
 /// Factory for the `console` sink.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy)]
 pub struct ConsoleSinkFactory;
 
-impl SinkFactory for ConsoleSinkFactory {
+/// The parsed options of a `console` sink.
+#[derive(Debug, Clone, Copy)]
+pub struct ConsoleConfig {
+    /// JSON lines or a table.
+    pub format: ConsoleFormat,
+    /// Rows printed per batch.
+    pub num_rows: usize,
+    /// Cut long table cells.
+    pub truncate: bool,
+}
+
+impl SinkConnector for ConsoleSinkFactory {
+    type Config = ConsoleConfig;
+
     fn name(&self) -> &str {
         "console"
     }
@@ -188,15 +202,29 @@ impl SinkFactory for ConsoleSinkFactory {
         ]
     }
 
-    fn create(&self, options: &Options, _context: &ConnectorContext) -> Result<Box<dyn Sink>> {
-        let p = OptionSpec::validate_all(&self.options(), options, self.name())?;
+    fn parse(&self, p: &ParsedOptions) -> Result<ConsoleConfig> {
         let format = match p.word("format")?.as_deref() {
             Some("table") => ConsoleFormat::Table,
             _ => ConsoleFormat::Json,
         };
-        let num_rows = p.i64("numRows")?.unwrap_or(20).max(1) as usize;
-        let mut sink = ConsoleSink::new(format, num_rows);
-        sink.truncate = p.bool("truncate")?.unwrap_or(true);
+        let truncate = p.bool("truncate")?.unwrap_or(true);
+        // `truncate` only shortens table cells: refused with JSON output, where it would be ignored.
+        p.refuse_ignored(
+            "truncate",
+            format == ConsoleFormat::Table,
+            "format",
+            "only applies when 'format' is table",
+        )?;
+        Ok(ConsoleConfig {
+            format,
+            num_rows: p.i64("numRows")?.unwrap_or(20).max(1) as usize,
+            truncate,
+        })
+    }
+
+    fn build(&self, config: ConsoleConfig, _context: &ConnectorContext) -> Result<Box<dyn Sink>> {
+        let mut sink = ConsoleSink::new(config.format, config.num_rows);
+        sink.truncate = config.truncate;
         Ok(Box::new(sink))
     }
 }
@@ -204,6 +232,7 @@ impl SinkFactory for ConsoleSinkFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tributary_sdk::{Options, SinkFactoryExt};
     use arrow::array::{Int64Array, StringArray};
     use arrow::datatypes::{DataType, Field, Schema};
     use std::sync::{Arc, Mutex};
@@ -265,5 +294,17 @@ mod tests {
             .create(&o, &ConnectorContext::default())
             .unwrap_err();
         assert!(e.to_string().contains("one of json, table"), "{e}");
+    }
+
+    #[test]
+    fn truncate_without_table_is_refused() {
+        let o: Options = [("truncate", "false")].into_iter().collect();
+        let e = ConsoleSinkFactory.validate(&o).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ConflictingOptions);
+        assert!(e.to_string().contains("'truncate'"), "{e}");
+        let o: Options = [("truncate", "false"), ("format", "table")]
+            .into_iter()
+            .collect();
+        ConsoleSinkFactory.validate(&o).unwrap();
     }
 }

@@ -33,8 +33,10 @@
 //! # }
 //! ```
 
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod console;
 pub mod parquet;
 
-pub use console::{ConsoleSink, ConsoleSinkFactory};
-pub use parquet::{ParquetSink, ParquetSinkFactory};
+pub use console::{ConsoleConfig, ConsoleSink, ConsoleSinkFactory};
+pub use parquet::{ParquetConfig, ParquetSink, ParquetSinkFactory};

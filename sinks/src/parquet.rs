@@ -18,7 +18,8 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use tributary_sdk::{
-    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, Options, Result, Sink, SinkFactory,
+    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, Result, Sink,
+    SinkConnector,
 };
 
 /// Writes each batch as one Parquet file, atomically and idempotently.
@@ -167,10 +168,21 @@ pub fn read_dir_batches(dir: &Path) -> Result<Vec<RecordBatch>> {
 }
 
 /// Factory for the `parquet` sink.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy)]
 pub struct ParquetSinkFactory;
 
-impl SinkFactory for ParquetSinkFactory {
+/// The parsed options of a `parquet` sink.
+#[derive(Debug, Clone)]
+pub struct ParquetConfig {
+    /// The directory.
+    pub path: PathBuf,
+    /// Page compression.
+    pub compression: Compression,
+}
+
+impl SinkConnector for ParquetSinkFactory {
+    type Config = ParquetConfig;
+
     fn name(&self) -> &str {
         "parquet"
     }
@@ -187,14 +199,20 @@ impl SinkFactory for ParquetSinkFactory {
         ]
     }
 
-    fn create(&self, options: &Options, _context: &ConnectorContext) -> Result<Box<dyn Sink>> {
-        let p = OptionSpec::validate_all(&self.options(), options, self.name())?;
-        let mut sink = ParquetSink::new(p.required_string("path")?);
-        sink.compression = match p.word("compression")?.as_deref() {
-            Some("snappy") => Compression::SNAPPY,
-            Some("none") => Compression::UNCOMPRESSED,
-            _ => Compression::ZSTD(ZstdLevel::default()),
-        };
+    fn parse(&self, p: &ParsedOptions) -> Result<ParquetConfig> {
+        Ok(ParquetConfig {
+            path: PathBuf::from(p.required_string("path")?),
+            compression: match p.word("compression")?.as_deref() {
+                Some("snappy") => Compression::SNAPPY,
+                Some("none") => Compression::UNCOMPRESSED,
+                _ => Compression::ZSTD(ZstdLevel::default()),
+            },
+        })
+    }
+
+    fn build(&self, config: ParquetConfig, _context: &ConnectorContext) -> Result<Box<dyn Sink>> {
+        let mut sink = ParquetSink::new(config.path);
+        sink.compression = config.compression;
         Ok(Box::new(sink))
     }
 }
@@ -202,6 +220,7 @@ impl SinkFactory for ParquetSinkFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tributary_sdk::{Options, SinkFactoryExt};
     use arrow::array::Int64Array;
     use arrow::datatypes::{DataType, Field, Schema};
     use std::sync::Arc;

@@ -1,11 +1,10 @@
 //! The sink conformance suite against the built-in Parquet directory sink.
 
-#![cfg(feature = "sinks")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 
-use tributary_conformance::fixtures::ParquetSinkFixture;
+use tributary_sinks::conformance::ParquetSinkFixture;
 use tributary_conformance::SinkSetup;
 
 async fn setup() -> Option<SinkSetup> {

@@ -17,7 +17,7 @@ use futures::TryStreamExt;
 use object_store::local::LocalFileSystem;
 use object_store::ObjectStore;
 use tributary_files::FilesSourceFactory;
-use tributary_sdk::{ConnectorContext, Options, ReadLimit, Source, SourceFactory};
+use tributary_sdk::{ConnectorContext, Options, ReadLimit, Source, SourceFactoryExt};
 
 const FILES: usize = 100;
 const ROWS_PER_FILE: usize = 1000;
@@ -174,7 +174,7 @@ fn main() {
         end
     });
     let first_discovery = t.elapsed();
-    assert_eq!(tributary_files::seq_range(&end).unwrap() as usize, TRACKED);
+    assert_eq!(end.as_json()["seq"].as_u64().unwrap() as usize, TRACKED);
     let store = LocalFileSystem::new_with_prefix(many.path()).unwrap();
     let mut g = c.benchmark_group("latest_offset_100k_tracked");
     g.bench_function("object_store_list", |b| {

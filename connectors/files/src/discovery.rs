@@ -37,10 +37,10 @@ pub struct Discovery {
 }
 
 impl Discovery {
-    /// Resolves the configured path against the file system. The directory must exist.
+    /// Resolves the configured path (absolute already) against the file system. The directory
+    /// must exist.
     pub fn new(config: &FilesConfig) -> Result<Discovery> {
-        let path = std::path::absolute(&config.path)
-            .map_err(|e| path_error(&config.path, "cannot be made absolute").with_cause(e))?;
+        let path = config.path.clone();
         let (dir, pattern) = split_glob(&path);
         let (root, path_glob) = match pattern {
             Some(pattern) => (dir, Some(glob(&pattern, true, names::PATH)?)),
@@ -96,7 +96,8 @@ impl Discovery {
         &self.store
     }
 
-    /// A canonical text naming what is listed: directory, path glob and name glob.
+    /// The canonical directory listed and the path glob, for messages (the checkpoint identity
+    /// is [`FilesConfig::target`], computed without touching the file system).
     pub fn target(&self) -> String {
         let mut t = self.root.display().to_string();
         if let Some((g, _)) = &self.path_glob {
@@ -104,11 +105,6 @@ impl Discovery {
             t.push_str(g);
         }
         t
-    }
-
-    /// The name glob, if any.
-    pub fn name_glob(&self) -> Option<&str> {
-        self.name_glob.as_ref().map(|(g, _)| g.as_str())
     }
 
     /// The location in the store of an absolute path produced by [`Discovery::list`].
@@ -204,7 +200,7 @@ fn is_hidden(name: &str) -> bool {
 }
 
 /// Splits `/a/b/*/c*.json` into (`/a/b`, `*/c*.json`); no glob characters gives (path, None).
-fn split_glob(path: &Path) -> (PathBuf, Option<String>) {
+pub(crate) fn split_glob(path: &Path) -> (PathBuf, Option<String>) {
     let mut dir = PathBuf::new();
     let mut rest: Vec<String> = Vec::new();
     for comp in path.components() {
@@ -222,7 +218,12 @@ fn split_glob(path: &Path) -> (PathBuf, Option<String>) {
     }
 }
 
-fn glob(pattern: &str, literal_separator: bool, option: &str) -> Result<(String, GlobMatcher)> {
+/// Compiles a glob, naming `option` when it is invalid.
+pub(crate) fn glob(
+    pattern: &str,
+    literal_separator: bool,
+    option: &str,
+) -> Result<(String, GlobMatcher)> {
     let g = GlobBuilder::new(pattern)
         .literal_separator(literal_separator)
         .build()

@@ -34,13 +34,22 @@
 //! - **Clean-up** (`cloudFiles.cleanSource` = `DELETE` or `MOVE` to
 //!   `cloudFiles.cleanSource.moveDestination`): a file is deleted or moved only after its batch
 //!   committed and `cloudFiles.cleanSource.retentionDuration` (default 30 days) passed, and only
-//!   if it is still the version that was ingested; `tributary files-state` shows when.
+//!   if it is still the version that was ingested; `tributary state` shows when
+//!   ([`FilesSourceFactory`]'s `describe_state`, columns in [`state_report::COLUMNS`]).
 //! - **Nothing is skipped silently.** A file that cannot be read is `SOURCE_READ_FAILED` naming
 //!   it. A file that vanished between discovery and reading is a `CLOUD_FILES_FILE_NOT_FOUND`
 //!   data-loss error, or, with `ignoreMissingFiles=true`, a counted warning.
 //!
-//! Output columns: the file's columns, `_rescued_data` (JSON and CSV), then the `_metadata`
-//! struct (`file_path`, `file_name`, `file_size`, `file_modification_time`).
+//! - **Options that would be ignored are refused** (`CONFLICTING_OPTIONS` naming both): CSV
+//!   options with another format, `multiLine` outside JSON, inference options with a given
+//!   `schema`, `cloudFiles.cleanSource.*` without the mode that uses them, and so on.
+//!
+//! Output columns: the file's columns, `_rescued_data` (JSON and CSV; [`RESCUED_DATA_COLUMN`],
+//! renamed by `rescuedDataColumn`), then the [`METADATA_COLUMN`] struct (`file_path`,
+//! `file_name`, `file_size`, `file_modification_time`; [`file_metadata_field`]).
+//!
+//! The checkpoint identity (`files` and `<absolute path>?format=..&pathGlobFilter=..`) is
+//! computed from the options alone ([`FilesConfig::target`]), before anything is opened.
 //!
 //! This build reads local paths (or `file://` URLs) only; listing and reading go through
 //! `object_store`, where other stores will plug in.
@@ -49,7 +58,7 @@
 //!
 //! ```
 //! use tributary_files::FilesSourceFactory;
-//! use tributary_sdk::{ConnectorContext, Options, SourceFactory};
+//! use tributary_sdk::{ConnectorContext, Options, SourceFactoryExt};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> tributary_sdk::Result<()> {
@@ -67,7 +76,7 @@
 //! let mut source = FilesSourceFactory.create(&options, &ConnectorContext::default())?;
 //! let start = source.initial_offset().await?;
 //! let end = source.latest_offset(&start, &source.default_read_limit()).await?;
-//! assert_eq!(tributary_files::seq_range(&end)?, 1); // one file queued
+//! assert_eq!(end.as_json()["seq"], 1); // one file queued
 //! let batches = source.read(&start, &end).await?;
 //! assert_eq!(batches[0].num_rows(), 2);
 //! assert_eq!(batches[0].schema().field(0).name(), "id");
@@ -82,6 +91,7 @@
 
 mod clean;
 pub mod config;
+mod connector;
 pub mod ddl;
 mod discovery;
 mod error;
@@ -90,7 +100,14 @@ mod format;
 mod schema;
 mod source;
 mod state;
+pub mod state_report;
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
 
 pub use config::FilesConfig;
-pub use source::{seq_range, FilesSource, FilesSourceFactory};
-pub use state::{read_file_state, FileStateEntry};
+pub use connector::{FilesSourceFactory, CONNECTOR};
+pub use schema::{
+    file_metadata_field, file_metadata_fields, rescued_data_field, METADATA_COLUMN,
+    RESCUED_DATA_COLUMN,
+};

@@ -5,21 +5,58 @@
 //! `_metadata` struct (`file_path`, `file_name`, `file_size`, `file_modification_time`).
 //! As in Auto Loader, inferred JSON and CSV columns are strings unless
 //! `cloudFiles.inferColumnTypes=true`; Parquet columns keep the file's types.
+//!
+//! The columns the source adds itself ([`METADATA_COLUMN`], [`RESCUED_DATA_COLUMN`]) are defined
+//! here, once.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_schema::{Field, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 use bytes::Bytes;
 use object_store::ObjectStoreExt;
 use serde::{Deserialize, Serialize};
-use tributary_sdk::record::{file_metadata_field, METADATA_COLUMN};
 use tributary_sdk::{Error, ErrorCode, Result};
 
 use crate::config::{names, FilesConfig, Format};
 use crate::ddl::parse_ddl;
 use crate::discovery::Discovery;
 use crate::format;
+
+/// Name of the file metadata column the source appends to every row.
+pub const METADATA_COLUMN: &str = "_metadata";
+/// Default name of the column holding records and values that did not fit the schema
+/// (`rescuedDataColumn`).
+pub const RESCUED_DATA_COLUMN: &str = "_rescued_data";
+
+/// The fields of the `_metadata` struct: `file_path`, `file_name`, `file_size`,
+/// `file_modification_time` (timestamp, ms, UTC) — the names Databricks uses.
+pub fn file_metadata_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("file_path", DataType::Utf8, false),
+        Field::new("file_name", DataType::Utf8, false),
+        Field::new("file_size", DataType::Int64, false),
+        Field::new(
+            "file_modification_time",
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            false,
+        ),
+    ])
+}
+
+/// The `_metadata` column (last column of every batch).
+pub fn file_metadata_field() -> Field {
+    Field::new(
+        METADATA_COLUMN,
+        DataType::Struct(file_metadata_fields()),
+        false,
+    )
+}
+
+/// The rescued data column named `name` (nullable text; JSON and CSV only).
+pub fn rescued_data_field(name: &str) -> Field {
+    Field::new(name, DataType::Utf8, true)
+}
 
 /// The schema file inside the state directory.
 pub const SCHEMA_FILE: &str = "schema.json";
@@ -69,14 +106,27 @@ pub fn resolve_file_schema(
         .iter()
         .map(|f| f.as_ref().clone().with_nullable(true))
         .collect();
-    for reserved in [config.rescued_column.as_str(), METADATA_COLUMN] {
+    // Parquet streams have no rescued data column, so only `_metadata` is reserved there.
+    let rescued = config
+        .format
+        .has_rescued_column()
+        .then_some(config.rescued_column.as_str());
+    for reserved in rescued.into_iter().chain([METADATA_COLUMN]) {
         if fields
             .iter()
             .any(|f| f.name().eq_ignore_ascii_case(reserved))
         {
+            let fix = if reserved == METADATA_COLUMN {
+                "rename it"
+            } else {
+                "rename it or set rescuedDataColumn to another name"
+            };
             return Err(Error::new(
                 ErrorCode::Schema,
-                format!("the file schema has a column named '{reserved}', which the files source adds itself; rename it or set rescuedDataColumn"),
+                format!(
+                    "the file schema has a column named '{reserved}', which the files source \
+                     adds itself; {fix}"
+                ),
             )
             .with_context("field", reserved));
         }

@@ -1,5 +1,5 @@
-//! The files source: [`FilesSourceFactory`] builds a [`FilesSource`], which drives discovery,
-//! the file-state store and the format decoders through the SDK's micro-batch contract.
+//! [`FilesSource`]: drives discovery, the file-state store and the format decoders through the
+//! SDK's micro-batch contract.
 //!
 //! Offsets are `{"seq": N}`: the next file sequence number to read. A batch `[start, end)` is
 //! exactly the files queued under those sequence numbers, so replaying it reads the same files
@@ -15,43 +15,18 @@ use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use object_store::ObjectStoreExt;
 use serde::{Deserialize, Serialize};
-use tributary_sdk::record::file_metadata_fields;
 use tributary_sdk::{
     ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode, Offset,
-    OptionSpec, Options, ReadLimit, Result, Source, SourceFactory, SourceIdentity, SourceMetrics,
+    ReadLimit, Result, Source, SourceIdentity, SourceMetrics,
 };
 
-use crate::config::{option_specs, FilesConfig};
+use crate::config::FilesConfig;
+use crate::connector::CONNECTOR;
 use crate::discovery::{now_ms, Discovery};
 use crate::error::unreadable;
 use crate::format::{self, DecodeContext};
-use crate::schema::{output_schema, resolve_file_schema};
+use crate::schema::{file_metadata_fields, output_schema, resolve_file_schema};
 use crate::state::{FileStateStore, QueuedFile};
-
-/// The connector name.
-pub const CONNECTOR: &str = "files";
-
-/// Builds [`FilesSource`]s (connector name `files`).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct FilesSourceFactory;
-
-impl SourceFactory for FilesSourceFactory {
-    fn name(&self) -> &str {
-        CONNECTOR
-    }
-
-    fn options(&self) -> Vec<OptionSpec> {
-        option_specs()
-    }
-
-    fn validate(&self, options: &Options) -> Result<()> {
-        FilesConfig::parse(options).map(|_| ())
-    }
-
-    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Source>> {
-        Ok(Box::new(FilesSource::new(options, context)?))
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 struct SeqOffset {
@@ -59,8 +34,8 @@ struct SeqOffset {
 }
 
 /// The sequence number an offset of the files source denotes (the first file it does not
-/// cover). The runtime uses it to map file-state entries to batch ids.
-pub fn seq_range(offset: &Offset) -> Result<u64> {
+/// cover).
+pub(crate) fn seq_range(offset: &Offset) -> Result<u64> {
     offset.to_typed::<SeqOffset>().map(|o| o.seq)
 }
 
@@ -70,8 +45,9 @@ fn offset(seq: u64) -> Result<Offset> {
 
 /// An incremental file source (see the crate documentation).
 #[derive(Debug)]
-pub struct FilesSource {
+pub(crate) struct FilesSource {
     config: FilesConfig,
+    identity: SourceIdentity,
     discovery: Discovery,
     state: FileStateStore,
     state_dir: Option<PathBuf>,
@@ -88,27 +64,30 @@ pub struct FilesSource {
 }
 
 impl FilesSource {
-    /// Validates the options, resolves the path, opens the file-state store and resolves the
-    /// schema (inferring and storing it on first use).
-    pub fn new(options: &Options, context: &ConnectorContext) -> Result<FilesSource> {
-        let config = FilesConfig::parse(options)?;
+    /// Resolves the path, opens the file-state store (refusing one written for another
+    /// target) and resolves the schema (inferring and storing it on first use).
+    pub(crate) fn open(config: FilesConfig, context: &ConnectorContext) -> Result<FilesSource> {
+        let identity = SourceIdentity {
+            connector: CONNECTOR.into(),
+            target: config.target(),
+        };
         let discovery = Discovery::new(&config)?;
         let state_dir = context.state_dir.clone();
         let state = FileStateStore::open(state_dir.as_deref())?;
-        let identity = target(&config, &discovery);
         match state.meta("identity")? {
-            Some(stored) if stored != identity => {
+            Some(stored) if stored != identity.target => {
                 return Err(Error::new(
                     ErrorCode::CheckpointIncompatible,
                     format!(
-                        "the file state in this checkpoint was written for '{stored}', the options now say '{identity}'"
+                        "the file state in this checkpoint was written for '{stored}', the options now say '{}'",
+                        identity.target
                     ),
                 )
                 .with_context("expected", stored)
-                .with_context("actual", identity));
+                .with_context("actual", &identity.target));
             }
             Some(_) => {}
-            None => state.set_meta("identity", &identity)?,
+            None => state.set_meta("identity", &identity.target)?,
         }
         let file_schema = resolve_file_schema(&config, &discovery, state_dir.as_deref())?;
         let decode = DecodeContext::new(
@@ -122,6 +101,7 @@ impl FilesSource {
         .with_schema_evolution(config.schema_evolution);
         let schema = output_schema(&decode.decoded_schema);
         Ok(FilesSource {
+            identity,
             data_loss: DataLossTracker::new(!config.ignore_missing_files),
             config,
             discovery,
@@ -227,15 +207,6 @@ impl FilesSource {
     }
 }
 
-fn target(config: &FilesConfig, discovery: &Discovery) -> String {
-    format!(
-        "{}?format={}&pathGlobFilter={}",
-        discovery.target(),
-        config.format.as_str(),
-        discovery.name_glob().unwrap_or("")
-    )
-}
-
 fn metadata_column(file: &QueuedFile, rows: usize) -> ArrayRef {
     let name = file.path.rsplit('/').next().unwrap_or(&file.path);
     let columns: Vec<ArrayRef> = vec![
@@ -261,10 +232,7 @@ impl Source for FilesSource {
     }
 
     fn identity(&self) -> SourceIdentity {
-        SourceIdentity {
-            connector: CONNECTOR.into(),
-            target: target(&self.config, &self.discovery),
-        }
+        self.identity.clone()
     }
 
     fn default_read_limit(&self) -> ReadLimit {

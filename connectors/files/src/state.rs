@@ -8,14 +8,14 @@
 //! files. A path already known is never queued again, unless `cloudFiles.allowOverwrites` is set
 //! and its modification time changed (then it is queued again under a new `seq`).
 //!
-//! The database is the queryable file state of the stream ([`crate::read_file_state`], used by
-//! `tributary files-state <checkpoint>`), in the manner of Auto Loader's `cloud_files_state`.
+//! The database is the queryable file state of the stream ([`read_file_state`], reported by
+//! `tributary state <checkpoint>` through [`crate::state_report`]), in the manner of Auto
+//! Loader's `cloud_files_state`.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
-use serde::Serialize;
 use tributary_sdk::{Error, ErrorCode, Result};
 
 use crate::error::state_err;
@@ -24,9 +24,8 @@ use crate::error::state_err;
 pub const STATE_DB: &str = "files.db";
 
 /// One row of the file state: a file and the sequence number it was queued under.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FileStateEntry {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FileStateEntry {
     /// Absolute path of the file.
     pub path: String,
     /// Size in bytes at discovery.
@@ -37,9 +36,7 @@ pub struct FileStateEntry {
     pub discovery_time_ms: i64,
     /// The sequence number; offsets are ranges of these.
     pub seq: u64,
-    /// True once the batch that read the file was committed.
-    pub committed: bool,
-    /// When that batch was committed.
+    /// When the batch that read the file was committed (by the source).
     pub commit_time_ms: Option<i64>,
     /// When `cloudFiles.cleanSource` deleted or moved the file (or found it gone or replaced).
     pub cleaned_time_ms: Option<i64>,
@@ -395,7 +392,7 @@ fn entries(conn: &Connection) -> Result<Vec<FileStateEntry>> {
     };
     let mut stmt = conn
         .prepare(&format!(
-            "SELECT path, size, mtime_ms, discovery_ms, seq, committed, commit_ms, {cleaned} \
+            "SELECT path, size, mtime_ms, discovery_ms, seq, commit_ms, {cleaned} \
              FROM files ORDER BY seq"
         ))
         .map_err(state_err("cannot list the file state"))?;
@@ -407,9 +404,8 @@ fn entries(conn: &Connection) -> Result<Vec<FileStateEntry>> {
                 modification_time_ms: r.get(2)?,
                 discovery_time_ms: r.get(3)?,
                 seq: r.get::<_, i64>(4)? as u64,
-                committed: r.get::<_, i64>(5)? != 0,
-                commit_time_ms: r.get(6)?,
-                cleaned_time_ms: r.get(7)?,
+                commit_time_ms: r.get(5)?,
+                cleaned_time_ms: r.get(6)?,
             })
         })
         .map_err(state_err("cannot list the file state"))?;
@@ -419,7 +415,7 @@ fn entries(conn: &Connection) -> Result<Vec<FileStateEntry>> {
 
 /// Reads the file state of a stream from its state directory, read-only (safe while the stream
 /// runs: SQLite's WAL lets readers and the writer work at once).
-pub fn read_file_state(state_dir: &Path) -> Result<Vec<FileStateEntry>> {
+pub(crate) fn read_file_state(state_dir: &Path) -> Result<Vec<FileStateEntry>> {
     let db = state_dir.join(STATE_DB);
     if !db.is_file() {
         return Err(Error::new(
@@ -528,11 +524,9 @@ mod tests {
         assert_eq!(s.next_seq(), 2);
         let e = read_file_state(dir.path()).unwrap();
         assert_eq!(e.len(), 2);
-        assert!(e[0].committed && e[0].commit_time_ms == Some(42));
-        assert!(!e[1].committed && e[1].commit_time_ms.is_none());
-        let json = serde_json::to_value(&e[0]).unwrap();
-        assert_eq!(json["modificationTimeMs"], 1);
-        assert_eq!(json["discoveryTimeMs"], 7);
+        assert_eq!(e[0].commit_time_ms, Some(42));
+        assert!(e[1].commit_time_ms.is_none());
+        assert_eq!((e[0].modification_time_ms, e[0].discovery_time_ms), (1, 7));
         assert!(read_file_state(&dir.path().join("nope")).is_err());
     }
 }

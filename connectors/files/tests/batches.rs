@@ -4,7 +4,6 @@
 mod common;
 
 use common::*;
-use tributary_files::read_file_state;
 use tributary_sdk::ReadLimit;
 
 #[tokio::test]
@@ -108,13 +107,13 @@ async fn restart_with_the_same_state_dir_reads_only_new_files() {
     for i in 0..3 {
         write_json(input.path(), &format!("f{i}.json"), i * 10, 10);
     }
-    let end = {
+    let (start, end) = {
         let mut src = source(input.path(), Some(state.path()), &[]);
         let start = src.initial_offset().await.unwrap();
         let (end, batches) = batch(&mut src, &start, &ReadLimit::All).await;
         assert_eq!(rows(&batches), 30);
         src.stop().await.unwrap();
-        end
+        (start, end)
     };
     assert!(state.path().join("files.db").is_file());
     // While stopped, a file arrives, and an old one is rewritten (without allowOverwrites it
@@ -131,13 +130,21 @@ async fn restart_with_the_same_state_dir_reads_only_new_files() {
         (30..34).map(|i| Some(i.to_string())).collect::<Vec<_>>()
     );
 
-    let state_rows = read_file_state(state.path()).unwrap();
-    assert_eq!(state_rows.len(), 4);
-    assert!(state_rows
+    let report = state_report(
+        state.path(),
+        &[logged(0, &start, &end, true), logged(1, &end, &end2, true)],
+    );
+    let rows = &report.rows;
+    assert_eq!(rows.len(), 4);
+    assert!(rows
         .iter()
-        .all(|e| e.committed && e.commit_time_ms.is_some()));
+        .all(|r| r["committed"] == true && r["commitTimeMs"].is_i64()));
     assert_eq!(
-        state_rows[3].path,
+        rows.iter().map(|r| r["batchId"].as_u64().unwrap()).collect::<Vec<_>>(),
+        vec![0, 0, 0, 1]
+    );
+    assert_eq!(
+        rows[3]["path"],
         input
             .path()
             .canonicalize()
@@ -147,7 +154,7 @@ async fn restart_with_the_same_state_dir_reads_only_new_files() {
             .to_string()
     );
     assert_eq!(
-        state_rows.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        rows.iter().map(|r| r["seq"].as_u64().unwrap()).collect::<Vec<_>>(),
         vec![0, 1, 2, 3]
     );
 }

@@ -41,8 +41,12 @@ async fn delete_after_commit_and_never_before() {
     write_json(input.path(), "a.json", 100, 1);
     let end3 = src.latest_offset(&end2, &ReadLimit::All).await.unwrap();
     assert_eq!(seq(&end3), seq(&end2));
-    let state_rows = tributary_files::read_file_state(state.path()).unwrap();
-    assert!(state_rows.iter().all(|e| e.cleaned_time_ms.is_some()));
+    let report = state_report(
+        state.path(),
+        &[logged(0, &start, &end, true), logged(1, &end, &end2, true)],
+    );
+    assert_eq!(report.rows.len(), 2);
+    assert!(report.rows.iter().all(|r| r["cleanedTimeMs"].is_i64()));
 }
 
 #[tokio::test]

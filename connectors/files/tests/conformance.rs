@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tributary_conformance::fixtures::FilesFixture;
+use tributary_files::conformance::FilesFixture;
 use tributary_conformance::Setup;
 
 async fn setup() -> Option<Setup> {

@@ -31,23 +31,60 @@ async fn corrupt_parquet_is_source_read_failed_naming_the_file() {
     assert!(err.message().contains("bad.parquet"));
 }
 
-#[tokio::test]
-async fn permission_denied_is_source_read_failed_naming_the_file() {
-    use std::os::unix::fs::PermissionsExt;
+/// Lists `locked.json`, lets `make_unopenable` break it, then reads: `SOURCE_READ_FAILED`
+/// naming the file (an entry that exists but cannot be opened is not a vanished file).
+async fn unopenable_file_fails_the_read(make_unopenable: impl FnOnce(&std::path::Path)) {
     let input = tempfile::tempdir().unwrap();
     write_json(input.path(), "locked.json", 0, 3);
-    let path = input.path().join("locked.json");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
-    if std::fs::read(&path).is_ok() {
-        println!("skipped: running as a user that ignores file permissions (root); the corrupt-file test covers SOURCE_READ_FAILED");
-        return;
-    }
     let mut src = source(input.path(), None, &[("schema", "id BIGINT")]);
     let start = src.initial_offset().await.unwrap();
     let end = src.latest_offset(&start, &ReadLimit::All).await.unwrap();
+    let path = input.path().join("locked.json");
+    make_unopenable(&path);
+    assert!(
+        std::fs::read(&path).is_err(),
+        "the test setup left {} readable",
+        path.display()
+    );
     let err = src.read(&start, &end).await.unwrap_err();
-    assert_eq!(err.code(), ErrorCode::SourceRead);
+    assert_eq!(err.code(), ErrorCode::SourceRead, "{err}");
+    assert!(!err.is_data_loss(), "{err}");
+    let file = input.path().canonicalize().unwrap().join("locked.json");
+    assert_eq!(
+        err.context_value("file"),
+        Some(file.display().to_string().as_str())
+    );
     assert!(err.message().contains("locked.json"), "{}", err.message());
+}
+
+/// Replaces the file with a symbolic link to itself: opening it fails (ELOOP) for every user,
+/// root included.
+fn make_symlink_loop(path: &std::path::Path) {
+    std::fs::remove_file(path).unwrap();
+    std::os::unix::fs::symlink(path.file_name().unwrap(), path).unwrap();
+}
+
+#[tokio::test]
+async fn permission_denied_is_source_read_failed_naming_the_file() {
+    use std::os::unix::fs::PermissionsExt;
+    unopenable_file_fails_the_read(|path| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o000)).unwrap();
+        if std::fs::read(path).is_ok() {
+            // Root (CAP_DAC_OVERRIDE) reads a mode-000 file: break the entry in a way that
+            // stops root too, so the same error path (open fails) is still exercised.
+            println!(
+                "this process bypasses file permissions (root): the file is made unopenable \
+                 with a symbolic link loop instead of mode 000"
+            );
+            make_symlink_loop(path);
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_symlink_loop_is_source_read_failed_naming_the_file() {
+    unopenable_file_fails_the_read(make_symlink_loop).await;
 }
 
 #[tokio::test]

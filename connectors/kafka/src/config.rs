@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use regex::Regex;
-use tributary_sdk::{Error, ErrorCode, OptionSpec, Options, ParsedOptions, ReadLimit, Result};
+use tributary_sdk::{Error, ErrorCode, OptionSpec, ParsedOptions, ReadLimit, Result};
 
-use crate::connection;
+use crate::connection::{self, ConnectionSettings};
 use crate::offsets::{self, PartitionOffsets};
 
 /// Options librdkafka would accept but the source manages itself (as Spark refuses them).
@@ -54,7 +54,7 @@ pub fn source_option_specs() -> Vec<OptionSpec> {
         OptionSpec::bool("failOnDataLoss", "Fail the query when data may have been lost (deleted partitions, aged-out offsets); false warns, counts and continues from the earliest available offset.").default_value(true),
         OptionSpec::int("maxOffsetsPerTrigger", 1, i64::MAX, "Most offsets one batch reads, split across partitions in proportion to their lag."),
         OptionSpec::int("minOffsetsPerTrigger", 1, i64::MAX, "Fewest new offsets a batch waits for, unless maxTriggerDelay passed."),
-        OptionSpec::duration("maxTriggerDelay", "Longest a batch waits for minOffsetsPerTrigger.").default_value("15m"),
+        OptionSpec::duration("maxTriggerDelay", "Longest a batch waits for minOffsetsPerTrigger (only with minOffsetsPerTrigger).").default_value("15m"),
         OptionSpec::int("minPartitions", 1, i64::MAX, "Split the offset ranges of one batch into at least this many parallel reads."),
         OptionSpec::int("maxRecordsPerPartition", 1, i64::MAX, "Split any offset range larger than this into parallel reads."),
         OptionSpec::string("groupIdPrefix", "Prefix of the consumer group used to publish progress (offsets are only committed for monitoring).").default_value("tributary-kafka-source"),
@@ -145,9 +145,11 @@ pub enum Position {
     Timestamps(PartitionOffsets),
 }
 
-/// The Kafka source's typed options.
+/// The Kafka source's typed options, parsed once ([`SourceConfig::parse`]).
 #[derive(Debug, Clone)]
 pub struct SourceConfig {
+    /// The connection (bootstrap servers, authentication), secrets not yet resolved.
+    pub connection: ConnectionSettings,
     /// What to read.
     pub subscription: Subscription,
     /// Where a new query starts.
@@ -168,8 +170,10 @@ pub struct SourceConfig {
     pub min_partitions: Option<u64>,
     /// maxRecordsPerPartition.
     pub max_records_per_partition: Option<u64>,
-    /// The consumer group offsets are published to.
+    /// groupIdPrefix: the prefix of the consumer group offsets are published to.
     pub group_id_prefix: String,
+    /// `kafka.group.id`: the consumer group, when given instead of a prefix.
+    pub group_id: Option<String>,
     /// includeHeaders.
     pub include_headers: bool,
     /// bytesEstimateWindowLength.
@@ -185,10 +189,10 @@ pub struct SourceConfig {
 }
 
 impl SourceConfig {
-    /// Validates and parses the source options (no I/O).
-    pub fn parse(options: &Options) -> Result<(SourceConfig, ParsedOptions)> {
-        let p = OptionSpec::validate_all(&source_option_specs(), options, "kafka")?;
-        connection::check_bootstrap(&p)?;
+    /// Parses validated source options (no I/O, no secret resolved). Options that would be
+    /// ignored, or that contradict each other, are refused naming both.
+    pub fn parse(p: &ParsedOptions) -> Result<SourceConfig> {
+        let connection = ConnectionSettings::parse(p)?;
         for (key, _) in p.prefixed("kafka.") {
             if let Some((_, instead)) = MANAGED_CONSUMER_OPTIONS
                 .iter()
@@ -203,7 +207,9 @@ impl SourceConfig {
                 .with_context("option", format!("kafka.{key}")));
             }
         }
-        let subscription = parse_subscription(&p)?;
+        connection.check_pass_through()?;
+        refuse_ignored_source_options(p)?;
+        let subscription = parse_subscription(p)?;
         let starting = if let Some(ts) = p.i64("startingTimestamp")? {
             Position::Timestamp(ts)
         } else if let Some(text) = p.string("startingOffsetsByTimestamp")? {
@@ -241,7 +247,13 @@ impl SourceConfig {
                 p.i64(name)?.unwrap_or_default().max(0) as u64,
             ))
         };
-        let cfg = SourceConfig {
+        let group_id = connection
+            .pass_through
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("group.id"))
+            .map(|(_, v)| v.clone());
+        Ok(SourceConfig {
+            connection,
             subscription,
             starting,
             timestamp_strategy_latest: p.word("startingOffsetsByTimestampStrategy")?.as_deref()
@@ -256,6 +268,7 @@ impl SourceConfig {
             min_partitions: p.i64("minPartitions")?.map(|v| v as u64),
             max_records_per_partition: p.i64("maxRecordsPerPartition")?.map(|v| v as u64),
             group_id_prefix: p.required_string("groupIdPrefix")?,
+            group_id,
             include_headers: p.bool("includeHeaders")?.unwrap_or(false),
             bytes_estimate_window: p
                 .duration("bytesEstimateWindowLength")?
@@ -264,8 +277,7 @@ impl SourceConfig {
             request_attempts: p.i64("fetchOffset.numRetries")?.unwrap_or(3).max(1) as u32,
             request_retry_interval: ms("fetchOffset.retryIntervalMs")?,
             request_timeout: ms("fetchOffset.timeoutMs")?,
-        };
-        Ok((cfg, p))
+        })
     }
 
     /// The read limit the options ask for (`maxOffsetsPerTrigger`, `minOffsetsPerTrigger`).
@@ -286,6 +298,57 @@ impl SourceConfig {
             _ => ReadLimit::Composite(limits),
         }
     }
+}
+
+/// Source options that another option makes meaningless.
+fn refuse_ignored_source_options(p: &ParsedOptions) -> Result<()> {
+    p.refuse_ignored(
+        "maxTriggerDelay",
+        p.is_set("minOffsetsPerTrigger"),
+        "minOffsetsPerTrigger",
+        "is only used with 'minOffsetsPerTrigger' (how long a batch waits for that many offsets)",
+    )?;
+    // A start (or end) given several ways: the timestamp wins, as in Spark, so the rest would
+    // be ignored.
+    for (winner, losers) in [
+        ("startingTimestamp", &["startingOffsetsByTimestamp", "startingOffsets"][..]),
+        ("startingOffsetsByTimestamp", &["startingOffsets"][..]),
+        ("endingTimestamp", &["endingOffsetsByTimestamp", "endingOffsets"][..]),
+        ("endingOffsetsByTimestamp", &["endingOffsets"][..]),
+    ] {
+        for loser in losers {
+            p.refuse_ignored(
+                loser,
+                !p.is_set(winner),
+                winner,
+                &format!("is ignored when '{winner}' is given (it takes precedence)"),
+            )?;
+        }
+    }
+    p.refuse_ignored(
+        "startingOffsetsByTimestampStrategy",
+        p.is_set("startingTimestamp") || p.is_set("startingOffsetsByTimestamp"),
+        "startingTimestamp",
+        "is only used with 'startingTimestamp' or 'startingOffsetsByTimestamp'",
+    )?;
+    let group_id = p
+        .prefixed("kafka.")
+        .into_iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("group.id"));
+    p.refuse_ignored(
+        "groupIdPrefix",
+        !group_id,
+        "kafka.group.id",
+        "is ignored when 'kafka.group.id' names the consumer group",
+    )?;
+    let retries = p.i64("fetchOffset.numRetries")?.unwrap_or(3);
+    p.refuse_ignored(
+        "fetchOffset.retryIntervalMs",
+        retries > 1,
+        "fetchOffset.numRetries",
+        "is only used when 'fetchOffset.numRetries' allows more than one attempt",
+    )?;
+    Ok(())
 }
 
 fn parse_subscription(p: &ParsedOptions) -> Result<Subscription> {
@@ -389,9 +452,11 @@ fn check_covers(
     }
 }
 
-/// The Kafka sink's typed options.
+/// The Kafka sink's typed options, parsed once ([`SinkConfig::parse`]).
 #[derive(Debug, Clone)]
 pub struct SinkConfig {
+    /// The connection, secrets not yet resolved.
+    pub connection: ConnectionSettings,
     /// Topic for every row (overrides a topic column).
     pub topic: Option<String>,
     /// Longest a batch waits for deliveries.
@@ -399,19 +464,17 @@ pub struct SinkConfig {
 }
 
 impl SinkConfig {
-    /// Validates and parses the sink options (no I/O).
-    pub fn parse(options: &Options) -> Result<(SinkConfig, ParsedOptions)> {
-        let p = OptionSpec::validate_all(&sink_option_specs(), options, "kafka")?;
-        connection::check_bootstrap(&p)?;
-        Ok((
-            SinkConfig {
-                topic: p.string("topic")?.filter(|t| !t.trim().is_empty()),
-                flush_timeout: Duration::from_millis(
-                    p.i64("flushTimeoutMs")?.unwrap_or(300_000).max(1) as u64,
-                ),
-            },
-            p,
-        ))
+    /// Parses validated sink options (no I/O, no secret resolved).
+    pub fn parse(p: &ParsedOptions) -> Result<SinkConfig> {
+        let connection = ConnectionSettings::parse(p)?;
+        connection.check_pass_through()?;
+        Ok(SinkConfig {
+            connection,
+            topic: p.string("topic")?.filter(|t| !t.trim().is_empty()),
+            flush_timeout: Duration::from_millis(
+                p.i64("flushTimeoutMs")?.unwrap_or(300_000).max(1) as u64,
+            ),
+        })
     }
 }
 
@@ -420,10 +483,16 @@ impl SinkConfig {
 mod tests {
     use super::*;
 
+    use tributary_sdk::Options;
+
     fn opts(pairs: &[(&str, &str)]) -> Options {
         let mut o: Options = pairs.iter().copied().collect();
         o.set("kafka.bootstrap.servers", "127.0.0.1:1");
         o
+    }
+
+    fn parse(o: &Options) -> Result<SourceConfig> {
+        parse(&OptionSpec::validate_all(&source_option_specs(), o, "kafka")?)
     }
 
     #[test]
@@ -432,7 +501,7 @@ mod tests {
             opts(&[]),
             opts(&[("subscribe", "a"), ("assign", r#"{"a":[0]}"#)]),
         ] {
-            let e = SourceConfig::parse(&o).unwrap_err();
+            let e = parse(&o).unwrap_err();
             assert_eq!(e.code(), ErrorCode::ConflictingOptions);
             for name in ["'subscribe'", "'subscribePattern'", "'assign'"] {
                 assert!(e.message().contains(name), "{}", e.message());
@@ -442,35 +511,30 @@ mod tests {
 
     #[test]
     fn bad_regex_and_bad_assign_are_invalid_options() {
-        let e = SourceConfig::parse(&opts(&[("subscribePattern", "topic-(")])).unwrap_err();
+        let e = parse(&opts(&[("subscribePattern", "topic-(")])).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidOption);
         assert_eq!(e.context_value("option"), Some("subscribePattern"));
-        let e = SourceConfig::parse(&opts(&[("assign", r#"{"t":[0,"x"]}"#)])).unwrap_err();
+        let e = parse(&opts(&[("assign", r#"{"t":[0,"x"]}"#)])).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidOption);
         assert_eq!(e.context_value("option"), Some("assign"));
-        let e = SourceConfig::parse(&opts(&[("assign", "[1,2]")])).unwrap_err();
+        let e = parse(&opts(&[("assign", "[1,2]")])).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidOption);
     }
 
     #[test]
     fn pattern_is_a_full_match_and_skips_internal_topics() {
-        let (c, _) = SourceConfig::parse(&opts(&[("subscribePattern", "events-.*")])).unwrap();
+        let c = parse(&opts(&[("subscribePattern", "events-.*")])).unwrap();
         assert!(c.subscription.matches_topic("events-1"));
         assert!(!c.subscription.matches_topic("old-events-1"));
-        let (c, _) = SourceConfig::parse(&opts(&[("subscribePattern", ".*")])).unwrap();
+        let c = parse(&opts(&[("subscribePattern", ".*")])).unwrap();
         assert!(!c.subscription.matches_topic("__consumer_offsets"));
     }
 
     #[test]
     fn positions_parse_with_precedence_for_timestamps() {
-        let (c, _) = SourceConfig::parse(&opts(&[
-            ("subscribe", "a"),
-            ("startingOffsets", "earliest"),
-            ("startingTimestamp", "1000"),
-        ]))
-        .unwrap();
+        let c = parse(&opts(&[("subscribe", "a"), ("startingTimestamp", "1000")])).unwrap();
         assert_eq!(c.starting, Position::Timestamp(1000));
-        let (c, _) = SourceConfig::parse(&opts(&[
+        let c = parse(&opts(&[
             ("subscribe", "a"),
             ("startingOffsets", r#"{"a":{"0":5,"1":-2}}"#),
         ]))
@@ -482,17 +546,17 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let e = SourceConfig::parse(&opts(&[("subscribe", "a"), ("startingOffsets", "oldest")]))
+        let e = parse(&opts(&[("subscribe", "a"), ("startingOffsets", "oldest")]))
             .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidOption);
-        let e = SourceConfig::parse(&opts(&[("subscribe", "a"), ("endingOffsets", "earliest")]))
+        let e = parse(&opts(&[("subscribe", "a"), ("endingOffsets", "earliest")]))
             .unwrap_err();
         assert_eq!(e.context_value("option"), Some("endingOffsets"));
     }
 
     #[test]
     fn assign_needs_offsets_for_every_partition() {
-        let e = SourceConfig::parse(&opts(&[
+        let e = parse(&opts(&[
             ("assign", r#"{"a":[0,1]}"#),
             ("startingOffsets", r#"{"a":{"0":1}}"#),
         ]))
@@ -502,7 +566,7 @@ mod tests {
 
     #[test]
     fn managed_consumer_options_are_refused() {
-        let e = SourceConfig::parse(&opts(&[
+        let e = parse(&opts(&[
             ("subscribe", "a"),
             ("kafka.auto.offset.reset", "latest"),
         ]))
@@ -513,7 +577,7 @@ mod tests {
 
     #[test]
     fn read_limit_combines_min_and_max() {
-        let (c, _) = SourceConfig::parse(&opts(&[
+        let c = parse(&opts(&[
             ("subscribe", "a"),
             ("maxOffsetsPerTrigger", "10"),
             ("minOffsetsPerTrigger", "5"),
@@ -535,8 +599,77 @@ mod tests {
     #[test]
     fn missing_bootstrap_is_named() {
         let o: Options = [("subscribe", "a")].into_iter().collect();
-        let e = SourceConfig::parse(&o).unwrap_err();
+        let e = parse(&o).unwrap_err();
         assert_eq!(e.code(), ErrorCode::MissingOption);
         assert_eq!(e.context_value("option"), Some("kafka.bootstrap.servers"));
+    }
+
+    fn refused(pairs: &[(&str, &str)], option: &str, other: &str) {
+        let mut all = vec![("subscribe", "a")];
+        all.extend_from_slice(pairs);
+        let e = parse(&opts(&all)).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ConflictingOptions, "{pairs:?}: {e}");
+        assert_eq!(e.context_value("option"), Some(option), "{e}");
+        assert_eq!(e.context_value("conflicts_with"), Some(other), "{e}");
+        assert!(e.message().contains(option) && e.message().contains(other), "{e}");
+    }
+
+    #[test]
+    fn ignored_source_options_are_refused_naming_both() {
+        refused(&[("maxTriggerDelay", "5s")], "maxTriggerDelay", "minOffsetsPerTrigger");
+        refused(
+            &[("startingTimestamp", "1"), ("startingOffsets", "earliest")],
+            "startingOffsets",
+            "startingTimestamp",
+        );
+        refused(
+            &[("startingTimestamp", "1"), ("startingOffsetsByTimestamp", r#"{"a":{"0":1}}"#)],
+            "startingOffsetsByTimestamp",
+            "startingTimestamp",
+        );
+        refused(
+            &[("startingOffsetsByTimestamp", r#"{"a":{"0":1}}"#), ("startingOffsets", "latest")],
+            "startingOffsets",
+            "startingOffsetsByTimestamp",
+        );
+        refused(
+            &[("endingTimestamp", "1"), ("endingOffsets", "latest")],
+            "endingOffsets",
+            "endingTimestamp",
+        );
+        refused(
+            &[("endingOffsetsByTimestamp", r#"{"a":{"0":1}}"#), ("endingOffsets", "latest")],
+            "endingOffsets",
+            "endingOffsetsByTimestamp",
+        );
+        refused(
+            &[("startingOffsetsByTimestampStrategy", "latest")],
+            "startingOffsetsByTimestampStrategy",
+            "startingTimestamp",
+        );
+        refused(
+            &[("kafka.group.id", "g"), ("groupIdPrefix", "p")],
+            "groupIdPrefix",
+            "kafka.group.id",
+        );
+        refused(
+            &[("fetchOffset.numRetries", "1"), ("fetchOffset.retryIntervalMs", "10")],
+            "fetchOffset.retryIntervalMs",
+            "fetchOffset.numRetries",
+        );
+        // The same options where they apply are accepted.
+        for ok in [
+            &[("minOffsetsPerTrigger", "5"), ("maxTriggerDelay", "5s")][..],
+            &[("startingTimestamp", "1"), ("startingOffsetsByTimestampStrategy", "latest")][..],
+            &[("kafka.group.id", "g")][..],
+            &[("fetchOffset.numRetries", "2"), ("fetchOffset.retryIntervalMs", "10")][..],
+        ] {
+            let mut all = vec![("subscribe", "a")];
+            all.extend_from_slice(ok);
+            let c = parse(&opts(&all)).unwrap();
+            if ok[0].0 == "kafka.group.id" {
+                assert_eq!(c.group_id.as_deref(), Some("g"));
+            }
+        }
     }
 }

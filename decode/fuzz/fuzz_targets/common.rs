@@ -3,7 +3,7 @@ use std::sync::Arc;
 
 use arrow_array::{Array, BinaryArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use tributary_sdk::decode::{DecodeMode, StreamDecoder};
+use tributary_decode::{DecodeMode, StreamDecoder};
 use tributary_sdk::{ResolvedSchema, SchemaFormat, StreamSchemas, WireFormat};
 
 pub fn decoders(format: SchemaFormat, text: &str, wire: WireFormat, id: Option<u32>) -> [StreamDecoder; 2] {

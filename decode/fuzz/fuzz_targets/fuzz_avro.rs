@@ -19,7 +19,7 @@ const SCHEMA: &str = r#"{"type":"record","name":"R","fields":[
  {"name":"un","type":["null","In",{"type":"record","name":"Two","fields":[{"name":"y","type":"string"}]}]}]}"#;
 
 thread_local! {
-    static D: RefCell<[tributary_sdk::decode::StreamDecoder; 2]> =
+    static D: RefCell<[tributary_decode::StreamDecoder; 2]> =
         RefCell::new(common::decoders(SchemaFormat::Avro, SCHEMA, WireFormat::Confluent, Some(1)));
 }
 

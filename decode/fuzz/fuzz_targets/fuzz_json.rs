@@ -14,7 +14,7 @@ const SCHEMA: &str = r#"{"type":"object","properties":{"id":{"type":"integer"},"
  "m":{"type":"object","additionalProperties":{"type":"number"}},"raw":{}}}"#;
 
 thread_local! {
-    static D: RefCell<[tributary_sdk::decode::StreamDecoder; 2]> =
+    static D: RefCell<[tributary_decode::StreamDecoder; 2]> =
         RefCell::new(common::decoders(SchemaFormat::JsonSchema, SCHEMA, WireFormat::Plain, None));
 }
 

@@ -20,7 +20,7 @@ message M {
 }"#;
 
 thread_local! {
-    static D: RefCell<[tributary_sdk::decode::StreamDecoder; 2]> = RefCell::new(common::decoders(
+    static D: RefCell<[tributary_decode::StreamDecoder; 2]> = RefCell::new(common::decoders(
         SchemaFormat::Protobuf { message: "f.M".into() },
         SCHEMA,
         WireFormat::Confluent,

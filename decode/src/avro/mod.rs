@@ -26,7 +26,7 @@ use apache_avro::schema::{InnerDecimalSchema, Name, UuidSchema};
 use apache_avro::Schema;
 use arrow_schema::{DataType, Field, Fields, TimeUnit};
 
-use crate::error::{Error, ErrorCode, Result};
+use tributary_sdk::error::{Error, ErrorCode, Result};
 
 pub(crate) use reader::AvroDecoder;
 #[cfg(feature = "registry")]
@@ -210,7 +210,7 @@ impl Compiler {
             }
             Schema::Map(m) => {
                 let (dt, node) = self.node(&m.types, &format!("{path}{{}}"))?;
-                (crate::decode::map_type(dt), ANode::Map(Box::new(node)))
+                (crate::map_type(dt), ANode::Map(Box::new(node)))
             }
             Schema::Record(r) => {
                 if self.stack.contains(&r.name) {

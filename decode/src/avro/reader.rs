@@ -10,10 +10,10 @@ use arrow_array::ArrayRef;
 use arrow_schema::DataType;
 
 use super::ANode;
-use crate::decode::columns::Col;
-use crate::decode::metrics::{Bad, Malformed};
-use crate::decode::RowDecoder;
-use crate::error::{Error, ErrorCode, Result};
+use crate::columns::Col;
+use crate::metrics::{Bad, Malformed};
+use crate::RowDecoder;
+use tributary_sdk::error::{Error, ErrorCode, Result};
 
 /// Decodes Avro binary datums (one per record) into a column.
 #[derive(Debug)]

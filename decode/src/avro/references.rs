@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use crate::error::{Error, ErrorCode, Result};
+use tributary_sdk::error::{Error, ErrorCode, Result};
 
 const PRIMITIVES: &[&str] = &[
     "null", "boolean", "int", "long", "float", "double", "bytes", "string",

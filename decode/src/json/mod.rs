@@ -16,7 +16,7 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field, Fields, TimeUnit};
 use serde_json::Value;
 
-use crate::error::{Error, ErrorCode, Result};
+use tributary_sdk::error::{Error, ErrorCode, Result};
 
 pub(crate) use parser::JsonDecoder;
 
@@ -192,7 +192,7 @@ impl<'a> Compiler<'a> {
                 None => match obj.get("additionalProperties") {
                     Some(v @ Value::Object(_)) => {
                         let (dt, node) = self.node(v, &format!("{path}{{}}"))?;
-                        (crate::decode::map_type(dt), JNode::Map(Box::new(node)))
+                        (crate::map_type(dt), JNode::Map(Box::new(node)))
                     }
                     _ => (DataType::Utf8, JNode::Raw),
                 },

@@ -10,10 +10,10 @@ use arrow_array::ArrayRef;
 use arrow_schema::{DataType, Fields};
 
 use super::{JNode, JObj};
-use crate::decode::columns::{Col, StructCol};
-use crate::decode::metrics::{Bad, Malformed};
-use crate::decode::RowDecoder;
-use crate::error::Result;
+use crate::columns::{Col, StructCol};
+use crate::metrics::{Bad, Malformed};
+use crate::RowDecoder;
+use tributary_sdk::error::Result;
 
 /// Deepest nesting of arrays and objects accepted in a record.
 pub(crate) const MAX_DEPTH: u32 = 128;
@@ -33,8 +33,8 @@ impl JsonDecoder {
     pub(crate) fn new(schema: &str, strict: bool) -> Result<JsonDecoder> {
         let (fields, plan) = super::compile(schema)?;
         let Col::Struct(col) = Col::new(&DataType::Struct(fields.clone()))? else {
-            return Err(crate::Error::new(
-                crate::ErrorCode::Internal,
+            return Err(tributary_sdk::Error::new(
+                tributary_sdk::ErrorCode::Internal,
                 "struct builder expected",
             ));
         };

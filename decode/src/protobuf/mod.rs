@@ -25,7 +25,7 @@ use base64::Engine;
 use prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MessageDescriptor};
 use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
 
-use crate::error::{Error, ErrorCode, Result};
+use tributary_sdk::error::{Error, ErrorCode, Result};
 
 pub(crate) use reader::ProtoDecoder;
 
@@ -320,7 +320,7 @@ fn field_kind(
         }
         let value = entry.map_entry_value_field();
         let (dt, kind) = field_kind(&value, &format!("{path}.value"), stack)?;
-        return Ok((crate::decode::map_type(dt), PKind::Map(Box::new(kind))));
+        return Ok((crate::map_type(dt), PKind::Map(Box::new(kind))));
     }
     scalar_kind(&f.kind(), path, stack)
 }

@@ -13,10 +13,10 @@ use arrow_array::ArrayRef;
 use arrow_schema::{DataType, Fields};
 
 use super::{PKind, PMsg};
-use crate::decode::columns::{Col, StructCol};
-use crate::decode::metrics::{Bad, Malformed};
-use crate::decode::RowDecoder;
-use crate::error::Result;
+use crate::columns::{Col, StructCol};
+use crate::metrics::{Bad, Malformed};
+use crate::RowDecoder;
+use tributary_sdk::error::Result;
 
 /// Decodes protobuf messages into a struct column.
 #[derive(Debug)]
@@ -42,8 +42,8 @@ impl ProtoDecoder {
         // the schema.
         col.trust_utf8();
         let Col::Struct(col) = col else {
-            return Err(crate::Error::new(
-                crate::ErrorCode::Internal,
+            return Err(tributary_sdk::Error::new(
+                tributary_sdk::ErrorCode::Internal,
                 "struct builder expected",
             ));
         };
@@ -525,7 +525,7 @@ impl<'a, 's> Reader<'a, 's> {
         &mut self,
         value_kind: &PKind,
         occ: &Occ,
-        m: &mut crate::decode::columns::MapCol,
+        m: &mut crate::columns::MapCol,
         depth: usize,
     ) -> R {
         let (mut i, end) = (occ.start as usize, occ.end as usize);

@@ -1,4 +1,5 @@
-//! The JSON-lines sink: one file per micro-batch, replaced atomically when a batch is replayed.
+//! The JSON-lines sink: the typed connector ([`JsonLinesSinkFactory`]) and the [`JsonLinesSink`]
+//! it builds, one file per micro-batch, replaced atomically when a batch is replayed.
 //!
 //! `write(batch_id, ..)` writes `<path>/.batch-<id>.jsonl.tmp`, syncs it and renames it to
 //! `<path>/batch-<id>.jsonl`. A replayed batch id overwrites the earlier attempt, so with the
@@ -12,28 +13,33 @@ use arrow_array::RecordBatch;
 use arrow_json::LineDelimitedWriter;
 use async_trait::async_trait;
 use tributary_sdk::{
-    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, Options, Result, Sink, SinkFactory,
+    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, Result, Sink,
+    SinkConnector,
 };
 
-use crate::config::JsonLinesConfig;
+use crate::config::{jsonlines_options, JsonLinesConfig};
 
-/// Builds [`JsonLinesSink`]s (connector name `jsonlines`).
+/// The `jsonlines` connector.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct JsonLinesSinkFactory;
 
-impl SinkFactory for JsonLinesSinkFactory {
+impl SinkConnector for JsonLinesSinkFactory {
+    type Config = JsonLinesConfig;
+
     fn name(&self) -> &str {
         "jsonlines"
     }
 
     fn options(&self) -> Vec<OptionSpec> {
-        JsonLinesConfig::specs()
+        jsonlines_options()
     }
 
-    fn create(&self, options: &Options, _context: &ConnectorContext) -> Result<Box<dyn Sink>> {
-        Ok(Box::new(JsonLinesSink {
-            config: JsonLinesConfig::parse(options)?,
-        }))
+    fn parse(&self, options: &ParsedOptions) -> Result<JsonLinesConfig> {
+        JsonLinesConfig::parse(options)
+    }
+
+    fn build(&self, config: JsonLinesConfig, _context: &ConnectorContext) -> Result<Box<dyn Sink>> {
+        Ok(Box::new(JsonLinesSink { config }))
     }
 }
 
@@ -44,9 +50,14 @@ pub struct JsonLinesSink {
 }
 
 impl JsonLinesSink {
+    /// The file that holds batch `batch_id` in the output directory `dir`.
+    pub fn batch_file_in(dir: &std::path::Path, batch_id: u64) -> PathBuf {
+        dir.join(format!("batch-{batch_id}.jsonl"))
+    }
+
     /// The file that holds batch `batch_id`.
     pub fn batch_file(&self, batch_id: u64) -> PathBuf {
-        self.config.path.join(format!("batch-{batch_id}.jsonl"))
+        Self::batch_file_in(&self.config.path, batch_id)
     }
 
     fn io_error(&self, what: &str, path: &std::path::Path, e: std::io::Error) -> Error {
@@ -110,8 +121,8 @@ impl Sink for JsonLinesSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::GeneratorSource;
     use std::sync::Arc;
+    use tributary_sdk::{Options, SinkFactoryExt};
 
     #[tokio::test]
     async fn rewriting_a_batch_id_replaces_it() {
@@ -120,13 +131,14 @@ mod tests {
         let mut sink = JsonLinesSinkFactory
             .create(&o, &ConnectorContext::default())
             .unwrap();
-        let schema = GeneratorSource::row_schema();
+        let schema = crate::rows::row_schema();
         sink.open(schema.clone()).await.unwrap();
         let b = RecordBatch::try_new(
             schema,
             vec![
                 Arc::new(arrow_array::Int64Array::from(vec![1, 2])),
                 Arc::new(arrow_array::StringArray::from(vec!["a", "b"])),
+                Arc::new(arrow_array::Int32Array::from(vec![0, 0])),
             ],
         )
         .unwrap();
@@ -135,7 +147,7 @@ mod tests {
         let text = fs::read_to_string(dir.join("batch-3.jsonl")).unwrap();
         assert_eq!(
             text,
-            "{\"id\":1,\"value\":\"a\"}\n{\"id\":2,\"value\":\"b\"}\n"
+            "{\"id\":1,\"value\":\"a\",\"partition\":0}\n{\"id\":2,\"value\":\"b\",\"partition\":0}\n"
         );
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
         fs::remove_dir_all(&dir).unwrap();

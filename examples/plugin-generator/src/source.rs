@@ -1,60 +1,85 @@
-//! The deterministic generator source: row `i` is `{id: i, value: "row-i"}`.
+//! The generator source: the typed connector ([`GeneratorSourceFactory`]) and the
+//! [`GeneratorSource`] it builds.
 //!
-//! Offsets are row counts (`{"rows": N}` = the next row to produce), so a range always yields the
-//! same rows and a replay after a restart is exact. The source holds no external resources.
+//! The connector declares its options once, parses them once into a [`GeneratorConfig`]
+//! (refusing conflicting and ignored options), describes what the source reads (the identity the
+//! host binds the checkpoint to) and builds the source. The SDK derives the erased
+//! `SourceFactory` the host and the plugin boundary hold.
+//!
+//! The source follows the SDK lifecycle: offsets are row positions ([`RowsOffset`]), so a range
+//! always yields the same rows and a replay after a restart is exact. With `controlFile` the
+//! rows that exist are read from a file at every call ([`crate::control`]): rows trimmed before
+//! they were read are data loss, reported through [`DataLossTracker`] under `failOnDataLoss`, and
+//! malformed rows follow `mode`. An `availableNow` run reads the rows that existed when
+//! [`Source::prepare_available_now`] was called, and no later ones.
 
-use std::sync::Arc;
-
-use arrow_array::builder::StringBuilder;
-use arrow_array::{ArrayRef, Int64Array, RecordBatch};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use tributary_sdk::{
-    ConnectorContext, Error, ErrorCode, Offset, OptionSpec, Options, ReadLimit, Result, Source,
-    SourceFactory, SourceIdentity, SourceMetrics,
+    ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode, Offset,
+    OptionSpec, ParsedOptions, ReadLimit, Result, Source, SourceConnector, SourceDescription,
+    SourceIdentity, SourceMetrics,
 };
 
-use crate::config::GeneratorConfig;
+use crate::config::{generator_options, GeneratorConfig, RowSupply};
+use crate::control::Control;
+use crate::rows::{build_batches, row_schema, Partitioning, RowsOffset};
 
 /// Batches per trigger when the source is unbounded and no limit applies.
 const UNBOUNDED_BATCHES_PER_TRIGGER: u64 = 10;
 
-/// The generator's offset: the number of rows before the position.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RowsOffset {
-    /// Rows before this position.
-    pub rows: u64,
-}
-
-/// Builds [`GeneratorSource`]s (connector name `generator`).
+/// The `generator` connector.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GeneratorSourceFactory;
 
-impl SourceFactory for GeneratorSourceFactory {
+impl SourceConnector for GeneratorSourceFactory {
+    type Config = GeneratorConfig;
+
     fn name(&self) -> &str {
         "generator"
     }
 
     fn options(&self) -> Vec<OptionSpec> {
-        GeneratorConfig::specs()
+        generator_options()
     }
 
-    fn create(&self, options: &Options, _context: &ConnectorContext) -> Result<Box<dyn Source>> {
-        Ok(Box::new(GeneratorSource::new(GeneratorConfig::parse(
-            options,
-        )?)))
+    fn parse(&self, options: &ParsedOptions) -> Result<GeneratorConfig> {
+        GeneratorConfig::parse(options)
     }
+
+    fn describe(&self, config: &GeneratorConfig) -> SourceDescription {
+        SourceDescription::new("generator", config.target())
+    }
+
+    fn build(&self, config: GeneratorConfig, _context: &ConnectorContext) -> Result<Box<dyn Source>> {
+        Ok(Box::new(GeneratorSource::new(config)))
+    }
+}
+
+/// The rows that exist now.
+struct Bounds {
+    earliest: u64,
+    /// `None` for an unbounded generator.
+    latest: Option<u64>,
+    malformed: BTreeSet<u64>,
 }
 
 /// A deterministic row generator.
 #[derive(Debug)]
 pub struct GeneratorSource {
     config: GeneratorConfig,
+    identity: SourceIdentity,
     schema: SchemaRef,
+    partitioning: Partitioning,
+    /// The end of an `availableNow` run, fixed by `prepare_available_now`.
+    available_now_end: Option<u64>,
+    data_loss: DataLossTracker,
     rows_read: u64,
+    malformed_read: u64,
     last_planned_end: u64,
+    last_latest: Option<u64>,
     committed: u64,
     stopped: bool,
 }
@@ -63,29 +88,19 @@ impl GeneratorSource {
     /// A source with the given settings.
     pub fn new(config: GeneratorConfig) -> Self {
         GeneratorSource {
-            config,
-            schema: Self::row_schema(),
+            identity: SourceDescription::new("generator", config.target()).identity,
+            schema: row_schema(),
+            partitioning: Partitioning::new(config.partitions, &config.assigned),
+            available_now_end: None,
+            data_loss: DataLossTracker::new(config.fail_on_data_loss),
             rows_read: 0,
+            malformed_read: 0,
             last_planned_end: 0,
+            last_latest: None,
             committed: 0,
             stopped: false,
+            config,
         }
-    }
-
-    /// `id` int64, `value` utf8.
-    pub fn row_schema() -> SchemaRef {
-        Arc::new(Schema::new(vec![
-            Field::new("id", DataType::Int64, false),
-            Field::new("value", DataType::Utf8, false),
-        ]))
-    }
-
-    fn rows(offset: &Offset) -> Result<u64> {
-        Ok(offset.to_typed::<RowsOffset>()?.rows)
-    }
-
-    fn offset(rows: u64) -> Result<Offset> {
-        Offset::from_typed(&RowsOffset { rows })
     }
 
     fn check_running(&self) -> Result<()> {
@@ -98,24 +113,27 @@ impl GeneratorSource {
         Ok(())
     }
 
-    fn batch(&self, from: u64, to: u64) -> Result<RecordBatch> {
-        let ids: Vec<i64> = (from..to)
-            .map(|i| {
-                i64::try_from(i).map_err(|_| {
-                    Error::new(
-                        ErrorCode::SourceRead,
-                        format!("row {i} exceeds the id range"),
-                    )
-                })
-            })
-            .collect::<Result<_>>()?;
-        let mut values = StringBuilder::with_capacity(ids.len(), ids.len() * 10);
-        for i in from..to {
-            values.append_value(format!("row-{i}"));
-        }
-        let columns: Vec<ArrayRef> =
-            vec![Arc::new(Int64Array::from(ids)), Arc::new(values.finish())];
-        Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
+    fn bounds(&self) -> Result<Bounds> {
+        Ok(match &self.config.supply {
+            RowSupply::Fixed(total) => Bounds {
+                earliest: 0,
+                latest: Some(*total),
+                malformed: BTreeSet::new(),
+            },
+            RowSupply::Control(path) => {
+                let c = Control::read(path)?;
+                Bounds {
+                    earliest: c.earliest,
+                    latest: Some(c.latest),
+                    malformed: c.malformed,
+                }
+            }
+            RowSupply::Unbounded => Bounds {
+                earliest: 0,
+                latest: None,
+                malformed: BTreeSet::new(),
+            },
+        })
     }
 }
 
@@ -126,13 +144,7 @@ impl Source for GeneratorSource {
     }
 
     fn identity(&self) -> SourceIdentity {
-        SourceIdentity {
-            connector: "generator".into(),
-            target: match self.config.total_rows {
-                Some(n) => format!("rows:{n}"),
-                None => "rows:unbounded".into(),
-            },
-        }
+        self.identity.clone()
     }
 
     fn default_read_limit(&self) -> ReadLimit {
@@ -144,30 +156,55 @@ impl Source for GeneratorSource {
 
     async fn initial_offset(&mut self) -> Result<Offset> {
         self.check_running()?;
-        match (self.config.start_at_latest, self.config.total_rows) {
-            (true, Some(total)) => Self::offset(total),
+        let bounds = self.bounds()?;
+        match (self.config.start_at_latest, bounds.latest) {
+            (true, Some(latest)) => RowsOffset::at(latest),
+            // Refused when parsing; kept as an error rather than a panic.
             (true, None) => Err(Error::new(
                 ErrorCode::ConflictingOptions,
-                "startingOffsets=latest needs totalRows (an unbounded generator has no end)",
+                "startingOffsets=latest needs totalRows or controlFile",
             )
             .with_context("option", "startingOffsets")),
-            (false, _) => Self::offset(0),
+            (false, _) => RowsOffset::at(bounds.earliest),
         }
+    }
+
+    async fn prepare_available_now(&mut self) -> Result<()> {
+        self.check_running()?;
+        let latest = self.bounds()?.latest.ok_or_else(|| {
+            Error::new(
+                ErrorCode::ConflictingOptions,
+                "an availableNow trigger needs a generator with an end: set totalRows or \
+                 controlFile",
+            )
+            .with_context("option", "totalRows")
+        })?;
+        self.available_now_end = Some(latest);
+        Ok(())
     }
 
     async fn latest_offset(&mut self, start: &Offset, limit: &ReadLimit) -> Result<Offset> {
         self.check_running()?;
-        let start = Self::rows(start)?;
-        let available = match self.config.total_rows {
-            Some(total) => total.saturating_sub(start),
-            None => self.config.rows_per_batch * UNBOUNDED_BATCHES_PER_TRIGGER,
+        let at = RowsOffset::of(start)?;
+        let bounds = self.bounds()?;
+        let latest = match (bounds.latest, self.available_now_end) {
+            (Some(now), Some(fixed)) => Some(now.min(fixed)),
+            (latest, _) => latest,
         };
-        let take = match limit.max_rows() {
-            Some(max) => available.min(max),
-            None => available,
+        self.last_latest = latest;
+        // Rows below `earliest` were trimmed: count the limit from the first row that exists.
+        let from = at.max(bounds.earliest);
+        let cap = latest.unwrap_or_else(|| {
+            let batches = self.config.rows_per_batch * UNBOUNDED_BATCHES_PER_TRIGGER;
+            self.partitioning.end_after(from, batches)
+        });
+        let end = match limit.max_rows() {
+            _ if cap <= at => at,
+            Some(max) => cap.min(self.partitioning.end_after(from, max)).max(at),
+            None => cap,
         };
-        self.last_planned_end = start + take;
-        Self::offset(start + take)
+        self.last_planned_end = end;
+        RowsOffset::at(end)
     }
 
     async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
@@ -177,34 +214,49 @@ impl Source for GeneratorSource {
         if cfg!(feature = "panic-in-read") {
             panic!("generator built with feature panic-in-read");
         }
-        let (from, to) = (Self::rows(start)?, Self::rows(end)?);
+        let (mut from, to) = (RowsOffset::of(start)?, RowsOffset::of(end)?);
         if to < from {
             return Err(Error::new(
                 ErrorCode::SourceRead,
                 format!("end offset {to} is before start offset {from}"),
             ));
         }
-        if let Some(total) = self.config.total_rows {
-            if to > total {
+        let bounds = self.bounds()?;
+        if let Some(latest) = bounds.latest {
+            if to > latest {
                 return Err(Error::new(
                     ErrorCode::SourceRead,
-                    format!("end offset {to} is past the last row ({total})"),
+                    format!("end offset {to} is past the last row ({latest})"),
                 ));
             }
         }
-        let mut out = Vec::new();
-        let mut at = from;
-        while at < to {
-            let next = to.min(at + self.config.rows_per_batch);
-            out.push(self.batch(at, next)?);
-            at = next;
+        if from < bounds.earliest {
+            let lost_to = bounds.earliest.min(to);
+            self.data_loss.report(
+                DataLossEvent::new(
+                    DataLossKind::OffsetOutOfRange,
+                    self.identity.target.clone(),
+                    format!("rows {from}..{lost_to} were trimmed before they were read"),
+                )
+                .with_positions(from, bounds.earliest),
+            )?;
+            from = lost_to;
         }
-        self.rows_read += to - from;
-        Ok(out)
+        let built = build_batches(
+            &self.schema,
+            &self.partitioning,
+            (from, to),
+            self.config.rows_per_batch,
+            &bounds.malformed,
+            self.config.mode,
+        )?;
+        self.rows_read += built.rows;
+        self.malformed_read += built.malformed;
+        Ok(built.batches)
     }
 
     async fn commit(&mut self, end: &Offset) -> Result<()> {
-        self.committed = Self::rows(end)?;
+        self.committed = RowsOffset::of(end)?;
         Ok(())
     }
 
@@ -212,11 +264,15 @@ impl Source for GeneratorSource {
         let mut m = SourceMetrics::new();
         m.insert("rowsRead".into(), self.rows_read.into());
         m.insert("committedRows".into(), self.committed.into());
-        if let Some(total) = self.config.total_rows {
+        if let Some(latest) = self.last_latest {
             m.insert(
                 "rowsBehindLatest".into(),
-                total.saturating_sub(self.last_planned_end).into(),
+                latest.saturating_sub(self.last_planned_end).into(),
             );
+        }
+        if matches!(self.config.supply, RowSupply::Control(_)) {
+            m.insert("malformedRecords".into(), self.malformed_read.into());
+            self.data_loss.write_metrics(&mut m);
         }
         m
     }
@@ -231,12 +287,21 @@ impl Source for GeneratorSource {
 mod tests {
     use super::*;
     use arrow_array::{Array, StringArray};
+    use tributary_sdk::{Options, SourceFactoryExt};
 
     fn source(opts: &[(&str, &str)]) -> Box<dyn Source> {
         let o: Options = opts.iter().copied().collect();
         GeneratorSourceFactory
             .create(&o, &ConnectorContext::default())
             .unwrap()
+    }
+
+    fn control_file(name: &str, control: &Control) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("generator-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("control.json");
+        control.write(&path).unwrap();
+        path
     }
 
     #[tokio::test]
@@ -273,12 +338,63 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn latest_needs_a_total() {
-        let mut s = source(&[("startingOffsets", "latest")]);
+    async fn the_description_and_the_source_agree_on_the_identity() {
+        let o: Options = [("totalRows", "7"), ("partitions", "2"), ("assign", "[1]")]
+            .into_iter()
+            .collect();
+        let d = GeneratorSourceFactory.describe(&o).unwrap();
+        assert_eq!(d.identity.target, "rows:7;partitions:2;assign:1");
+        let s = GeneratorSourceFactory
+            .create(&o, &ConnectorContext::default())
+            .unwrap();
+        assert_eq!(s.identity(), d.identity);
+    }
+
+    #[tokio::test]
+    async fn assigned_partitions_only() {
+        let mut s = source(&[("totalRows", "9"), ("partitions", "3"), ("assign", "[1]")]);
+        let start = s.initial_offset().await.unwrap();
+        let end = s.latest_offset(&start, &ReadLimit::MaxRows(2)).await.unwrap();
+        assert_eq!(end.to_json_string(), r#"{"rows":5}"#);
+        let ids: Vec<i64> = s.read(&start, &end).await.unwrap()[0]
+            .column(0)
+            .as_any()
+            .downcast_ref::<arrow_array::Int64Array>()
+            .unwrap()
+            .values()
+            .to_vec();
+        assert_eq!(ids, vec![1, 4]);
+    }
+
+    #[tokio::test]
+    async fn trimmed_rows_are_data_loss_and_available_now_is_bounded() {
+        let path = control_file("loss", &Control { earliest: 0, latest: 4, ..Default::default() });
+        let p = path.to_str().unwrap();
+        let mut strict = source(&[("controlFile", p)]);
+        let mut lenient = source(&[("controlFile", p), ("failOnDataLoss", "false")]);
+        let start = strict.initial_offset().await.unwrap();
+        let end = strict.latest_offset(&start, &ReadLimit::All).await.unwrap();
+        lenient.prepare_available_now().await.unwrap();
+        Control { earliest: 3, latest: 6, ..Default::default() }.write(&path).unwrap();
+        let e = strict.read(&start, &end).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::DataLoss(DataLossKind::OffsetOutOfRange));
+        let rows: usize = lenient.read(&start, &end).await.unwrap().iter().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, 1);
+        assert_eq!(lenient.metrics()["dataLoss.DATA_LOSS.START_OFFSET_RESET"], 1);
+        // The availableNow run ends where the file said when it was prepared.
+        assert_eq!(lenient.latest_offset(&end, &ReadLimit::All).await.unwrap(), end);
         assert_eq!(
-            s.initial_offset().await.unwrap_err().code(),
-            ErrorCode::ConflictingOptions
+            strict.latest_offset(&end, &ReadLimit::All).await.unwrap().to_json_string(),
+            r#"{"rows":6}"#
         );
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    #[tokio::test]
+    async fn latest_needs_an_end() {
+        let o: Options = [("startingOffsets", "latest")].into_iter().collect();
+        let e = GeneratorSourceFactory.validate(&o).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ConflictingOptions);
         let mut s = source(&[("startingOffsets", "LATEST"), ("totalRows", "7")]);
         assert_eq!(
             s.initial_offset().await.unwrap().to_json_string(),

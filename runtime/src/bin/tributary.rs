@@ -8,11 +8,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use tributary_runtime::checkpoint::Checkpoint;
 use tributary_runtime::conformance;
 use tributary_runtime::engine::{self, Pipeline};
-use tributary_runtime::files_state;
 use tributary_runtime::pipeline::PipelineSpec;
 use tributary_runtime::plugin;
 use tributary_runtime::progress::{JsonLinesListener, TerminalListener};
 use tributary_runtime::registry::Registry;
+use tributary_runtime::state;
 use tributary_sdk::{ChainSecretStore, EnvSecretStore, Error, FileSecretStore};
 
 #[derive(Parser)]
@@ -88,13 +88,20 @@ enum Command {
     /// List and inspect connector plugins (shared libraries built with the SDK's export macro).
     #[command(subcommand)]
     Plugins(PluginsCommand),
-    /// List every file the files source discovered in a checkpoint, with its batch and commit
-    /// state (like Databricks' cloud_files_state).
+    /// Show what a checkpoint holds, as its source connector describes it: for the files
+    /// source every discovered file with its batch and commit state (like Databricks'
+    /// cloud_files_state); for a connector without state of its own, the offsets log.
+    /// `files-state` is another name for it.
     ///
-    /// Example: tributary files-state examples/out/checkpoint --format json
-    FilesState {
+    /// Example: tributary state examples/out/checkpoint --format json
+    #[command(alias = "files-state")]
+    State {
         /// The checkpoint directory.
         checkpoint: PathBuf,
+        /// Plugin directories (for a checkpoint of a plugin's connector), searched before
+        /// TRIBUTARY_PLUGIN_PATH.
+        #[arg(long = "plugin-path", value_name = "DIR")]
+        plugin_path: Vec<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
         format: OutputFormat,
@@ -272,16 +279,20 @@ fn run(cli: Cli) -> Result<(), Error> {
             }
             Ok(())
         }
-        Command::FilesState { checkpoint, format } => {
+        Command::State {
+            checkpoint,
+            plugin_path,
+            format,
+        } => {
             let ck = Checkpoint::open_existing(&checkpoint)?;
-            let rows = files_state::file_state(&ck)?;
+            let report = state::state_report(&ck, &Registry::with_plugins(&plugin_path)?)?;
             match format {
-                OutputFormat::Table => print!("{}", files_state::to_table(&rows)),
+                OutputFormat::Table => print!("{}", report.to_table()),
                 OutputFormat::Json => println!(
                     "{}",
-                    serde_json::to_string_pretty(&rows).map_err(|e| Error::new(
+                    serde_json::to_string_pretty(&report.to_json()).map_err(|e| Error::new(
                         tributary_sdk::ErrorCode::Internal,
-                        "cannot format file state"
+                        "cannot format the checkpoint state"
                     )
                     .with_cause(e))?
                 ),

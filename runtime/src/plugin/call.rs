@@ -115,13 +115,14 @@ impl PluginShared {
     }
 
     /// Asks the plugin to validate the options of its connector `kind`/`name` (no I/O there).
+    /// A source answers with its description as JSON; a sink with nothing.
     pub(crate) fn validate(
         &self,
         manifest: &ManifestRef,
         kind: u32,
         name: &str,
         options: &tributary_sdk::Options,
-    ) -> Result<()> {
+    ) -> Result<Vec<u8>> {
         let opts = options.to_json().to_string();
         let mut err = FfiBytes::empty();
         // SAFETY: the manifest is alive while the library is; arguments outlive the call.
@@ -129,7 +130,7 @@ impl PluginShared {
             (manifest.get().validate)(kind, FfiSlice::text(name), FfiSlice::text(&opts), &mut err)
         };
         // SAFETY: `err` was filled by the plugin.
-        unsafe { self.finish(status, &mut err) }.map(|_| ())
+        unsafe { self.finish(status, &mut err) }
     }
 
     /// An error that crossed the boundary, with the plugin named in its context.

@@ -11,7 +11,9 @@ use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use tributary_sdk::plugin::abi::{FfiBatch, FfiBytes, FfiSink, KIND_SINK};
 use tributary_sdk::plugin::batches::{export_batch, export_schema};
-use tributary_sdk::{ConnectorContext, Delivery, OptionSpec, Options, Result, Sink, SinkFactory};
+use tributary_sdk::{
+    ConnectorContext, Delivery, OptionSpec, Options, PreparedSink, Result, Sink, SinkFactory,
+};
 
 use crate::plugin::call::{blocking, PluginShared};
 use crate::plugin::loader::ManifestRef;
@@ -43,17 +45,43 @@ impl SinkFactory for ForeignSinkFactory {
         self.options.clone()
     }
 
-    fn validate(&self, options: &Options) -> Result<()> {
+    fn prepare(&self, options: &Options) -> Result<Box<dyn PreparedSink>> {
         self.plugin
-            .validate(&self.manifest, KIND_SINK, &self.name, options)
+            .validate(&self.manifest, KIND_SINK, &self.name, options)?;
+        Ok(Box::new(PreparedForeignSink {
+            plugin: self.plugin.clone(),
+            manifest: self.manifest.clone(),
+            name: self.name.clone(),
+            options: options.clone(),
+        }))
     }
+}
 
-    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Sink>> {
+/// A plugin sink whose options the plugin checked.
+struct PreparedForeignSink {
+    plugin: Arc<PluginShared>,
+    manifest: ManifestRef,
+    name: String,
+    options: Options,
+}
+
+impl fmt::Debug for PreparedForeignSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PreparedForeignSink")
+            .field("name", &self.name)
+            .field("plugin", &self.plugin.name)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl PreparedSink for PreparedForeignSink {
+    fn build(self: Box<Self>, context: &ConnectorContext) -> Result<Box<dyn Sink>> {
         let handle = self.plugin.create_table(
             self.manifest.get().create_sink,
             "sink",
             &self.name,
-            options,
+            &self.options,
             context,
             |table| SinkHandle { table },
             |h| h.table.version,

@@ -14,8 +14,8 @@ use async_trait::async_trait;
 use tributary_sdk::plugin::abi::{FFI_ArrowSchema, FfiBytes, FfiSlice, FfiSource, KIND_SOURCE};
 use tributary_sdk::plugin::batches::{empty_batches, import_batches, import_schema};
 use tributary_sdk::{
-    ConnectorContext, Error, ErrorCode, Offset, OptionSpec, Options, ReadLimit, Result, Source,
-    SourceFactory, SourceIdentity, SourceMetrics,
+    ConnectorContext, Error, ErrorCode, Offset, OptionSpec, Options, PreparedSource, ReadLimit,
+    Result, Source, SourceDescription, SourceFactory, SourceIdentity, SourceMetrics,
 };
 
 use crate::plugin::call::{blocking, PluginShared};
@@ -48,17 +48,66 @@ impl SourceFactory for ForeignSourceFactory {
         self.options.clone()
     }
 
-    fn validate(&self, options: &Options) -> Result<()> {
-        self.plugin
-            .validate(&self.manifest, KIND_SOURCE, &self.name, options)
+    fn prepare(&self, options: &Options) -> Result<Box<dyn PreparedSource>> {
+        let bytes = self
+            .plugin
+            .validate(&self.manifest, KIND_SOURCE, &self.name, options)?;
+        if bytes.is_empty() {
+            return Err(Error::new(
+                ErrorCode::Plugin,
+                format!(
+                    "plugin '{}' ({}) does not describe its source '{}' (it was built with an \
+                     older tributary-sdk); rebuild it against tributary-sdk {}",
+                    self.plugin.name,
+                    self.plugin.file.display(),
+                    self.name,
+                    tributary_sdk::SDK_VERSION
+                ),
+            )
+            .with_context("plugin", &self.plugin.name));
+        }
+        let description: SourceDescription = self.plugin.json("source description", &bytes)?;
+        Ok(Box::new(PreparedForeignSource {
+            plugin: self.plugin.clone(),
+            manifest: self.manifest.clone(),
+            name: self.name.clone(),
+            options: options.clone(),
+            description,
+        }))
+    }
+}
+
+/// A plugin source whose options the plugin checked, with the description it answered.
+struct PreparedForeignSource {
+    plugin: Arc<PluginShared>,
+    manifest: ManifestRef,
+    name: String,
+    options: Options,
+    description: SourceDescription,
+}
+
+impl fmt::Debug for PreparedForeignSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PreparedForeignSource")
+            .field("name", &self.name)
+            .field("plugin", &self.plugin.name)
+            .field("options", &self.options)
+            .field("description", &self.description)
+            .finish()
+    }
+}
+
+impl PreparedSource for PreparedForeignSource {
+    fn description(&self) -> &SourceDescription {
+        &self.description
     }
 
-    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Source>> {
+    fn build(self: Box<Self>, context: &ConnectorContext) -> Result<Box<dyn Source>> {
         let handle = self.plugin.create_table(
             self.manifest.get().create_source,
             "source",
             &self.name,
-            options,
+            &self.options,
             context,
             |table| SourceHandle { table },
             |h| h.table.version,

@@ -6,8 +6,10 @@
 //! - under `CI` (set and not `false`/`0`) a skip is a failure: the call panics, because CI
 //!   starts every server the tests need;
 //! - otherwise the skip is printed and appended as one JSON line
-//!   (`{"test": ..., "reason": ...}`) to the file named by `TRIBUTARY_SKIP_LOG`, which
-//!   `scripts/test.sh` sets, counts and lists after `cargo test`.
+//!   (`{"test": ..., "reason": ..., "kind": "test"}`) to the file named by `TRIBUTARY_SKIP_LOG`,
+//!   which `scripts/test.sh` sets, counts and lists after `cargo test`. `kind` is `test` for a
+//!   whole test that returned early (cargo counted it as passed; the summary does not) and
+//!   `case` for a case skipped inside a test that ran others.
 //!
 //! [`require_env`] is the common case: an endpoint variable written by a service script.
 //!
@@ -48,7 +50,8 @@ pub fn skip_named(test: &str, reason: &str) {
     println!("SKIPPED {test}: {reason}");
     eprintln!("SKIPPED {test}: {reason}");
     if let Some(path) = std::env::var_os(SKIP_LOG_VAR) {
-        let line = serde_json::json!({ "test": test, "reason": reason }).to_string();
+        let line =
+            serde_json::json!({ "test": test, "reason": reason, "kind": "test" }).to_string();
         let written = std::fs::OpenOptions::new()
             .create(true)
             .append(true)

@@ -56,7 +56,7 @@ impl DecodeContext {
             .map(|f| f.as_ref().clone())
             .collect();
         if format.has_rescued_column() {
-            fields.push(Field::new(rescued, DataType::Utf8, true));
+            fields.push(crate::schema::rescued_data_field(rescued));
         }
         DecodeContext {
             file_schema,

@@ -6,7 +6,10 @@ use std::path::Path;
 
 use arrow_array::{Array, RecordBatch, StringArray, StructArray};
 use tributary_files::FilesSourceFactory;
-use tributary_sdk::{ConnectorContext, Offset, Options, ReadLimit, Source, SourceFactory};
+use tributary_sdk::{
+    ConnectorContext, LoggedBatch, Offset, Options, ReadLimit, Source, SourceFactory,
+    SourceFactoryExt, StateReport, StateRequest,
+};
 
 pub fn source(input: &Path, state: Option<&Path>, extra: &[(&str, &str)]) -> Box<dyn Source> {
     try_source(input, state, extra).unwrap()
@@ -41,8 +44,30 @@ pub fn write_json(dir: &Path, name: &str, base: i64, rows: i64) {
     std::fs::write(dir.join(name), text).unwrap();
 }
 
+/// The sequence number of a files offset (`{"seq": N}`).
 pub fn seq(o: &Offset) -> u64 {
-    tributary_files::seq_range(o).unwrap()
+    o.as_json()["seq"].as_u64().unwrap()
+}
+
+/// One entry of a checkpoint's offsets log, as the runtime hands it to `describe_state`.
+pub fn logged(batch_id: u64, start: &Offset, end: &Offset, committed: bool) -> LoggedBatch {
+    LoggedBatch {
+        batch_id,
+        start: start.clone(),
+        end: end.clone(),
+        committed,
+    }
+}
+
+/// The connector's report of the state in `state` (what `tributary state` prints).
+pub fn state_report(state: &Path, batches: &[LoggedBatch]) -> StateReport {
+    let request = StateRequest {
+        state_dir: state,
+        batches,
+    };
+    SourceFactory::describe_state(&FilesSourceFactory, &request)
+        .unwrap()
+        .expect("the files connector describes its state")
 }
 
 pub fn rows(batches: &[RecordBatch]) -> usize {

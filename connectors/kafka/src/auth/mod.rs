@@ -1,4 +1,5 @@
-//! Authenticators for Kafka connections: SASL PLAIN / SCRAM, TLS and mutual TLS, AWS MSK IAM.
+//! Authenticators for Kafka connections: SASL PLAIN / SCRAM, TLS and mutual TLS (PEM, PKCS#12
+//! and JKS stores), AWS MSK IAM.
 //!
 //! Each is a [`tributary_sdk::Authenticator`] (so the same credentials can serve another client,
 //! a schema registry for instance) and also knows how to configure a librdkafka client
@@ -6,6 +7,7 @@
 //! and a bad file yields an error naming the option and the file. Secrets (passwords, tokens)
 //! are [`tributary_sdk::Secret`]s: they print `***`.
 
+mod jks;
 mod msk_iam;
 mod sasl;
 mod tls;
@@ -13,4 +15,4 @@ mod tls;
 pub(crate) use msk_iam::principal as msk_iam_principal;
 pub use msk_iam::{msk_iam_token, MskIamAuthenticator};
 pub use sasl::SaslAuthenticator;
-pub use tls::{StoreFormat, TlsAuthenticator, TlsSettings};
+pub use tls::{StoreFormat, TlsAuthenticator, TlsOptionNames, TlsSettings};

@@ -1,10 +1,14 @@
-//! TLS and mutual TLS: trust store and key store in PEM or PKCS#12, checked before connecting.
+//! TLS and mutual TLS: trust store and key store in PEM, PKCS#12 or JKS, checked before
+//! connecting.
 //!
-//! PEM files are read with `rustls-pki-types` (`PemObject`); PKCS#12 stores and encrypted PEM
-//! keys with OpenSSL, which librdkafka links anyway (the `ssl` feature), so the check uses the
-//! same library that later loads the material. A missing file, a file without a certificate, a
-//! wrong password or a key that does not belong to the certificate is an `INVALID_OPTION` error
-//! naming the option and the file.
+//! PEM files are read with `rustls-pki-types` (`PemObject`) and handed to librdkafka by path;
+//! PKCS#12 stores with OpenSSL (which librdkafka links anyway), JKS stores with this crate's
+//! reader ([`super::jks`]); both are converted to PEM in memory (`ssl.ca.pem`,
+//! `ssl.certificate.pem`, `ssl.key.pem`), so the file formats Java's Kafka client reads work with
+//! librdkafka. A store's format is the one named by its `type` option, or else recognised from
+//! its content. A missing file, a file without a certificate, a wrong password or a key that does
+//! not belong to the certificate is an `INVALID_OPTION` error naming the option and the file,
+//! never the password.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -16,7 +20,10 @@ use openssl::x509::X509;
 use rdkafka::ClientConfig;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use tributary_sdk::options::conflicting;
 use tributary_sdk::{Authenticator, Credentials, Error, ErrorCode, Result, Secret, TlsMaterial};
+
+use super::jks;
 
 /// The format of a trust store or key store file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,69 +32,125 @@ pub enum StoreFormat {
     Pem,
     /// A PKCS#12 archive (`.p12`, `.pfx`), usually password protected.
     Pkcs12,
+    /// A Java KeyStore (`.jks`).
+    Jks,
 }
 
 impl StoreFormat {
-    /// The format named by an option, or guessed from the file extension.
-    pub fn from_option(value: Option<&str>, path: &Path) -> StoreFormat {
-        match value.map(|v| v.to_ascii_uppercase()) {
-            Some(v) if v == "PKCS12" => StoreFormat::Pkcs12,
-            Some(_) => StoreFormat::Pem,
-            None => match path.extension().and_then(|e| e.to_str()) {
-                Some(e) if e.eq_ignore_ascii_case("p12") || e.eq_ignore_ascii_case("pfx") => {
-                    StoreFormat::Pkcs12
-                }
-                _ => StoreFormat::Pem,
-            },
+    /// The format named by a `type` option (`PEM`, `PKCS12`, `JKS`, case-insensitive).
+    pub fn from_name(name: &str) -> Option<StoreFormat> {
+        match name.trim().to_ascii_uppercase().as_str() {
+            "PEM" => Some(StoreFormat::Pem),
+            "PKCS12" => Some(StoreFormat::Pkcs12),
+            "JKS" => Some(StoreFormat::Jks),
+            _ => None,
+        }
+    }
+
+    /// The format of a store's bytes: JKS by its magic number, PEM by its `-----BEGIN` marker,
+    /// PKCS#12 otherwise.
+    pub fn detect(bytes: &[u8]) -> StoreFormat {
+        if jks::looks_like_jks(bytes) {
+            StoreFormat::Jks
+        } else if bytes.windows(10).any(|w| w == b"-----BEGIN") {
+            StoreFormat::Pem
+        } else {
+            StoreFormat::Pkcs12
         }
     }
 }
 
-/// What the user configured (paths and passwords); [`TlsAuthenticator::load`] checks it.
+/// The option names a [`TlsSettings`] came from, for messages (the `tls.*` names or Spark's
+/// `kafka.ssl.*` names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TlsOptionNames {
+    /// The trust store location option.
+    pub truststore: &'static str,
+    /// The trust store password option.
+    pub truststore_password: &'static str,
+    /// The key store location option.
+    pub keystore: &'static str,
+    /// The key store password option.
+    pub keystore_password: &'static str,
+    /// The key password option.
+    pub key_password: &'static str,
+}
+
+impl Default for TlsOptionNames {
+    fn default() -> Self {
+        TlsOptionNames {
+            truststore: "tls.truststore.location",
+            truststore_password: "tls.truststore.password",
+            keystore: "tls.keystore.location",
+            keystore_password: "tls.keystore.password",
+            key_password: "tls.key.password",
+        }
+    }
+}
+
+/// What the user configured (paths and resolved passwords); [`TlsAuthenticator::load`] checks it.
 #[derive(Debug, Clone)]
 pub struct TlsSettings {
     /// CA certificates to verify the brokers with; `None` uses the system roots.
     pub truststore: Option<PathBuf>,
-    /// Format of the trust store.
-    pub truststore_format: StoreFormat,
-    /// Password of a PKCS#12 trust store.
+    /// Format of the trust store; `None`: recognised from the content.
+    pub truststore_format: Option<StoreFormat>,
+    /// Password of a PKCS#12 or JKS trust store.
     pub truststore_password: Option<Secret>,
-    /// Client certificate (PEM chain, or PKCS#12 with the key) for mutual TLS.
+    /// Client certificate (PEM chain, or a PKCS#12 / JKS store with the key) for mutual TLS.
     pub keystore: Option<PathBuf>,
-    /// Format of the key store.
-    pub keystore_format: StoreFormat,
-    /// Password of a PKCS#12 key store.
+    /// Format of the key store; `None`: recognised from the content.
+    pub keystore_format: Option<StoreFormat>,
+    /// Password of a PKCS#12 or JKS key store.
     pub keystore_password: Option<Secret>,
     /// Private key (PEM) when the PEM key store holds only certificates.
     pub key: Option<PathBuf>,
-    /// Password of an encrypted PEM private key.
+    /// Password of an encrypted PEM private key, or of the key inside a JKS store (default:
+    /// the store password).
     pub key_password: Option<Secret>,
-    /// Verify the broker certificate and host name (on unless turned off by name).
+    /// Verify the broker certificate (on unless turned off by name).
     pub verify: bool,
+    /// Verify the broker host name against its certificate (`ssl.endpoint.identification.algorithm`).
+    pub verify_hostname: bool,
+    /// The option names, for messages.
+    pub names: TlsOptionNames,
 }
 
 impl Default for TlsSettings {
     fn default() -> Self {
         TlsSettings {
             truststore: None,
-            truststore_format: StoreFormat::Pem,
+            truststore_format: None,
             truststore_password: None,
             keystore: None,
-            keystore_format: StoreFormat::Pem,
+            keystore_format: None,
             keystore_password: None,
             key: None,
             key_password: None,
             verify: true,
+            verify_hostname: true,
+            names: TlsOptionNames::default(),
         }
     }
+}
+
+/// The client certificate chain and its (decrypted) key, as PEM text for librdkafka.
+#[derive(Clone)]
+struct ClientPem {
+    chain: String,
+    key: Secret,
 }
 
 /// TLS (server verification) and, with a key store, mutual TLS.
 #[derive(Clone)]
 pub struct TlsAuthenticator {
     settings: TlsSettings,
-    /// CA certificates converted from a PKCS#12 trust store (public material).
+    truststore_format: StoreFormat,
+    keystore_format: StoreFormat,
+    /// CA certificates converted from a PKCS#12 or JKS trust store (public material).
     ca_pem: Option<String>,
+    /// Certificate and key converted from a PKCS#12 or JKS key store.
+    client_pem: Option<ClientPem>,
     /// Where the PEM private key is (the key file, or the key store file holding it).
     key_file: Option<PathBuf>,
 }
@@ -96,9 +159,12 @@ impl fmt::Debug for TlsAuthenticator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TlsAuthenticator")
             .field("truststore", &self.settings.truststore)
+            .field("truststore_format", &self.truststore_format)
             .field("keystore", &self.settings.keystore)
+            .field("keystore_format", &self.keystore_format)
             .field("key", &self.key_file)
             .field("verify", &self.settings.verify)
+            .field("verify_hostname", &self.settings.verify_hostname)
             .finish()
     }
 }
@@ -128,11 +194,11 @@ fn read_pem_certs(option: &str, path: &Path) -> Result<Vec<CertificateDer<'stati
 fn read_pkcs12(
     option: &str,
     path: &Path,
+    bytes: &[u8],
     password: Option<&Secret>,
 ) -> Result<openssl::pkcs12::ParsedPkcs12_2> {
-    let der = std::fs::read(path).map_err(|e| bad_file(option, path, e))?;
     let p12 =
-        Pkcs12::from_der(&der).map_err(|_| bad_file(option, path, "it is not a PKCS#12 file"))?;
+        Pkcs12::from_der(bytes).map_err(|_| bad_file(option, path, "it is not a PKCS#12 file"))?;
     p12.parse2(password.map(Secret::expose).unwrap_or(""))
         .map_err(|_| {
             bad_file(
@@ -143,48 +209,114 @@ fn read_pkcs12(
         })
 }
 
+fn pem_of(certs: impl IntoIterator<Item = X509>, option: &str, path: &Path) -> Result<String> {
+    let mut text = String::new();
+    for c in certs {
+        let pem = c.to_pem().map_err(|e| bad_file(option, path, e))?;
+        text.push_str(&String::from_utf8_lossy(&pem));
+    }
+    Ok(text)
+}
+
+/// A password given for a PEM store, which has none: refused as Java's client refuses it.
+fn refuse_pem_password(password_option: &str, location_option: &str, given: bool) -> Result<()> {
+    if given {
+        return Err(conflicting(
+            password_option,
+            location_option,
+            "is only used with a PKCS12 or JKS store, and the store is PEM (an encrypted PEM key takes tls.key.password / kafka.ssl.key.password)",
+        ));
+    }
+    Ok(())
+}
+
 impl TlsAuthenticator {
-    /// Checks the key material and builds the authenticator. Nothing connects.
+    /// Reads and checks the key material and builds the authenticator. Nothing connects.
     pub fn load(settings: TlsSettings) -> Result<TlsAuthenticator> {
+        let names = settings.names;
+        let read = |opt: &str, path: &Path| std::fs::read(path).map_err(|e| bad_file(opt, path, e));
         let mut ca_pem = None;
+        let mut truststore_format = StoreFormat::Pem;
         if let Some(path) = &settings.truststore {
-            let opt = "tls.truststore.location";
-            match settings.truststore_format {
+            let opt = names.truststore;
+            let bytes = read(opt, path)?;
+            truststore_format = settings
+                .truststore_format
+                .unwrap_or_else(|| StoreFormat::detect(&bytes));
+            match truststore_format {
                 StoreFormat::Pem => {
+                    refuse_pem_password(
+                        names.truststore_password,
+                        opt,
+                        settings.truststore_password.is_some(),
+                    )?;
                     read_pem_certs(opt, path)?;
                 }
                 StoreFormat::Pkcs12 => {
-                    let parsed = read_pkcs12(opt, path, settings.truststore_password.as_ref())?;
-                    let mut text = String::new();
+                    let parsed =
+                        read_pkcs12(opt, path, &bytes, settings.truststore_password.as_ref())?;
                     let certs = parsed.ca.into_iter().flatten().chain(parsed.cert);
-                    for c in certs {
-                        let pem = c.to_pem().map_err(|e| bad_file(opt, path, e))?;
-                        text.push_str(&String::from_utf8_lossy(&pem));
-                    }
-                    if text.is_empty() {
-                        return Err(bad_file(opt, path, "it holds no certificate"));
-                    }
-                    ca_pem = Some(text);
+                    ca_pem = Some(pem_of(certs, opt, path)?);
                 }
+                StoreFormat::Jks => {
+                    let store = jks::read(
+                        &bytes,
+                        settings.truststore_password.as_ref().map(Secret::expose),
+                    )
+                    .map_err(|e| bad_file(opt, path, e))?;
+                    ca_pem = Some(pem_of(store.trusted, opt, path)?);
+                }
+            }
+            if ca_pem.as_deref() == Some("") {
+                return Err(bad_file(opt, path, "it holds no trusted certificate"));
             }
         }
         let mut key_file = None;
+        let mut client_pem = None;
+        let mut keystore_format = StoreFormat::Pem;
         if let Some(path) = &settings.keystore {
-            let opt = "tls.keystore.location";
-            match settings.keystore_format {
+            let opt = names.keystore;
+            let bytes = read(opt, path)?;
+            keystore_format = settings
+                .keystore_format
+                .unwrap_or_else(|| StoreFormat::detect(&bytes));
+            match keystore_format {
                 StoreFormat::Pem => {
+                    refuse_pem_password(
+                        names.keystore_password,
+                        opt,
+                        settings.keystore_password.is_some(),
+                    )?;
                     let certs = read_pem_certs(opt, path)?;
                     let (key_opt, key_path) = match &settings.key {
                         Some(k) => ("tls.key.location", k.clone()),
                         None => (opt, path.clone()),
                     };
-                    let key = load_pem_key(key_opt, &key_path, settings.key_password.as_ref())?;
+                    let key = load_pem_key(
+                        key_opt,
+                        &key_path,
+                        settings.key_password.as_ref(),
+                        names.key_password,
+                    )?;
                     let cert = X509::from_der(&certs[0]).map_err(|e| bad_file(opt, path, e))?;
                     check_pair(&cert, &key, key_opt, &key_path)?;
                     key_file = Some(key_path);
                 }
                 StoreFormat::Pkcs12 => {
-                    let parsed = read_pkcs12(opt, path, settings.keystore_password.as_ref())?;
+                    if let (Some(k), Some(s)) = (&settings.key_password, &settings.keystore_password) {
+                        if k.expose() != s.expose() {
+                            return Err(conflicting(
+                                names.key_password,
+                                names.keystore_password,
+                                "differs from the PKCS12 store password, and a PKCS12 store is read with one password",
+                            ));
+                        }
+                    }
+                    let password = settings
+                        .keystore_password
+                        .as_ref()
+                        .or(settings.key_password.as_ref());
+                    let parsed = read_pkcs12(opt, path, &bytes, password)?;
                     let (Some(cert), Some(key)) = (parsed.cert, parsed.pkey) else {
                         return Err(bad_file(
                             opt,
@@ -193,6 +325,44 @@ impl TlsAuthenticator {
                         ));
                     };
                     check_pair(&cert, &key, opt, path)?;
+                    let chain = std::iter::once(cert).chain(parsed.ca.into_iter().flatten());
+                    client_pem = Some(client_pem_of(chain, &key, opt, path)?);
+                }
+                StoreFormat::Jks => {
+                    let store_pw = settings.keystore_password.as_ref().map(Secret::expose);
+                    let store = jks::read(&bytes, store_pw).map_err(|e| bad_file(opt, path, e))?;
+                    let key_pw = settings
+                        .key_password
+                        .as_ref()
+                        .map(Secret::expose)
+                        .or(store_pw)
+                        .ok_or_else(|| {
+                            Error::new(
+                                ErrorCode::MissingOption,
+                                format!(
+                                    "option '{opt}': the private key of a JKS store needs '{}' or '{}'",
+                                    names.keystore_password, names.key_password
+                                ),
+                            )
+                            .with_context("option", names.keystore_password)
+                        })?;
+                    let mut keys = store.keys.into_iter();
+                    let Some(entry) = keys.next() else {
+                        return Err(bad_file(opt, path, "the JKS key store holds no private key"));
+                    };
+                    if keys.next().is_some() {
+                        tracing::warn!(
+                            alias = %entry.alias,
+                            "the JKS key store {} holds several private keys; using the first",
+                            path.display()
+                        );
+                    }
+                    let key = entry.decrypt(key_pw).map_err(|e| bad_file(opt, path, e))?;
+                    let Some(leaf) = entry.chain.first() else {
+                        return Err(bad_file(opt, path, "the private key has no certificate"));
+                    };
+                    check_pair(leaf, &key, opt, path)?;
+                    client_pem = Some(client_pem_of(entry.chain, &key, opt, path)?);
                 }
             }
         } else if let Some(k) = &settings.key {
@@ -204,7 +374,10 @@ impl TlsAuthenticator {
         }
         Ok(TlsAuthenticator {
             settings,
+            truststore_format,
+            keystore_format,
             ca_pem,
+            client_pem,
             key_file,
         })
     }
@@ -224,8 +397,13 @@ impl TlsAuthenticator {
             };
         }
         if let Some(path) = &s.keystore {
-            match s.keystore_format {
-                StoreFormat::Pem => {
+            match &self.client_pem {
+                Some(pem) => {
+                    config
+                        .set("ssl.certificate.pem", &pem.chain)
+                        .set("ssl.key.pem", pem.key.expose());
+                }
+                None => {
                     config.set("ssl.certificate.location", path.display().to_string());
                     if let Some(k) = &self.key_file {
                         config.set("ssl.key.location", k.display().to_string());
@@ -234,23 +412,41 @@ impl TlsAuthenticator {
                         config.set("ssl.key.password", pw.expose());
                     }
                 }
-                StoreFormat::Pkcs12 => {
-                    config.set("ssl.keystore.location", path.display().to_string());
-                    if let Some(pw) = &s.keystore_password {
-                        config.set("ssl.keystore.password", pw.expose());
-                    }
-                }
             }
         }
         if !s.verify {
             config
                 .set("enable.ssl.certificate.verification", "false")
                 .set("ssl.endpoint.identification.algorithm", "none");
+        } else if !s.verify_hostname {
+            config.set("ssl.endpoint.identification.algorithm", "none");
+        } else {
+            config.set("ssl.endpoint.identification.algorithm", "https");
         }
     }
 }
 
-fn load_pem_key(option: &str, path: &Path, password: Option<&Secret>) -> Result<PKey<Private>> {
+fn client_pem_of(
+    chain: impl IntoIterator<Item = X509>,
+    key: &PKey<Private>,
+    option: &str,
+    path: &Path,
+) -> Result<ClientPem> {
+    let key_pem = key
+        .private_key_to_pem_pkcs8()
+        .map_err(|e| bad_file(option, path, e))?;
+    Ok(ClientPem {
+        chain: pem_of(chain, option, path)?,
+        key: Secret::new(String::from_utf8_lossy(&key_pem).into_owned()),
+    })
+}
+
+fn load_pem_key(
+    option: &str,
+    path: &Path,
+    password: Option<&Secret>,
+    password_option: &str,
+) -> Result<PKey<Private>> {
     match password {
         None => {
             // Structure check with rustls types, then the key itself for the pair check.
@@ -258,7 +454,7 @@ fn load_pem_key(option: &str, path: &Path, password: Option<&Secret>) -> Result<
                 bad_file(
                     option,
                     path,
-                    format!("no unencrypted PEM private key ({e}); an encrypted key needs tls.key.password"),
+                    format!("no unencrypted PEM private key ({e}); an encrypted key needs {password_option}"),
                 )
             })?;
             let pem = std::fs::read(path).map_err(|e| bad_file(option, path, e))?;
@@ -270,7 +466,7 @@ fn load_pem_key(option: &str, path: &Path, password: Option<&Secret>) -> Result<
                 bad_file(
                     option,
                     path,
-                    "the private key cannot be decrypted with tls.key.password",
+                    format!("the private key cannot be decrypted with {password_option}"),
                 )
             })
         }
@@ -308,8 +504,8 @@ impl Authenticator for TlsAuthenticator {
         let s = &self.settings;
         let pem = |p: &Option<PathBuf>, f: StoreFormat| p.clone().filter(|_| f == StoreFormat::Pem);
         Some(TlsMaterial {
-            ca_pem: pem(&s.truststore, s.truststore_format),
-            client_cert_pem: pem(&s.keystore, s.keystore_format),
+            ca_pem: pem(&s.truststore, self.truststore_format),
+            client_cert_pem: pem(&s.keystore, self.keystore_format),
             client_key_pem: self.key_file.clone(),
             key_password: s.key_password.clone(),
             verify: s.verify,
@@ -416,10 +612,9 @@ mod tests {
 
         let p12_ok = TlsAuthenticator::load(TlsSettings {
             keystore: Some(p12_path.clone()),
-            keystore_format: StoreFormat::from_option(None, &p12_path),
             keystore_password: Some(Secret::new("pw")),
             truststore: Some(p12_path.clone()),
-            truststore_format: StoreFormat::Pkcs12,
+            truststore_format: Some(StoreFormat::Pkcs12),
             truststore_password: Some(Secret::new("pw")),
             ..Default::default()
         })
@@ -427,12 +622,36 @@ mod tests {
         let mut c = ClientConfig::new();
         p12_ok.apply(&mut c);
         assert!(c.get("ssl.ca.pem").unwrap().contains("BEGIN CERTIFICATE"));
-        assert_eq!(c.get("ssl.keystore.password"), Some("pw"));
-        assert!(!format!("{p12_ok:?}").contains("pw\""));
+        assert!(c.get("ssl.certificate.pem").unwrap().contains("BEGIN CERTIFICATE"));
+        assert!(c.get("ssl.key.pem").unwrap().contains("PRIVATE KEY"));
+        assert!(!format!("{p12_ok:?}").contains("PRIVATE KEY"));
+        assert_eq!(c.get("ssl.endpoint.identification.algorithm"), Some("https"));
+
+        // A password for a PEM store is refused, as Java's client refuses it.
+        let e = TlsAuthenticator::load(TlsSettings {
+            truststore: Some(cert_path.clone()),
+            truststore_password: Some(Secret::new("pw")),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ConflictingOptions);
+        assert_eq!(e.context_value("option"), Some("tls.truststore.password"));
+
+        // Host name verification off keeps certificate verification.
+        let no_host = TlsAuthenticator::load(TlsSettings {
+            truststore: Some(cert_path.clone()),
+            verify_hostname: false,
+            ..Default::default()
+        })
+        .unwrap();
+        let mut c = ClientConfig::new();
+        no_host.apply(&mut c);
+        assert_eq!(c.get("ssl.endpoint.identification.algorithm"), Some("none"));
+        assert_eq!(c.get("enable.ssl.certificate.verification"), None);
 
         let e = TlsAuthenticator::load(TlsSettings {
             keystore: Some(p12_path.clone()),
-            keystore_format: StoreFormat::Pkcs12,
+            keystore_format: Some(StoreFormat::Pkcs12),
             keystore_password: Some(Secret::new("wrong")),
             ..Default::default()
         })

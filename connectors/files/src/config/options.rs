@@ -1,0 +1,185 @@
+//! The options of the files source, each declared once: names and [`OptionSpec`]s.
+//!
+//! Option names follow Databricks Auto Loader (`cloudFiles.*`) and Spark's file sources
+//! (`pathGlobFilter`, `mode`, `header`, `sep`, `ignoreMissingFiles`). [`option_specs`] is the
+//! single declaration: documentation, validation, defaults and "did you mean" hints all come
+//! from it; the parser ([`super::FilesConfig::parse`]) reads the defaults from it too.
+
+use tributary_sdk::OptionSpec;
+
+use crate::schema::RESCUED_DATA_COLUMN;
+
+/// Option names (the spelling used in documentation; matching is case-insensitive).
+pub mod names {
+    /// Directory, file or glob to ingest.
+    pub const PATH: &str = "path";
+    /// File format.
+    pub const FORMAT: &str = "cloudFiles.format";
+    /// Spark DDL schema.
+    pub const SCHEMA: &str = "schema";
+    /// Infer typed columns for JSON/CSV.
+    pub const INFER_COLUMN_TYPES: &str = "cloudFiles.inferColumnTypes";
+    /// Files sampled for inference.
+    pub const SAMPLE_FILES: &str = "cloudFiles.schemaInference.sampleSize.numFiles";
+    /// Records sampled for inference.
+    pub const SAMPLE_RECORDS: &str = "cloudFiles.schemaInference.sampleSize.numRecords";
+    /// Glob on file names.
+    pub const PATH_GLOB_FILTER: &str = "pathGlobFilter";
+    /// Ingest files present at the first listing.
+    pub const INCLUDE_EXISTING: &str = "cloudFiles.includeExistingFiles";
+    /// Re-ingest files whose modification time changed.
+    pub const ALLOW_OVERWRITES: &str = "cloudFiles.allowOverwrites";
+    /// Files per batch (hard).
+    pub const MAX_FILES: &str = "cloudFiles.maxFilesPerTrigger";
+    /// Bytes per batch (soft).
+    pub const MAX_BYTES: &str = "cloudFiles.maxBytesPerTrigger";
+    /// Oldest file considered.
+    pub const MAX_FILE_AGE: &str = "cloudFiles.maxFileAge";
+    /// PERMISSIVE or FAILFAST.
+    pub const MODE: &str = "mode";
+    /// Name of the rescued data column.
+    pub const RESCUED: &str = "rescuedDataColumn";
+    /// CSV header line.
+    pub const HEADER: &str = "header";
+    /// CSV separator.
+    pub const SEP: &str = "sep";
+    /// CSV separator (alias of `sep`).
+    pub const DELIMITER: &str = "delimiter";
+    /// Skip files that vanished between discovery and read.
+    pub const IGNORE_MISSING: &str = "ignoreMissingFiles";
+    /// JSON: each file is one document (an object, or an array of objects).
+    pub const MULTI_LINE: &str = "multiLine";
+    /// What new columns in the data do.
+    pub const SCHEMA_EVOLUTION_MODE: &str = "cloudFiles.schemaEvolutionMode";
+    /// Types for some columns of an inferred schema (DDL).
+    pub const SCHEMA_HINTS: &str = "cloudFiles.schemaHints";
+    /// What happens to ingested files: OFF, DELETE or MOVE.
+    pub const CLEAN_SOURCE: &str = "cloudFiles.cleanSource";
+    /// Where MOVE puts them.
+    pub const CLEAN_MOVE_DESTINATION: &str = "cloudFiles.cleanSource.moveDestination";
+    /// How long after its batch committed a file is cleaned.
+    pub const CLEAN_RETENTION: &str = "cloudFiles.cleanSource.retentionDuration";
+}
+
+/// Every option the files source accepts.
+pub fn option_specs() -> Vec<OptionSpec> {
+    use names::*;
+    vec![
+        OptionSpec::string(
+            PATH,
+            "Directory to ingest (recursively), a single file, or a glob such as /data/*/*.json. \
+             A local path or file:// URL; s3://, gs:// and abfss:// are not supported in this build.",
+        )
+        .required(),
+        OptionSpec::one_of(FORMAT, &["json", "csv", "parquet"], "File format: json (JSON lines), csv or parquet.")
+            .required(),
+        OptionSpec::string(
+            SCHEMA,
+            "Schema as a Spark DDL string, e.g. 'id BIGINT, name STRING, ts TIMESTAMP'. \
+             Without it the schema is inferred from the first files and kept in the checkpoint.",
+        ),
+        OptionSpec::bool(
+            INFER_COLUMN_TYPES,
+            "JSON and CSV with an inferred schema: infer column types; when false (the default) \
+             inferred columns are strings.",
+        )
+        .default_value(false),
+        OptionSpec::int(SAMPLE_FILES, 1, i64::MAX, "How many files schema inference reads at most (without the 'schema' option).")
+            .default_value(10),
+        OptionSpec::int(
+            SAMPLE_RECORDS,
+            1,
+            i64::MAX,
+            "JSON and CSV without the 'schema' option: how many records (JSON lines or CSV rows) \
+             schema inference reads at most, over all sampled files.",
+        )
+        .default_value(1000),
+        OptionSpec::string(
+            PATH_GLOB_FILTER,
+            "Only ingest files whose name matches this glob, e.g. *.json.",
+        ),
+        OptionSpec::bool(
+            INCLUDE_EXISTING,
+            "Ingest the files present when the stream first starts; false ingests only files that arrive later.",
+        )
+        .default_value(true),
+        OptionSpec::bool(
+            ALLOW_OVERWRITES,
+            "Ingest a file again when its modification time changes; by default a path is ingested once.",
+        )
+        .default_value(false),
+        OptionSpec::int(MAX_FILES, 1, i64::MAX, "Most files per micro-batch (a hard limit).")
+            .default_value(1000),
+        OptionSpec::bytes(
+            MAX_BYTES,
+            "About this many bytes per micro-batch, e.g. 10g (a soft limit: at least one file is always taken).",
+        ),
+        OptionSpec::duration(
+            MAX_FILE_AGE,
+            "Ignore files whose modification time is older than this, e.g. 7 days.",
+        ),
+        OptionSpec::one_of(
+            MODE,
+            &["PERMISSIVE", "FAILFAST"],
+            "JSON and CSV: PERMISSIVE turns a malformed record into nulls with its text in the \
+             rescued data column and counts it; FAILFAST stops with MALFORMED_RECORD naming file and line.",
+        )
+        .default_value("PERMISSIVE"),
+        OptionSpec::string(
+            RESCUED,
+            "Name of the column that receives records and values that do not fit the schema (JSON and CSV).",
+        )
+        .default_value(RESCUED_DATA_COLUMN),
+        OptionSpec::bool(HEADER, "CSV: the first line of each file holds the column names.")
+            .default_value(false),
+        OptionSpec::string(SEP, "CSV: the field separator, one character (\\t for tab).")
+            .default_value(","),
+        OptionSpec::string(DELIMITER, "CSV: alias of sep."),
+        OptionSpec::one_of(
+            CLEAN_SOURCE,
+            &["OFF", "DELETE", "MOVE"],
+            "What happens to a file once its batch committed and the retention passed: OFF \
+             (kept), DELETE, or MOVE to cloudFiles.cleanSource.moveDestination.",
+        )
+        .default_value("OFF"),
+        OptionSpec::string(
+            CLEAN_MOVE_DESTINATION,
+            "MOVE: the directory files move to (their path under the source directory is kept); \
+             must not be inside the source path.",
+        ),
+        OptionSpec::duration(
+            CLEAN_RETENTION,
+            "With cloudFiles.cleanSource DELETE or MOVE: how long after its batch committed a \
+             file is cleaned.",
+        )
+        .default_value("30 days"),
+        OptionSpec::string(
+            SCHEMA_HINTS,
+            "Types for some columns of an inferred schema, as DDL (`id BIGINT, ts TIMESTAMP`): \
+             a hinted column gets that type, a hinted column the sample lacks is added. Applied \
+             when the schema is inferred (the first run); the stored schema keeps them.",
+        ),
+        OptionSpec::one_of(
+            SCHEMA_EVOLUTION_MODE,
+            &["addNewColumns", "rescue", "failOnNewColumns", "none"],
+            "JSON and Parquet: what a column that is not in the schema does. addNewColumns \
+             (default with an inferred schema): the stream stops with UNKNOWN_FIELD_EXCEPTION \
+             after adding the columns to the stored schema, and a restart reads them; rescue \
+             (JSON; default with a given schema): the values go to the rescued data column; \
+             failOnNewColumns: the stream stops and the schema is kept; none (Parquet's default \
+             with a given schema): the values are dropped.",
+        ),
+        OptionSpec::bool(
+            MULTI_LINE,
+            "JSON: each file is one JSON document spanning lines (an object, or an array whose \
+             elements are the rows) instead of one object per line.",
+        )
+        .default_value(false),
+        OptionSpec::bool(
+            IGNORE_MISSING,
+            "Skip (and count) a file that vanished between discovery and reading instead of failing \
+             with CLOUD_FILES_FILE_NOT_FOUND.",
+        )
+        .default_value(false),
+    ]
+}

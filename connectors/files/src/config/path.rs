@@ -1,0 +1,104 @@
+//! The `path` option: a local path or `file://` URL, made absolute and normalized without
+//! touching the file system, so the source's identity is known before anything is opened.
+
+use std::path::{Component, Path, PathBuf};
+
+use tributary_sdk::{Error, ErrorCode, Result};
+
+use super::names;
+
+/// The `path` option as an absolute, lexically normalized path (`.` and `..` resolved by name;
+/// symbolic links are left for the build step to follow).
+pub(super) fn resolve(raw: &str) -> Result<PathBuf> {
+    let path = parse_path(raw)?;
+    let absolute = std::path::absolute(&path).map_err(|e| {
+        Error::new(
+            ErrorCode::InvalidOption,
+            format!(
+                "option 'path': {} cannot be made absolute (the current directory is unknown)",
+                path.display()
+            ),
+        )
+        .with_context("option", names::PATH)
+        .with_cause(e)
+    })?;
+    Ok(normalize(&absolute))
+}
+
+/// Removes `.` components and resolves `..` against the preceding component, by name.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                // `/..` is `/`.
+                if !matches!(
+                    out.components().next_back(),
+                    None | Some(Component::RootDir | Component::Prefix(_))
+                ) {
+                    out.pop();
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Turns the `path` option into a local path: a plain path or a `file://` URL. Any other URL
+/// scheme is refused: only local paths are supported in this build.
+pub(super) fn parse_path(raw: &str) -> Result<PathBuf> {
+    let text = raw.trim();
+    let bad = |msg: String| {
+        Error::new(ErrorCode::InvalidOption, msg)
+            .with_context("option", names::PATH)
+            .with_context("value", text)
+    };
+    if text.is_empty() {
+        return Err(bad("option 'path' must not be empty".into()));
+    }
+    if let Some(scheme) = url_scheme(text) {
+        if scheme.eq_ignore_ascii_case("file") {
+            let url = url::Url::parse(text).map_err(|e| {
+                bad(format!(
+                    "option 'path' is not a valid file URL '{text}': {e}"
+                ))
+            })?;
+            return url
+                .to_file_path()
+                .map_err(|_| bad(format!("option 'path' is not a local file URL: '{text}'")));
+        }
+        return Err(bad(format!(
+            "option 'path' uses the scheme '{scheme}://', but only local paths (or file:// URLs) \
+             are supported in this build of the files source"
+        )));
+    }
+    Ok(PathBuf::from(text))
+}
+
+/// The scheme of `text` when it looks like a URL (`s3://...`, `dbfs:/...`); a Windows drive
+/// letter (`C:\`) is not a scheme.
+fn url_scheme(text: &str) -> Option<&str> {
+    let (scheme, _) = text.split_once(':')?;
+    let valid = scheme.len() > 1
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then_some(scheme)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_made_absolute_and_normalized_by_name() {
+        assert_eq!(resolve("/a/./b/../c/").unwrap(), PathBuf::from("/a/c"));
+        assert_eq!(resolve("/../x").unwrap(), PathBuf::from("/x"));
+        assert_eq!(resolve("file:///tmp/in").unwrap(), PathBuf::from("/tmp/in"));
+        let rel = resolve("in/*.json").unwrap();
+        assert!(rel.is_absolute() && rel.ends_with("in/*.json"), "{}", rel.display());
+    }
+}

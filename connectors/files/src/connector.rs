@@ -1,0 +1,55 @@
+//! [`FilesSourceFactory`]: the files connector in the SDK's typed contract.
+//!
+//! The options are validated against [`option_specs`] and parsed once into a [`FilesConfig`];
+//! the description (the checkpoint identity: path, format, name glob) comes from the config
+//! alone, before the build step resolves the path and opens the file-state store. The
+//! connector also describes its own checkpoint state (`tributary state`), see
+//! [`crate::state_report`].
+
+use tributary_sdk::typed::SourceConnector;
+use tributary_sdk::{
+    ConnectorContext, OptionSpec, ParsedOptions, Result, Source, SourceDescription, StateReport,
+    StateRequest,
+};
+
+use crate::config::{option_specs, FilesConfig};
+use crate::source::FilesSource;
+
+/// The connector name.
+pub const CONNECTOR: &str = "files";
+
+/// The files connector (name `files`): builds incremental file sources.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FilesSourceFactory;
+
+impl SourceConnector for FilesSourceFactory {
+    type Config = FilesConfig;
+
+    fn name(&self) -> &str {
+        CONNECTOR
+    }
+
+    fn options(&self) -> Vec<OptionSpec> {
+        option_specs()
+    }
+
+    fn parse(&self, options: &ParsedOptions) -> Result<FilesConfig> {
+        FilesConfig::parse(options)
+    }
+
+    /// Identity only: files has no named streams and no payload column (records are decoded
+    /// by the connector itself).
+    fn describe(&self, config: &FilesConfig) -> SourceDescription {
+        SourceDescription::new(CONNECTOR, config.target())
+    }
+
+    fn build(&self, config: FilesConfig, context: &ConnectorContext) -> Result<Box<dyn Source>> {
+        Ok(Box::new(FilesSource::open(config, context)?))
+    }
+
+    /// Every file the source discovered, with the batch that read it (see
+    /// [`crate::state_report`]).
+    fn describe_state(&self, request: &StateRequest<'_>) -> Result<Option<StateReport>> {
+        crate::state_report::describe(request).map(Some)
+    }
+}

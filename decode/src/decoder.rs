@@ -1,0 +1,365 @@
+//! [`StreamDecoder`]: replaces a batch's binary key and payload columns by typed ones.
+//!
+//! Each side (key, payload) has its framing (plain or Confluent) and a format decoder, or no
+//! schema at all (then the bytes become utf8). Records are decoded row by row straight into
+//! Arrow builders; a malformed record becomes null and is counted (PERMISSIVE) or fails the
+//! batch naming its position (FAILFAST).
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use tributary_sdk::error::{Error, ErrorCode, Result};
+use tributary_sdk::schema_provider::{ResolvedSchema, SchemaFormat, StreamSchemas, WireFormat};
+use tributary_sdk::SourceMetrics;
+
+use crate::columns::{Bytes, Col};
+use crate::framing::Frame;
+use crate::metrics::{Bad, Counters, Malformed};
+use crate::options::DecodeMode;
+use crate::{RowDecoder, KEY_COLUMN};
+#[allow(unused_imports)]
+use crate::{avro, json, protobuf};
+
+fn missing_feature(what: &str, feature: &str) -> Error {
+    Error::new(
+        ErrorCode::Schema,
+        format!("{what} decoding needs tributary-sdk built with the '{feature}' feature"),
+    )
+}
+
+/// One side (key or payload): framing and decoder, or utf8 when there is no schema.
+#[derive(Debug)]
+struct Side {
+    frame: Frame,
+    decoder: Option<Box<dyn RowDecoder>>,
+}
+
+impl Side {
+    fn new(schema: Option<&ResolvedSchema>, strict: bool) -> Result<Side> {
+        let Some(s) = schema else {
+            return Ok(Side {
+                frame: Frame::default(),
+                decoder: None,
+            });
+        };
+        #[allow(unused_mut)]
+        let mut frame = Frame {
+            confluent: s.wire == WireFormat::Confluent,
+            schema_id: s.registry_id,
+            message_indexes: None,
+        };
+        let _ = strict;
+        let decoder: Box<dyn RowDecoder> = match &s.format {
+            #[cfg(feature = "json")]
+            SchemaFormat::JsonSchema => Box::new(json::JsonDecoder::new(&s.text, strict)?),
+            #[cfg(feature = "avro")]
+            SchemaFormat::Avro => Box::new(avro::AvroDecoder::new(&s.text)?),
+            #[cfg(feature = "protobuf")]
+            SchemaFormat::Protobuf { message } => {
+                let m = (!message.is_empty()).then_some(message.as_str());
+                let d = protobuf::ProtoDecoder::new(&s.text, m, &[])?;
+                if frame.confluent {
+                    frame.message_indexes = Some(d.indexes.clone());
+                }
+                Box::new(d)
+            }
+            #[allow(unreachable_patterns)]
+            SchemaFormat::JsonSchema => return Err(missing_feature("JSON", "json")),
+            #[allow(unreachable_patterns)]
+            SchemaFormat::Avro => return Err(missing_feature("Avro", "avro")),
+            #[allow(unreachable_patterns)]
+            SchemaFormat::Protobuf { .. } => return Err(missing_feature("Protobuf", "protobuf")),
+        };
+        Ok(Side {
+            frame,
+            decoder: Some(decoder),
+        })
+    }
+
+    fn data_type(&self) -> DataType {
+        match &self.decoder {
+            Some(d) => d.data_type(),
+            None => DataType::Utf8,
+        }
+    }
+}
+
+/// Decodes the key and payload columns of a stream's batches into typed columns.
+#[derive(Debug)]
+pub struct StreamDecoder {
+    mode: DecodeMode,
+    payload_column: String,
+    key: Side,
+    payload: Side,
+    counters: Counters,
+}
+
+/// A binary or utf8 column's offsets, values and nulls, downcast once per batch.
+struct ByteRows<'a> {
+    offsets: Offsets<'a>,
+    values: &'a [u8],
+    nulls: Option<&'a arrow_buffer::NullBuffer>,
+}
+
+enum Offsets<'a> {
+    Small(&'a [i32]),
+    Large(&'a [i64]),
+}
+
+impl<'a> ByteRows<'a> {
+    /// None when `col` is not binary or utf8.
+    fn new(col: &'a dyn Array) -> Option<ByteRows<'a>> {
+        use arrow_array::cast::AsArray;
+        let (offsets, values) = match col.data_type() {
+            DataType::Binary => {
+                let a = col.as_binary::<i32>();
+                (Offsets::Small(a.value_offsets()), a.values().as_slice())
+            }
+            DataType::LargeBinary => {
+                let a = col.as_binary::<i64>();
+                (Offsets::Large(a.value_offsets()), a.values().as_slice())
+            }
+            DataType::Utf8 => {
+                let a = col.as_string::<i32>();
+                (Offsets::Small(a.value_offsets()), a.values().as_slice())
+            }
+            DataType::LargeUtf8 => {
+                let a = col.as_string::<i64>();
+                (Offsets::Large(a.value_offsets()), a.values().as_slice())
+            }
+            _ => return None,
+        };
+        Some(ByteRows {
+            offsets,
+            values,
+            nulls: col.nulls(),
+        })
+    }
+
+    /// The bytes of row `i`, None when null (or out of range).
+    #[inline]
+    fn get(&self, i: usize) -> Option<&'a [u8]> {
+        if self.nulls.is_some_and(|n| n.is_null(i)) {
+            return None;
+        }
+        let (start, end) = match self.offsets {
+            Offsets::Small(o) => (*o.get(i)? as usize, *o.get(i + 1)? as usize),
+            Offsets::Large(o) => (*o.get(i)? as usize, *o.get(i + 1)? as usize),
+        };
+        self.values.get(start..end)
+    }
+}
+
+fn is_bytes_type(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::Binary | DataType::LargeBinary | DataType::Utf8 | DataType::LargeUtf8
+    )
+}
+
+impl StreamDecoder {
+    /// A decoder for the resolved schemas. `payload_column` is `value` (Kafka) or `data`
+    /// (Kinesis). Fails with `SCHEMA_ERROR` when a schema cannot be decoded (naming the field).
+    pub fn new(
+        schemas: &StreamSchemas,
+        mode: DecodeMode,
+        payload_column: &str,
+    ) -> Result<StreamDecoder> {
+        let strict = mode == DecodeMode::FailFast;
+        Ok(StreamDecoder {
+            mode,
+            payload_column: payload_column.to_string(),
+            key: Side::new(schemas.key.as_ref(), strict)?,
+            payload: Side::new(schemas.payload.as_ref(), strict)?,
+            counters: Counters::default(),
+        })
+    }
+
+    /// The schema of decoded batches: `key` and the payload column replaced by their typed
+    /// forms (struct with a schema, utf8 without), everything else unchanged.
+    pub fn output_schema(&self, input: &Schema) -> SchemaRef {
+        let fields: Vec<Field> = input
+            .fields()
+            .iter()
+            .map(|f| {
+                let side = if f.name() == KEY_COLUMN {
+                    Some(&self.key)
+                } else if *f.name() == self.payload_column {
+                    Some(&self.payload)
+                } else {
+                    None
+                };
+                match side {
+                    Some(s) if is_bytes_type(f.data_type()) => {
+                        Field::new(f.name(), s.data_type(), true)
+                            .with_metadata(f.metadata().clone())
+                    }
+                    _ => f.as_ref().clone(),
+                }
+            })
+            .collect();
+        Arc::new(Schema::new_with_metadata(fields, input.metadata().clone()))
+    }
+
+    /// Decodes one batch. PERMISSIVE: malformed records become null and are counted. FAILFAST:
+    /// the first one fails the batch with `MALFORMED_RECORD` naming its partition and offset
+    /// (or shard and sequence number).
+    pub fn decode(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let schema = batch.schema();
+        for (side, name) in [
+            (&self.key, KEY_COLUMN),
+            (&self.payload, self.payload_column.as_str()),
+        ] {
+            if side.decoder.is_some() && schema.index_of(name).is_err() {
+                return Err(Error::new(
+                    ErrorCode::Schema,
+                    format!(
+                        "a schema is given for column '{name}' but the batch has no such column"
+                    ),
+                )
+                .with_context("field", name));
+            }
+        }
+        let out_schema = self.output_schema(&schema);
+        let mut columns = batch.columns().to_vec();
+        for (idx, field) in schema.fields().iter().enumerate() {
+            let is_key = field.name() == KEY_COLUMN;
+            if !(is_key || *field.name() == self.payload_column)
+                || !is_bytes_type(field.data_type())
+            {
+                continue;
+            }
+            let decoded = self.decode_column(batch, idx, is_key)?;
+            columns[idx] = decoded;
+        }
+        Ok(RecordBatch::try_new(out_schema, columns)?)
+    }
+
+    fn decode_column(&mut self, batch: &RecordBatch, idx: usize, is_key: bool) -> Result<ArrayRef> {
+        let col = batch.column(idx).as_ref();
+        let side = if is_key {
+            &mut self.key
+        } else {
+            &mut self.payload
+        };
+        let Some(decoder) = side.decoder.as_mut() else {
+            if matches!(col.data_type(), DataType::Utf8) {
+                return Ok(batch.column(idx).clone());
+            }
+            return utf8_column(col, &mut self.counters, self.mode, batch, idx);
+        };
+        let rows = ByteRows::new(col);
+        let mut decoded = 0u64;
+        decoder.reserve(col.len());
+        for i in 0..col.len() {
+            let Some(bytes) = rows.as_ref().and_then(|r| r.get(i)) else {
+                decoder.push_null();
+                continue;
+            };
+            let result = side
+                .frame
+                .strip(bytes)
+                .and_then(|payload| decoder.decode(payload));
+            match result {
+                Ok(()) => decoded += 1,
+                Err(bad) => {
+                    if self.mode == DecodeMode::FailFast {
+                        return Err(malformed_error(batch, idx, i, bad));
+                    }
+                    self.counters.malformed(bad.reason);
+                    decoder.push_null();
+                }
+            }
+        }
+        self.counters.decoded(decoded);
+        self.counters.mismatches(decoder.take_mismatches());
+        decoder.finish()
+    }
+
+    /// Counters: `malformed.<reason>` per reason, `malformedRecords` (total),
+    /// `typeMismatchFields` (JSON fields nulled for having another type) and `decodedValues`.
+    pub fn metrics(&self) -> SourceMetrics {
+        self.counters.to_metrics()
+    }
+}
+
+/// A binary column without schema as utf8 (invalid UTF-8 is malformed).
+fn utf8_column(
+    col: &dyn Array,
+    counters: &mut Counters,
+    mode: DecodeMode,
+    batch: &RecordBatch,
+    idx: usize,
+) -> Result<ArrayRef> {
+    let rows = ByteRows::new(col);
+    let mut b = Bytes::default();
+    for i in 0..col.len() {
+        match rows.as_ref().and_then(|r| r.get(i)) {
+            None => b.push_null(),
+            Some(bytes) if std::str::from_utf8(bytes).is_ok() => b.push(bytes),
+            Some(_) => {
+                let bad = Bad::new(Malformed::InvalidUtf8, "the value is not valid UTF-8", 0);
+                if mode == DecodeMode::FailFast {
+                    return Err(malformed_error(batch, idx, i, bad));
+                }
+                counters.malformed(bad.reason);
+                b.push_null();
+            }
+        }
+    }
+    Col::Utf8(b).finish()
+}
+
+/// `MALFORMED_RECORD` naming the row's position from the batch's own columns.
+fn malformed_error(batch: &RecordBatch, column: usize, row: usize, bad: Bad) -> Error {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int32Type, Int64Type};
+    let schema = batch.schema();
+    let name = schema.field(column).name().clone();
+    let text = |c: &str| -> Option<String> {
+        let a = batch.column_by_name(c)?;
+        if a.is_null(row) {
+            return None;
+        }
+        match a.data_type() {
+            DataType::Int32 => Some(a.as_primitive::<Int32Type>().value(row).to_string()),
+            DataType::Int64 => Some(a.as_primitive::<Int64Type>().value(row).to_string()),
+            DataType::Utf8 => Some(a.as_string::<i32>().value(row).to_string()),
+            _ => None,
+        }
+    };
+    let mut ctx: Vec<(&'static str, String)> = Vec::new();
+    if let Some(t) = text("topic").or_else(|| text("stream")) {
+        ctx.push(("topic", t));
+    }
+    let position = if let (Some(p), Some(o)) = (text("partition"), text("offset")) {
+        let pos = format!("partition {p} offset {o}");
+        ctx.push(("partition", p));
+        ctx.push(("offset", o));
+        pos
+    } else if let (Some(s), Some(q)) = (text("shardId"), text("sequenceNumber")) {
+        let pos = format!("shard {s} sequenceNumber {q}");
+        ctx.push(("shard", s));
+        ctx.push(("sequenceNumber", q));
+        pos
+    } else {
+        format!("row {row} of the batch")
+    };
+    let mut e = Error::new(
+        ErrorCode::MalformedRecord,
+        format!(
+            "malformed record at {position} (column '{name}', mode FAILFAST): {} at byte {} [{}]",
+            bad.what,
+            bad.at,
+            bad.reason.counter()
+        ),
+    );
+    for (k, v) in ctx {
+        e = e.with_context(k, v);
+    }
+    e.with_context("row", row)
+        .with_context("field", name)
+        .with_context("reason", bad.reason.counter())
+}
+

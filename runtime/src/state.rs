@@ -1,0 +1,67 @@
+//! `tributary state <checkpoint>`: what a checkpoint holds, as the connector describes it.
+//!
+//! The runtime never looks inside an offset or a connector's state directory. It reads which
+//! connector the checkpoint is bound to, gives that connector's factory the state directory and
+//! the offsets log ([`StateRequest`]), and prints the table it answers with — for the files
+//! source, every discovered file with its batch and commit state (Databricks'
+//! `cloud_files_state`). A connector that keeps no state of its own gets the offsets log itself.
+
+use std::collections::BTreeSet;
+
+use tributary_sdk::{Error, ErrorCode, LoggedBatch, Result, StateReport, StateRequest};
+
+use crate::checkpoint::Checkpoint;
+use crate::registry::Registry;
+
+/// The state report of a checkpoint.
+pub fn state_report(checkpoint: &Checkpoint, registry: &Registry) -> Result<StateReport> {
+    let meta = checkpoint.metadata()?.ok_or_else(|| {
+        Error::new(
+            ErrorCode::InvalidPipeline,
+            format!(
+                "{} is not a checkpoint a pipeline has run in (no metadata.json)",
+                checkpoint.dir().display()
+            ),
+        )
+    })?;
+    let committed: BTreeSet<u64> = checkpoint.committed_ids()?.into_iter().collect();
+    let batches: Vec<LoggedBatch> = checkpoint
+        .offsets()?
+        .into_iter()
+        .map(|o| LoggedBatch {
+            committed: committed.contains(&o.batch_id),
+            batch_id: o.batch_id,
+            start: o.start,
+            end: o.end,
+        })
+        .collect();
+    let factory = registry.source(&meta.source.connector)?;
+    let state_dir = checkpoint.source_state_dir();
+    let request = StateRequest {
+        state_dir: &state_dir,
+        batches: &batches,
+    };
+    match factory.describe_state(&request)? {
+        Some(report) => Ok(report),
+        None => Ok(offsets_log(&batches)),
+    }
+}
+
+/// The offsets log as a report: one row per batch.
+pub fn offsets_log(batches: &[LoggedBatch]) -> StateReport {
+    let columns = ["batchId", "startOffset", "endOffset", "committed"];
+    StateReport {
+        columns: columns.iter().map(|c| c.to_string()).collect(),
+        rows: batches
+            .iter()
+            .map(|b| {
+                let mut row = serde_json::Map::new();
+                row.insert("batchId".into(), b.batch_id.into());
+                row.insert("startOffset".into(), b.start.as_json().clone());
+                row.insert("endOffset".into(), b.end.as_json().clone());
+                row.insert("committed".into(), b.committed.into());
+                row
+            })
+            .collect(),
+    }
+}
