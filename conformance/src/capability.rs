@@ -16,11 +16,13 @@ pub enum Capability {
     SubscribeList,
     /// Read every target matching a pattern, including targets created later (`subscribePattern`).
     SubscribePattern,
-    /// Read explicit partitions (`assign`).
+    /// Read explicit partitions (`assign`) of a multi-partition target
+    /// ([`crate::Fixture::create_partitioned_target`], [`crate::Fixture::produce_partitioned`]).
     Assign,
     /// Start a new query at the end of the data (`startingOffsets=latest`).
     StartingLatest,
-    /// Records produced while a source runs become visible to it.
+    /// Records produced while a source runs become visible to it (and an `availableNow` run
+    /// can be shown to stop at what existed when it was prepared).
     AppendWhileRunning,
     /// A per-trigger rate-limit option ([`crate::Fixture::rate_limit`]).
     RateLimit,

@@ -98,6 +98,24 @@ pub trait Fixture: Send + Sync {
     /// Makes `count` new records available in `target`; returns their payloads in order.
     async fn produce(&mut self, target: &str, count: usize) -> Result<Vec<String>>;
 
+    /// Creates an empty target with `partitions` partitions ([`Capability::Assign`]); otherwise
+    /// like [`Fixture::create_target`].
+    async fn create_partitioned_target(&mut self, hint: &str, partitions: u32) -> Result<String> {
+        let _ = (hint, partitions);
+        Err(unsupported(self.name(), "create partitioned targets"))
+    }
+
+    /// Makes `count` new records available in `target`, spread over all its partitions; returns
+    /// each record's partition and payload, in order ([`Capability::Assign`]).
+    async fn produce_partitioned(
+        &mut self,
+        target: &str,
+        count: usize,
+    ) -> Result<Vec<(u32, String)>> {
+        let _ = (target, count);
+        Err(unsupported(self.name(), "produce into partitions"))
+    }
+
     /// The connector options for a read.
     fn source_options(&self, setup: &ReadSetup) -> Result<Options>;
 

@@ -20,17 +20,50 @@
 //! empty batches, options, secrets), [`sink_conformance_tests!`] and [`sink::run_sinks`], which
 //! returns the same [`Report`].
 //!
+//! Fixtures live beside their connectors: the files, Kafka and Parquet fixtures in those crates
+//! behind their `conformance` feature, so a third-party connector is tested exactly like a
+//! built-in one. This crate keeps the fixtures of its reference connectors ([`fixtures`]: the
+//! example plugin's `generator` source and `jsonlines` sink) and the helpers fixture authors
+//! share ([`fixture::unsupported`], [`fixtures::TempTargets`], [`fixtures::column_text`],
+//! [`sink::fixture::rows_as_json`]).
+//!
+//! Skips are visible: a generated test whose case is skipped records it for the test summary
+//! ([`skips`]); a capability the connector does not claim is a legitimate skip, never a failure.
+//!
 //! ## Example
 //!
-//! ```no_run
-//! use tributary_conformance::{fixtures::FilesFixture, runner};
+//! ```
+//! use tributary_conformance::{fixtures::GeneratorFixture, runner, CaseStatus};
 //!
-//! # async fn demo() -> tributary_sdk::Result<()> {
-//! let mut fixture = FilesFixture::new()?;
-//! let report = runner::run(&tributary_files::FilesSourceFactory, &mut fixture, &Default::default()).await;
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)] async fn main() -> tributary_sdk::Result<()> {
+//! let mut fixture = GeneratorFixture::new(2)?;
+//! let connector = tributary_plugin_generator::GeneratorSourceFactory;
+//! let report = runner::run(&connector, &mut fixture, &Default::default()).await;
 //! println!("{}", report.to_table());
 //! assert!(report.is_success());
+//! // The generator reads one target at a time: list subscriptions are skipped, with the reason.
+//! let list = report.cases.iter().find(|c| c.name == "subscribe_list").unwrap();
+//! assert_eq!(list.status, CaseStatus::Skipped);
 //! # Ok(()) }
+//! ```
+//!
+//! A connector crate generates one test per case with [`conformance_tests!`]:
+//!
+//! ```no_run
+//! # mod demo {
+//! use std::sync::Arc;
+//! use tributary_conformance::{fixtures::GeneratorFixture, Setup};
+//!
+//! async fn setup() -> Option<Setup> {
+//!     Some(Setup {
+//!         connector: Arc::new(tributary_plugin_generator::GeneratorSourceFactory),
+//!         fixture: Box::new(GeneratorFixture::new(2).ok()?),
+//!     })
+//! }
+//!
+//! tributary_conformance::conformance_tests!(setup);
+//! # }
+//! # fn main() {}
 //! ```
 
 pub mod capability;
@@ -40,6 +73,7 @@ pub mod fixtures;
 pub mod report;
 pub mod runner;
 pub mod sink;
+pub mod skips;
 
 pub use capability::{Capability, LimitUnit, RateLimit};
 pub use cases::{all_cases, Case, CaseResult, Failure, Outcome};
@@ -47,13 +81,15 @@ pub use fixture::{DecodeMode, EfoSetup, Fixture, ReadSetup, Starting, Subscripti
 pub use report::{CaseReport, CaseStatus, Report};
 pub use runner::{run, run_case, RunOptions, Setup};
 pub use sink::{all_sink_cases, run_sinks, SinkCase, SinkFixture, SinkSetup};
+pub use skips::{record_skip, require_env};
 
 /// Generates one `#[tokio::test]` per conformance case for a connector.
 ///
 /// `$setup` is an async function `() -> Option<Setup>` returning the connector and a fresh
 /// fixture (or `None` when the external system is not available; see [`runner::require_env`]).
 /// The calling crate needs `tokio` (features `macros`, `rt-multi-thread`) as a dev-dependency.
-/// A test named `all_cases_generated` fails if the suite has a case this macro does not list.
+/// The tests come from the suite's case table, so a new case reaches every connector; a test
+/// named `all_cases_generated` checks the generated names against [`all_cases`].
 ///
 /// ```ignore
 /// async fn setup() -> Option<tributary_conformance::Setup> { /* ... */ }
@@ -62,47 +98,29 @@ pub use sink::{all_sink_cases, run_sinks, SinkCase, SinkFixture, SinkSetup};
 #[macro_export]
 macro_rules! conformance_tests {
     ($setup:path) => {
-        $crate::conformance_tests!(@cases $setup;
-            subscribe_list,
-            subscribe_pattern_includes_new_target,
-            assign_partitions,
-            starting_earliest,
-            starting_latest,
-            read_range_determinism,
-            replay_after_restart,
-            rate_limit_honoured,
-            fail_on_data_loss_true,
-            fail_on_data_loss_false,
-            permissive_decoding,
-            failfast_decoding_stops,
-            idle_source_returns_empty,
-            shutdown_releases_resources,
-            secrets_hidden,
-            unknown_option_refused,
-            efo_consumer_registered_active,
-            efo_consumer_reused_by_name,
-            efo_consumer_deregistered_on_stop,
-            efo_consumer_leak_listed,
-        );
+        $crate::__source_cases!(__source_case_tests!($setup));
     };
-    (@cases $setup:path; $($case:ident),* $(,)?) => {
+}
+
+/// `__source_cases!` callback: one test per case.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __source_case_tests {
+    (($setup:path) $($name:ident: [$($cap:ident),*] $description:literal,)*) => {
         $(
+            #[doc = $description]
             #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                $crate::runner::run_case_test(stringify!($case), $setup).await;
+            async fn $name() {
+                $crate::runner::run_case_test(stringify!($name), $setup).await;
             }
         )*
 
         #[test]
         fn all_cases_generated() {
-            let generated: &[&str] = &[$(stringify!($case)),*];
-            for case in $crate::all_cases() {
-                assert!(
-                    generated.contains(&case.name),
-                    "conformance_tests! does not generate a test for case {}",
-                    case.name
-                );
-            }
+            let generated: &[&str] = &[$(stringify!($name)),*];
+            let listed: ::std::vec::Vec<&str> =
+                $crate::all_cases().iter().map(|c| c.name).collect();
+            assert_eq!(generated, listed.as_slice());
         }
     };
 }
@@ -112,9 +130,8 @@ macro_rules! conformance_tests {
 /// `$setup` is an async function `() -> Option<SinkSetup>` returning the sink factory and a fresh
 /// [`SinkFixture`] (or `None` when the external system is not available; see
 /// [`runner::require_env`]). The calling crate needs `tokio` (features `macros`,
-/// `rt-multi-thread`) as a dev-dependency. Every listed case must exist (the generated tests
-/// name the case functions, so a stale name does not compile), and a test named
-/// `all_sink_cases_generated` fails if the suite has a case this macro does not list.
+/// `rt-multi-thread`) as a dev-dependency. The tests come from the sink suite's case table; a
+/// test named `all_sink_cases_generated` checks the generated names against [`all_sink_cases`].
 ///
 /// ```ignore
 /// async fn setup() -> Option<tributary_conformance::SinkSetup> { /* ... */ }
@@ -123,35 +140,29 @@ macro_rules! conformance_tests {
 #[macro_export]
 macro_rules! sink_conformance_tests {
     ($setup:path) => {
-        $crate::sink_conformance_tests!(@cases $setup;
-            sink_writes_every_row,
-            sink_replay_replaces_batch,
-            sink_replay_after_restart,
-            sink_empty_batch,
-            sink_unknown_option_refused,
-            sink_secrets_hidden,
-        );
+        $crate::__sink_cases!(__sink_case_tests!($setup));
     };
-    (@cases $setup:path; $($case:ident),* $(,)?) => {
+}
+
+/// `__sink_cases!` callback: one test per sink case.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __sink_case_tests {
+    (($setup:path) $($name:ident: $description:literal,)*) => {
         $(
+            #[doc = $description]
             #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $case() {
-                // A name that is not a case function does not compile.
-                let _: $crate::sink::SinkCaseFn = |c, f| ::std::boxed::Box::pin($crate::sink::cases::$case(c, f));
-                $crate::sink::run_sink_case_test(stringify!($case), $setup).await;
+            async fn $name() {
+                $crate::sink::run_sink_case_test(stringify!($name), $setup).await;
             }
         )*
 
         #[test]
         fn all_sink_cases_generated() {
-            let generated: &[&str] = &[$(stringify!($case)),*];
-            for case in $crate::all_sink_cases() {
-                assert!(
-                    generated.contains(&case.name),
-                    "sink_conformance_tests! does not generate a test for sink case {}",
-                    case.name
-                );
-            }
+            let generated: &[&str] = &[$(stringify!($name)),*];
+            let listed: ::std::vec::Vec<&str> =
+                $crate::all_sink_cases().iter().map(|c| c.name).collect();
+            assert_eq!(generated, listed.as_slice());
         }
     };
 }

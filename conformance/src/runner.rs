@@ -2,7 +2,8 @@
 //!
 //! The same entry point serves a built-in connector and a plugin (the host wraps a plugin
 //! connector in an ordinary `SourceFactory`), the `tributary conformance` command and the
-//! generated tests.
+//! generated tests. A generated test records its skip ([`crate::skips`]); [`run`] reports skips
+//! in its [`Report`] only.
 
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,9 @@ use tributary_sdk::SourceFactory;
 use crate::cases::{all_cases, Case, CaseResult, Outcome};
 use crate::fixture::Fixture;
 use crate::report::{CaseReport, CaseStatus, Report};
+use crate::skips::record_skip;
+
+pub use crate::skips::require_env;
 
 /// Runner settings.
 #[derive(Debug, Clone)]
@@ -129,6 +133,10 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// What a generated test needs: the connector and a fixture for it.
+///
+/// A setup function returns `None` when the fixture cannot run here (a server is not
+/// configured); it records why with [`require_env`] (or `tributary_skip_log::skip`), so the
+/// skip shows in the test summary once.
 pub struct Setup {
     /// The connector under test.
     pub connector: std::sync::Arc<dyn SourceFactory>,
@@ -145,7 +153,8 @@ where
     Fut: std::future::Future<Output = Option<Setup>>,
 {
     let Some(mut setup) = setup().await else {
-        println!("skipped {name}: the fixture is not available in this environment");
+        // The setup recorded why (require_env); recording again would count the skip twice.
+        println!("{name}: the setup declined (the fixture is not available here)");
         return;
     };
     let report = run_case(
@@ -161,30 +170,19 @@ where
     conclude(name, "connector", setup.connector.name(), report);
 }
 
-/// Ends a generated test: nothing when passed, a line when skipped, a panic with the reason
+/// Ends a generated test: nothing when passed; a recorded skip (`<connector>::<case>`, never a
+/// failure: the case does not apply to this connector) when skipped; a panic with the reason
 /// when failed.
 pub(crate) fn conclude(name: &str, kind: &str, connector: &str, report: CaseReport) {
     match report.status {
         CaseStatus::Passed => {}
-        CaseStatus::Skipped => println!("skipped {name}: {}", report.reason.unwrap_or_default()),
+        CaseStatus::Skipped => record_skip(
+            &format!("{connector}::{name}"),
+            report.reason.as_deref().unwrap_or("skipped"),
+        ),
         CaseStatus::Failed => panic!(
             "conformance case {name} failed for {kind} '{connector}': {}",
             report.reason.unwrap_or_default()
         ),
-    }
-}
-
-/// True when the environment variable is set; otherwise `None`-worthy: prints a skip line, or
-/// panics under CI (`CI` set), as the project's test policy asks.
-pub fn require_env(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(v) if !v.is_empty() => Some(v),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("{var} is not set, and CI is: the test server was not started")
-        }
-        _ => {
-            println!("skipping: {var} is not set");
-            None
-        }
     }
 }

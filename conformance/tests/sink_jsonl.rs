@@ -1,6 +1,6 @@
 //! The sink conformance suite against the example plugin's JSON-lines sink, linked statically.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::sync::Arc;
 

@@ -315,19 +315,31 @@ impl Col {
         }
     }
 
-    /// Declares that every utf8 value this builder (and its children) will get is checked
-    /// UTF-8 by the decoder before it is pushed, so [`Col::finish`] need not check the column
-    /// again. Only for decoders that validate each string (Avro, Protobuf); debug builds
-    /// still check.
-    pub fn trust_utf8(&mut self) {
+    /// Opts this builder (and its children) into building utf8 columns without validating
+    /// them again in [`Col::finish`] (`StringArray::new_unchecked`, see [`utf8_unchecked`]).
+    /// Builders that never get this call take the checked path: the whole column is validated
+    /// once per batch.
+    ///
+    /// # Safety
+    ///
+    /// Every value the caller pushes into a utf8 column of this builder from now on must be
+    /// valid UTF-8 (checked with `from_utf8`, ASCII, or taken from a `&str`), and bytes written
+    /// to `data` directly must be closed ([`Bytes::close`]) or abandoned ([`Bytes::abandon`])
+    /// on value boundaries. The Avro and Protobuf decoders check each string before pushing it;
+    /// the JSON decoder does not opt in (it copies unescaped bytes).
+    pub unsafe fn trust_utf8(&mut self) {
         match self {
             Col::Utf8(b) => b.utf8_checked = true,
-            Col::Struct(s) => s.children.iter_mut().for_each(Col::trust_utf8),
-            Col::List(l) => l.child.trust_utf8(),
-            Col::Map(m) => {
+            // SAFETY (these arms): the caller's promise covers every child.
+            Col::Struct(s) => s
+                .children
+                .iter_mut()
+                .for_each(|c| unsafe { c.trust_utf8() }),
+            Col::List(l) => unsafe { l.child.trust_utf8() },
+            Col::Map(m) => unsafe {
                 m.keys.trust_utf8();
                 m.values.trust_utf8();
-            }
+            },
             _ => {}
         }
     }
@@ -557,15 +569,10 @@ fn bytes_array(b: &mut Bytes, dt: &DataType) -> Result<ArrayRef> {
     if len == 0 {
         return Ok(new_empty_array(dt));
     }
-    if b.utf8_checked && *dt == DataType::Utf8 && !cfg!(debug_assertions) {
-        // Offsets only grow (values are appended, rollbacks cut offsets and data together)
-        // and end within `data`, checked above against i32::MAX.
-        let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
-        // SAFETY: `utf8_checked` is only set by decoders that check each value is UTF-8
-        // before pushing it, so `data` is a concatenation of valid UTF-8 strings and every
-        // offset falls on a value boundary. Debug builds take the checking path below.
-        let array = unsafe { StringArray::new_unchecked(offsets, Buffer::from_vec(data), nulls) };
-        return Ok(Arc::new(array));
+    if b.utf8_checked && *dt == DataType::Utf8 {
+        // SAFETY: `utf8_checked` is only set through `Col::trust_utf8`, whose caller promised
+        // that every value pushed is valid UTF-8.
+        return Ok(Arc::new(unsafe { utf8_unchecked(offsets, data, nulls) }));
     }
     // Utf8 columns of the JSON decoder are checked here, once per batch.
     let data = arrow_data::ArrayDataBuilder::new(dt.clone())
@@ -577,9 +584,109 @@ fn bytes_array(b: &mut Bytes, dt: &DataType) -> Result<ArrayRef> {
     Ok(make_array(data))
 }
 
+/// A utf8 array from a builder's offsets and bytes, without validating the bytes: what
+/// [`Col::trust_utf8`] buys (one pass over every string byte per batch; measured by the
+/// `utf8_build` group of `benches/decode.rs`). Debug builds still check the contract.
+///
+/// # Safety
+///
+/// `data` is a concatenation of valid UTF-8 strings; `offsets` starts at 0, never decreases,
+/// ends at `data.len()` (at most `i32::MAX`) and falls on the boundaries between the strings.
+unsafe fn utf8_unchecked(
+    offsets: Vec<i32>,
+    data: Vec<u8>,
+    nulls: Option<NullBuffer>,
+) -> StringArray {
+    debug_assert!(offsets.windows(2).all(|w| w[0] <= w[1]));
+    debug_assert_eq!(offsets.last().map(|&o| o as usize), Some(data.len()));
+    debug_assert!(offsets
+        .windows(2)
+        .all(|w| std::str::from_utf8(&data[w[0] as usize..w[1] as usize]).is_ok()));
+    let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+    // SAFETY: the caller's contract is exactly `new_unchecked`'s.
+    unsafe { StringArray::new_unchecked(offsets, Buffer::from_vec(data), nulls) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_array::Array;
+
+    fn utf8_builder(values: &[Option<&[u8]>]) -> Col {
+        let mut col = Col::new(&DataType::Utf8).unwrap();
+        let Col::Utf8(b) = &mut col else {
+            unreachable!()
+        };
+        for v in values {
+            match v {
+                Some(v) => b.push(v),
+                None => b.push_null(),
+            }
+        }
+        col
+    }
+
+    fn is_trusted(col: &Col) -> bool {
+        matches!(col, Col::Utf8(b) if b.utf8_checked)
+    }
+
+    #[test]
+    fn the_unchecked_path_builds_valid_columns_from_valid_strings() {
+        let strings: Vec<Option<&[u8]>> = vec![
+            Some(b"plain"),
+            None,
+            Some("gr\u{fc}n \u{1f30a}".as_bytes()),
+            Some(b""),
+            Some("\u{65e5}\u{672c}".as_bytes()),
+        ];
+        let fields = Fields::from(vec![arrow_schema::Field::new("s", DataType::Utf8, true)]);
+        let mut col = Col::new(&DataType::Struct(fields)).unwrap();
+        // SAFETY: only the valid UTF-8 strings above are pushed.
+        unsafe { col.trust_utf8() };
+        let Col::Struct(s) = &mut col else {
+            unreachable!()
+        };
+        assert!(is_trusted(&s.children[0]), "trust reaches the children");
+        for v in &strings {
+            let Col::Utf8(b) = &mut s.children[0] else {
+                unreachable!()
+            };
+            match v {
+                Some(v) => b.push(v),
+                None => b.push_null(),
+            }
+            s.valid.push(true);
+        }
+        // A value rolled back half-way leaves no bytes behind.
+        if let Col::Utf8(b) = &mut s.children[0] {
+            b.data.extend_from_slice(b"half");
+            b.abandon();
+        }
+        let array = col.finish().unwrap();
+        array.to_data().validate_full().unwrap();
+        let s = array.as_any().downcast_ref::<StructArray>().unwrap();
+        let values = s.column(0).as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(values.len(), 5);
+        assert_eq!(values.value(2), "gr\u{fc}n \u{1f30a}");
+        assert!(values.is_null(1));
+        // The unchecked constructor on its own.
+        // SAFETY: two valid strings, offsets on their boundaries.
+        let direct = unsafe { utf8_unchecked(vec![0, 2, 5], b"abxyz".to_vec(), None) };
+        direct.to_data().validate_full().unwrap();
+        assert_eq!(direct.value(1), "xyz");
+    }
+
+    #[test]
+    fn the_checked_path_refuses_invalid_utf8() {
+        let mut col = utf8_builder(&[Some(b"ok"), Some(b"\xff\xfe"), None]);
+        assert!(!is_trusted(&col));
+        let err = col.finish().unwrap_err();
+        assert!(err.to_string().to_lowercase().contains("utf"), "{err}");
+        let mut col = utf8_builder(&[Some(b"ok"), None, Some("\u{e9}".as_bytes())]);
+        let array = col.finish().unwrap();
+        array.to_data().validate_full().unwrap();
+        assert_eq!(array.len(), 3);
+    }
 
     fn bits(v: &mut Valid) -> Vec<bool> {
         let len = v.len();

@@ -16,10 +16,8 @@ use tributary_sdk::SourceMetrics;
 use crate::columns::{Bytes, Col};
 use crate::framing::Frame;
 use crate::metrics::{Bad, Counters, Malformed};
-use crate::options::DecodeMode;
+use crate::options::{DecodeMode, ProtobufOptions};
 use crate::{RowDecoder, KEY_COLUMN};
-#[allow(unused_imports)]
-use crate::{avro, json, protobuf};
 
 fn missing_feature(what: &str, feature: &str) -> Error {
     Error::new(
@@ -36,7 +34,16 @@ struct Side {
 }
 
 impl Side {
-    fn new(schema: Option<&ResolvedSchema>, strict: bool) -> Result<Side> {
+    // Without any format feature every schema is refused (the code after the match is dead).
+    #[cfg_attr(
+        not(any(feature = "json", feature = "avro", feature = "protobuf")),
+        allow(unreachable_code, unused_variables)
+    )]
+    fn new(
+        schema: Option<&ResolvedSchema>,
+        strict: bool,
+        protobuf: ProtobufOptions,
+    ) -> Result<Side> {
         let Some(s) = schema else {
             return Ok(Side {
                 frame: Frame::default(),
@@ -52,13 +59,13 @@ impl Side {
         let _ = strict;
         let decoder: Box<dyn RowDecoder> = match &s.format {
             #[cfg(feature = "json")]
-            SchemaFormat::JsonSchema => Box::new(json::JsonDecoder::new(&s.text, strict)?),
+            SchemaFormat::JsonSchema => Box::new(crate::json::JsonDecoder::new(&s.text, strict)?),
             #[cfg(feature = "avro")]
-            SchemaFormat::Avro => Box::new(avro::AvroDecoder::new(&s.text)?),
+            SchemaFormat::Avro => Box::new(crate::avro::AvroDecoder::new(&s.text)?),
             #[cfg(feature = "protobuf")]
             SchemaFormat::Protobuf { message } => {
                 let m = (!message.is_empty()).then_some(message.as_str());
-                let d = protobuf::ProtoDecoder::new(&s.text, m, &[])?;
+                let d = crate::protobuf::ProtoDecoder::new(&s.text, m, &[], protobuf)?;
                 if frame.confluent {
                     frame.message_indexes = Some(d.indexes.clone());
                 }
@@ -90,6 +97,8 @@ impl Side {
 pub struct StreamDecoder {
     mode: DecodeMode,
     payload_column: String,
+    /// The key column (None: the batch has no key to decode).
+    key_column: Option<String>,
     key: Side,
     payload: Side,
     counters: Counters,
@@ -166,24 +175,52 @@ impl StreamDecoder {
         mode: DecodeMode,
         payload_column: &str,
     ) -> Result<StreamDecoder> {
+        StreamDecoder::with_protobuf(schemas, mode, payload_column, ProtobufOptions::default())
+    }
+
+    /// [`StreamDecoder::new`] with protobuf choices (`emit.default.values`, `enums.as.ints`).
+    pub fn with_protobuf(
+        schemas: &StreamSchemas,
+        mode: DecodeMode,
+        payload_column: &str,
+        protobuf: ProtobufOptions,
+    ) -> Result<StreamDecoder> {
         let strict = mode == DecodeMode::FailFast;
         Ok(StreamDecoder {
             mode,
             payload_column: payload_column.to_string(),
-            key: Side::new(schemas.key.as_ref(), strict)?,
-            payload: Side::new(schemas.payload.as_ref(), strict)?,
+            key_column: Some(KEY_COLUMN.to_string()),
+            key: Side::new(schemas.key.as_ref(), strict, protobuf)?,
+            payload: Side::new(schemas.payload.as_ref(), strict, protobuf)?,
             counters: Counters::default(),
         })
     }
 
-    /// The schema of decoded batches: `key` and the payload column replaced by their typed
+    /// Decodes the key from `column` instead of `key` (None: no key column is decoded; a key
+    /// schema then has nothing to apply to and is refused).
+    pub fn with_key_column(mut self, column: Option<&str>) -> Result<StreamDecoder> {
+        if column.is_none() && self.key.decoder.is_some() {
+            return Err(Error::new(
+                ErrorCode::Schema,
+                "a key schema is given but the source has no key column",
+            ));
+        }
+        self.key_column = column.map(str::to_string);
+        Ok(self)
+    }
+
+    fn is_key(&self, name: &str) -> bool {
+        self.key_column.as_deref() == Some(name)
+    }
+
+    /// The schema of decoded batches: the key and payload columns replaced by their typed
     /// forms (struct with a schema, utf8 without), everything else unchanged.
     pub fn output_schema(&self, input: &Schema) -> SchemaRef {
         let fields: Vec<Field> = input
             .fields()
             .iter()
             .map(|f| {
-                let side = if f.name() == KEY_COLUMN {
+                let side = if self.is_key(f.name()) {
                     Some(&self.key)
                 } else if *f.name() == self.payload_column {
                     Some(&self.payload)
@@ -207,10 +244,9 @@ impl StreamDecoder {
     /// (or shard and sequence number).
     pub fn decode(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
         let schema = batch.schema();
-        for (side, name) in [
-            (&self.key, KEY_COLUMN),
-            (&self.payload, self.payload_column.as_str()),
-        ] {
+        let key = self.key_column.as_deref().map(|k| (&self.key, k));
+        let payload = Some((&self.payload, self.payload_column.as_str()));
+        for (side, name) in [key, payload].into_iter().flatten() {
             if side.decoder.is_some() && schema.index_of(name).is_err() {
                 return Err(Error::new(
                     ErrorCode::Schema,
@@ -224,7 +260,7 @@ impl StreamDecoder {
         let out_schema = self.output_schema(&schema);
         let mut columns = batch.columns().to_vec();
         for (idx, field) in schema.fields().iter().enumerate() {
-            let is_key = field.name() == KEY_COLUMN;
+            let is_key = self.is_key(field.name());
             if !(is_key || *field.name() == self.payload_column)
                 || !is_bytes_type(field.data_type())
             {
@@ -362,4 +398,3 @@ fn malformed_error(batch: &RecordBatch, column: usize, row: usize, bad: Bad) -> 
         .with_context("field", name)
         .with_context("reason", bad.reason.counter())
 }
-

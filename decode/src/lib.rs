@@ -112,8 +112,8 @@ pub use decoder::StreamDecoder;
 pub use framing::confluent_frame;
 pub use metrics::Malformed;
 pub use options::{
-    decode_options, topic_name_subject, DecodeConfig, DecodeMode, RegistryConfig, SchemaLocator,
-    SideSource, SubjectStrategy,
+    decode_options, topic_name_subject, DecodeConfig, DecodeMode, ProtobufOptions, RegistryConfig,
+    SchemaLocator, SideSource, SubjectStrategy,
 };
 #[cfg(feature = "protobuf")]
 pub use protobuf::DESCRIPTOR_SET_PREFIX;
@@ -160,4 +160,3 @@ pub(crate) fn map_type(value: DataType) -> DataType {
         false,
     )
 }
-

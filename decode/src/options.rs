@@ -9,6 +9,7 @@
 //! | `payload_schema_locator`, `key_schema_locator` | which registry schema: `subject=orders-value,format=AVRO` or a strategy |
 //! | `schema_registry_max_retries` | attempts after the first when the registry cannot be reached |
 //! | `mode` | `PERMISSIVE` (default: malformed -> null, counted) or `FAILFAST` |
+//! | `emit.default.values`, `enums.as.ints` | protobuf: defaults instead of nulls for absent proto3 scalars; enum numbers instead of names (Spark's `from_protobuf` options) |
 //!
 //! A locator is comma-separated `key=value` pairs: `format` (`AVRO` or `PROTOBUF`) and either
 //! `subject=<name>` or `strategy=` one of `TopicNameStrategy` (subject `<topic>-value` /
@@ -16,6 +17,12 @@
 //! (subject `<topic>-<record>`), the last two with `record=<fully qualified name>`. Optional:
 //! `version=<n>` (default latest) and, for protobuf, `message=<fully qualified name>` (default:
 //! the record name, else the first message of the schema).
+//!
+//! Options that would be ignored are refused (`CONFLICTING_OPTIONS`, naming both): a
+//! `wire_format` with a locator (registry records are always Confluent-framed) or for a side
+//! without an inline schema; `schema_registry_url`, `_key`, `_secret`, `_max_retries` when no
+//! side has a locator; a `message_name` the locator does not use (format=AVRO, or the locator
+//! already names the message with `message=` or `record=`).
 
 use tributary_sdk::error::{Error, ErrorCode, Result};
 use tributary_sdk::options::{conflicting, OptionSpec, Options};
@@ -33,6 +40,16 @@ pub enum DecodeMode {
     Permissive,
     /// The batch fails with `MALFORMED_RECORD` naming the record's position.
     FailFast,
+}
+
+/// Protobuf decoding choices (Spark `from_protobuf`'s options of the same names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProtobufOptions {
+    /// `emit.default.values`: a proto3 scalar absent from the wire (implicit presence) is its
+    /// default (0, false, "", the enum's zero value) instead of null.
+    pub emit_default_values: bool,
+    /// `enums.as.ints`: enum columns hold the number (int32) instead of the name (utf8).
+    pub enums_as_ints: bool,
 }
 
 /// The option declarations of the decode section.
@@ -97,6 +114,20 @@ pub fn decode_options() -> Vec<OptionSpec> {
             "Retries (with exponential backoff from 200 ms) when the registry cannot be reached.",
         )
         .default_value(5),
+    );
+    specs.push(
+        OptionSpec::bool(
+            "emit.default.values",
+            "Protobuf: a proto3 scalar absent from the record decodes to its default (0, false, \"\", the enum's zero value) instead of null.",
+        )
+        .default_value(false),
+    );
+    specs.push(
+        OptionSpec::bool(
+            "enums.as.ints",
+            "Protobuf: enum fields decode to their number (int32) instead of their name.",
+        )
+        .default_value(false),
     );
     specs.push(
         OptionSpec::one_of(
@@ -275,6 +306,8 @@ pub struct DecodeConfig {
     pub payload: Option<SideSource>,
     /// Registry settings, when a side uses the registry.
     pub registry: Option<RegistryConfig>,
+    /// Protobuf decoding choices.
+    pub protobuf: ProtobufOptions,
 }
 
 impl DecodeConfig {
@@ -427,6 +460,26 @@ impl DecodeConfig {
         let uses_registry = [&key, &payload]
             .iter()
             .any(|s| matches!(s, Some(SideSource::Registry(_))));
+        let is_protobuf = |s: &Option<SideSource>| match s {
+            Some(SideSource::Direct { format, .. }) => {
+                matches!(format, SchemaFormat::Protobuf { .. })
+            }
+            Some(SideSource::Registry(l)) => matches!(l.format, SchemaFormat::Protobuf { .. }),
+            None => false,
+        };
+        let any_protobuf = is_protobuf(&key) || is_protobuf(&payload);
+        for option in ["emit.default.values", "enums.as.ints"] {
+            p.refuse_ignored(
+                option,
+                any_protobuf,
+                "proto_schema",
+                "only applies to protobuf, and no side is protobuf (proto_schema or a locator with format=PROTOBUF)",
+            )?;
+        }
+        let protobuf = ProtobufOptions {
+            emit_default_values: p.bool("emit.default.values")?.unwrap_or(false),
+            enums_as_ints: p.bool("enums.as.ints")?.unwrap_or(false),
+        };
         for option in [
             "schema_registry_key",
             "schema_registry_secret",
@@ -502,8 +555,108 @@ impl DecodeConfig {
                 key,
                 payload,
                 registry,
+                protobuf,
             },
             pending,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const AVRO: &str = r#"{"type":"record","name":"R","fields":[]}"#;
+    const REGISTRY: &str = "http://localhost:1";
+
+    fn refused(pairs: &[(&str, &str)]) -> Error {
+        let options: Options = pairs.iter().copied().collect();
+        DecodeConfig::validate(&options).unwrap_err()
+    }
+
+    fn assert_conflict(e: &Error, option: &str, with: &str) {
+        assert_eq!(e.code(), ErrorCode::ConflictingOptions, "{e}");
+        assert_eq!(e.context_value("option"), Some(option), "{e}");
+        assert_eq!(e.context_value("conflicts_with"), Some(with), "{e}");
+    }
+
+    #[test]
+    fn wire_format_with_a_locator_is_refused() {
+        let e = refused(&[
+            ("schema_registry_url", REGISTRY),
+            ("payload_schema_locator", "subject=s,format=AVRO"),
+            ("wire_format", "confluent"),
+        ]);
+        assert_conflict(&e, "wire_format", "payload_schema_locator");
+        assert!(e.message().contains("always Confluent-framed"), "{e}");
+        let e = refused(&[
+            ("schema_registry_url", REGISTRY),
+            ("key_schema_locator", "subject=k,format=AVRO"),
+            ("key_wire_format", "plain"),
+        ]);
+        assert_conflict(&e, "key_wire_format", "key_schema_locator");
+    }
+
+    #[test]
+    fn wire_format_of_a_side_without_schema_is_refused() {
+        let e = refused(&[("avro_schema", AVRO), ("key_wire_format", "confluent")]);
+        assert_conflict(&e, "key_wire_format", "key_json_schema");
+        // Given with its inline schema it applies.
+        let o: Options = [("avro_schema", AVRO), ("wire_format", "confluent")]
+            .into_iter()
+            .collect();
+        DecodeConfig::validate(&o).unwrap();
+    }
+
+    #[test]
+    fn registry_settings_without_a_locator_are_refused() {
+        for option in [
+            "schema_registry_key",
+            "schema_registry_secret",
+            "schema_registry_max_retries",
+        ] {
+            let e = refused(&[("avro_schema", AVRO), (option, "3")]);
+            assert_conflict(&e, option, "payload_schema_locator");
+        }
+        let e = refused(&[("avro_schema", AVRO), ("schema_registry_url", REGISTRY)]);
+        assert_conflict(&e, "schema_registry_url", "payload_schema_locator");
+    }
+
+    #[test]
+    fn message_name_the_locator_does_not_use_is_refused() {
+        let e = refused(&[
+            ("schema_registry_url", REGISTRY),
+            ("payload_schema_locator", "subject=s,format=AVRO"),
+            ("message_name", "x.M"),
+        ]);
+        assert_conflict(&e, "message_name", "payload_schema_locator");
+        let e = refused(&[
+            ("schema_registry_url", REGISTRY),
+            (
+                "payload_schema_locator",
+                "subject=s,format=PROTOBUF,message=x.A",
+            ),
+            ("message_name", "x.B"),
+        ]);
+        assert_conflict(&e, "message_name", "payload_schema_locator");
+        // A locator without a message takes it from message_name.
+        let o: Options = [
+            ("schema_registry_url", REGISTRY),
+            ("payload_schema_locator", "subject=s,format=PROTOBUF"),
+            ("message_name", "x.B"),
+        ]
+        .into_iter()
+        .collect();
+        let (c, _) = DecodeConfig::parse(&o).unwrap();
+        let Some(SideSource::Registry(l)) = c.payload else {
+            panic!("registry side expected")
+        };
+        assert_eq!(
+            l.format,
+            SchemaFormat::Protobuf {
+                message: "x.B".into()
+            }
+        );
     }
 }

@@ -72,9 +72,9 @@ pub fn schema_provider(config: &DecodeConfig) -> Result<Box<dyn SchemaProvider>>
     }
     #[cfg(feature = "registry")]
     {
-        Ok(Box::new(
-            crate::registry::RegistrySchemaProvider::new(config)?,
-        ))
+        Ok(Box::new(crate::registry::RegistrySchemaProvider::new(
+            config,
+        )?))
     }
     #[cfg(not(feature = "registry"))]
     {

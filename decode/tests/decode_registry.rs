@@ -407,10 +407,7 @@ fn option_validation() {
     .unwrap();
     assert_eq!(ok.mode, DecodeMode::FailFast);
     assert!(ok.payload.is_none() && ok.key.is_some());
-    assert_eq!(
-        tributary_decode::topic_name_subject("t", true),
-        "t-key"
-    );
+    assert_eq!(tributary_decode::topic_name_subject("t", true), "t-key");
     let loc = tributary_decode::SchemaLocator::parse(
         "strategy=TopicRecordNameStrategy,record=com.x.R,format=AVRO",
         "payload_schema_locator",

@@ -158,7 +158,7 @@ pub fn source_fixture(name: &str) -> Result<Box<dyn tributary_conformance::Fixtu
         #[cfg(feature = "kafka")]
         "kafka" => Ok(Box::new(tributary_kafka::conformance::KafkaFixture::from_env()?)),
         "generator" => Ok(Box::new(
-            tributary_conformance::fixtures::GeneratorFixture::new(1000),
+            tributary_conformance::fixtures::GeneratorFixture::new(1000)?,
         )),
         _ => Err(unknown_fixture("", name, SOURCE_FIXTURES)),
     }

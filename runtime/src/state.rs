@@ -63,5 +63,10 @@ pub fn offsets_log(batches: &[LoggedBatch]) -> StateReport {
                 row
             })
             .collect(),
+        summary: Some(format!(
+            "{} batches, {} committed",
+            batches.len(),
+            batches.iter().filter(|b| b.committed).count()
+        )),
     }
 }

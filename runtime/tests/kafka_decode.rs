@@ -20,16 +20,7 @@ use tributary_runtime::progress::{ProgressEvent, ProgressListener};
 use tributary_runtime::registry::Registry;
 
 fn bootstrap() -> Option<String> {
-    match std::env::var("TRIBUTARY_KAFKA_BOOTSTRAP") {
-        Ok(v) if !v.is_empty() => Some(v),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("TRIBUTARY_KAFKA_BOOTSTRAP is not set; scripts/test.sh starts the broker")
-        }
-        _ => {
-            eprintln!("skipped: TRIBUTARY_KAFKA_BOOTSTRAP is not set (run scripts/services/kafka.sh start)");
-            None
-        }
-    }
+    tributary_skip_log::require_env("TRIBUTARY_KAFKA_BOOTSTRAP", "scripts/services/kafka.sh")
 }
 
 #[derive(Clone, Default)]

@@ -51,7 +51,16 @@ SCRAM256_USER=tributary256
 SCRAM256_PASSWORD=scram-256-secret
 SCRAM512_USER=tributary512
 SCRAM512_PASSWORD=scram-512-secret
+# The conformance suite's secrets case resolves every {{secrets/conformance/...}} reference to
+# this value (tributary-conformance's marker), so the SCRAM user the Kafka fixture logs in as has
+# it for a password: the source reads only if it resolved the reference.
+CONFORMANCE_USER=conformance
+CONFORMANCE_PASSWORD=c0nf0rmance-s3cret-V4lue
 P12_PASSWORD=changeit
+# Java key stores (keytool): store password, and a different password for the key in the JKS
+# key store, as Spark users configure them (kafka.ssl.keystore.password / kafka.ssl.key.password).
+JKS_PASSWORD=jks-store-secret
+JKS_KEY_PASSWORD=jks-key-secret
 
 log() { echo "kafka.sh: $*" >&2; }
 
@@ -76,6 +85,8 @@ install_packages() {
   command -v openssl >/dev/null || missing+=(openssl)
   dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing+=(libcurl4-openssl-dev)
   dpkg -s libssl-dev >/dev/null 2>&1 || missing+=(libssl-dev)
+  # keytool writes the JKS and PKCS12 stores the Spark-option tests read (Debian 12: Java 17).
+  command -v keytool >/dev/null || missing+=(openjdk-17-jre-headless)
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
@@ -168,7 +179,20 @@ make_certs() {
     -passout "pass:$P12_PASSWORD" 2>/dev/null
   openssl pkcs12 -export -nokeys -in ca.pem -out ca.p12 -passout "pass:$P12_PASSWORD" 2>/dev/null
   openssl pkcs8 -topk8 -in client.key -out client-encrypted.key -passout "pass:$P12_PASSWORD" 2>/dev/null
-  chmod 600 ./*.key ./*.p12
+  # The same material as Java's keytool writes it: a JKS and a PKCS12 trust store with the CA,
+  # and JKS / PKCS12 key stores with the client certificate, its chain and key.
+  keytool -importcert -noprompt -alias ca -file ca.pem -keystore ca.jks -storetype JKS \
+    -storepass "$JKS_PASSWORD" >/dev/null 2>&1
+  keytool -importcert -noprompt -alias ca -file ca.pem -keystore ca-keytool.p12 -storetype PKCS12 \
+    -storepass "$JKS_PASSWORD" >/dev/null 2>&1
+  keytool -importkeystore -noprompt -srckeystore client.p12 -srcstoretype PKCS12 \
+    -srcstorepass "$P12_PASSWORD" -destkeystore client-keytool.p12 -deststoretype PKCS12 \
+    -deststorepass "$JKS_PASSWORD" >/dev/null 2>&1
+  keytool -importkeystore -noprompt -srckeystore client.p12 -srcstoretype PKCS12 \
+    -srcstorepass "$P12_PASSWORD" -destkeystore client.jks -deststoretype JKS \
+    -deststorepass "$JKS_PASSWORD" -destkeypass "$JKS_KEY_PASSWORD" -srcalias 1 -destalias client \
+    >/dev/null 2>&1
+  chmod 600 ./*.key ./*.p12 ./*.jks
   cd - >/dev/null
 }
 
@@ -188,6 +212,8 @@ start_all() {
   "$TANSU" user create --broker "tcp://127.0.0.1:$P_SCRAM" "$SCRAM256_USER" "$SCRAM256_PASSWORD" \
     --mechanism scram256 >"$DIR/scram-users.log" 2>&1
   "$TANSU" user create --broker "tcp://127.0.0.1:$P_SCRAM" "$SCRAM512_USER" "$SCRAM512_PASSWORD" \
+    --mechanism scram512 >>"$DIR/scram-users.log" 2>&1
+  "$TANSU" user create --broker "tcp://127.0.0.1:$P_SCRAM" "$CONFORMANCE_USER" "$CONFORMANCE_PASSWORD" \
     --mechanism scram512 >>"$DIR/scram-users.log" 2>&1
   kill "$(cat "$DIR/scram.pid")"
   for _ in $(seq 1 50); do kill -0 "$(cat "$DIR/scram.pid")" 2>/dev/null || break; sleep 0.1; done
@@ -217,6 +243,14 @@ export TRIBUTARY_KAFKA_CLIENT_KEY=$t/client.key
 export TRIBUTARY_KAFKA_CLIENT_KEY_ENCRYPTED=$t/client-encrypted.key
 export TRIBUTARY_KAFKA_CLIENT_P12=$t/client.p12
 export TRIBUTARY_KAFKA_P12_PASSWORD=$P12_PASSWORD
+export TRIBUTARY_KAFKA_CONFORMANCE_USER=$CONFORMANCE_USER
+export TRIBUTARY_KAFKA_CONFORMANCE_PASSWORD=$CONFORMANCE_PASSWORD
+export TRIBUTARY_KAFKA_CA_JKS=$t/ca.jks
+export TRIBUTARY_KAFKA_CA_KEYTOOL_P12=$t/ca-keytool.p12
+export TRIBUTARY_KAFKA_CLIENT_JKS=$t/client.jks
+export TRIBUTARY_KAFKA_CLIENT_KEYTOOL_P12=$t/client-keytool.p12
+export TRIBUTARY_KAFKA_JKS_PASSWORD=$JKS_PASSWORD
+export TRIBUTARY_KAFKA_JKS_KEY_PASSWORD=$JKS_KEY_PASSWORD
 EOF
   log "ready; environment in $ENV_FILE"
 }

@@ -40,6 +40,9 @@ pub struct StateReport {
     pub columns: Vec<String>,
     /// The rows; a missing key is shown empty.
     pub rows: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// A line printed under the table ("11 files, 11 committed"), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
 }
 
 impl StateReport {
@@ -94,6 +97,10 @@ impl StateReport {
             out.push_str(&line(r));
             out.push('\n');
         }
+        if let Some(summary) = &self.summary {
+            out.push_str(summary);
+            out.push('\n');
+        }
         out
     }
 }
@@ -114,10 +121,11 @@ mod tests {
         let r = StateReport {
             columns: vec!["path".into(), "batchId".into()],
             rows: vec![row("/a/long-name.json", json!(0)), row("/b", json!(null))],
+            summary: Some("2 files".into()),
         };
         assert_eq!(
             r.to_table(),
-            "path               batchId\n/a/long-name.json  0\n/b\n"
+            "path               batchId\n/a/long-name.json  0\n/b\n2 files\n"
         );
         assert_eq!(r.to_json()[0]["batchId"], json!(0));
     }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tributary_sdk::SourceFactory;
+use tributary_sdk::{SourceFactory, SourceFactoryExt};
 
 use crate::cases::{ensure, CaseEnv, CaseResult, Outcome};
 use crate::fixture::{EfoSetup, Fixture, ReadSetup};

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use tributary_sdk::{ConnectorContext, ReadLimit, SourceFactory};
+use tributary_sdk::{ConnectorContext, ReadLimit, SourceFactory, SourceFactoryExt};
 
 use crate::cases::option_checks::{
     check_unknown_option, leaks, sensitive_options, MarkerStore, MARKER,

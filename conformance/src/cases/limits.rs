@@ -1,12 +1,13 @@
-//! Rate limits and idle sources.
+//! Bounds on what a batch or a run reads: rate limits, `availableNow` runs, idle sources.
 
 use std::time::{Duration, Instant};
 
-use tributary_sdk::{ReadLimit, SourceFactory};
+use tributary_sdk::{ReadLimit, SourceFactory, SourceFactoryExt};
 
 use crate::capability::LimitUnit;
 use crate::cases::{
-    all_payloads, drain, ensure, sorted, sorted_some, wait_for_data, CaseEnv, CaseResult, Outcome,
+    all_payloads, drain, ensure, sorted, sorted_some, start_reading, wait_for_data, CaseEnv,
+    CaseResult, Outcome,
 };
 use crate::fixture::{Fixture, ReadSetup};
 
@@ -91,6 +92,76 @@ pub async fn rate_limit_honoured(
         rate.unit
     );
     source.stop().await?;
+    Ok(Outcome::Passed)
+}
+
+/// An `availableNow` run reads what existed when [`Source::prepare_available_now`] was called
+/// and nothing produced later — neither before its first batch nor between batches (in several
+/// batches when the connector has a rate limit) — while a new run sees the later records.
+///
+/// [`Source::prepare_available_now`]: tributary_sdk::Source::prepare_available_now
+pub async fn available_now_bounded(
+    connector: &dyn SourceFactory,
+    fixture: &mut dyn Fixture,
+) -> CaseResult {
+    let target = fixture.create_target("availablenow").await?;
+    let before = fixture.produce(&target, 5).await?;
+    let mut setup = ReadSetup::target(&target);
+    if fixture.rate_limit().is_some() {
+        setup.max_per_trigger = Some(2);
+    }
+    let options = fixture.source_options(&setup)?;
+    // Wait (with another instance) until the records are visible, so the run under test starts
+    // the way the runtime starts one: prepare_available_now before any planning.
+    let probe_env = CaseEnv::new()?;
+    let mut probe = connector.create(&options, &probe_env.context)?;
+    let probe_start = probe.initial_offset().await?;
+    let probe_end = wait_for_data(
+        probe.as_mut(),
+        &probe_start,
+        &ReadLimit::All,
+        Duration::from_secs(20),
+    )
+    .await?;
+    ensure!(
+        probe_end != probe_start,
+        "no data planned after producing 5 records"
+    );
+    probe.stop().await?;
+    drop(probe);
+
+    let env = CaseEnv::new()?;
+    let mut source = connector.create(&options, &env.context)?;
+    let limit = source.default_read_limit();
+    let start = source.initial_offset().await?;
+    source.prepare_available_now().await?;
+    let mut later = fixture.produce(&target, 3).await?;
+    let end = source.latest_offset(&start, &limit).await?;
+    ensure!(end != start, "the availableNow run planned no first batch");
+    let first = source.read(&start, &end).await?;
+    source.commit(&end).await?;
+    later.extend(fixture.produce(&target, 2).await?);
+    let (rest, _) = drain(source.as_mut(), end, &limit, 100).await?;
+    let mut got = fixture.payloads(&first)?;
+    got.extend(all_payloads(fixture, &rest)?);
+    ensure!(
+        sorted(got.clone()) == sorted_some(&before),
+        "the availableNow run should read the {} records that existed when it was prepared \
+         ({before:?}), read {got:?} (produced later: {later:?})",
+        before.len()
+    );
+    source.stop().await?;
+
+    // The later records exist: a new run reads them (so the bound above was the snapshot's).
+    let env = CaseEnv::new()?;
+    let mut r = start_reading(connector, fixture, &env, &setup).await?;
+    let all = r.read_all(fixture).await?;
+    ensure!(
+        later.iter().all(|v| all.contains(&Some(v.clone()))),
+        "a new run should read the records produced after the availableNow run was prepared \
+         ({later:?}), read {all:?}"
+    );
+    r.source.stop().await?;
     Ok(Outcome::Passed)
 }
 

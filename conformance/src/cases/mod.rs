@@ -2,8 +2,9 @@
 //!
 //! Every case takes the connector under test (as a [`SourceFactory`], so a built-in connector and
 //! a plugin run the same code) and a [`Fixture`], and returns an [`Outcome`] or a [`Failure`].
-//! [`all_cases`] lists them with the capabilities each needs; [`crate::conformance_tests!`] turns
-//! them into one test per case, so a new case reaches every connector.
+//! One table (`__source_cases!`) lists them with the capabilities each needs; [`all_cases`] and
+//! [`crate::conformance_tests!`] (one test per case) are generated from it, so a new case is
+//! written once and reaches every connector.
 
 mod data_loss;
 mod decoding;
@@ -20,6 +21,7 @@ use arrow::array::RecordBatch;
 use futures::future::BoxFuture;
 use tributary_sdk::{
     ConnectorContext, EnvSecretStore, Offset, Options, ReadLimit, Source, SourceFactory,
+    SourceFactoryExt,
 };
 
 use crate::capability::Capability;
@@ -32,7 +34,7 @@ pub use efo::{
     efo_consumer_reused_by_name,
 };
 pub use lifecycle::{secrets_hidden, shutdown_releases_resources, unknown_option_refused};
-pub use limits::{idle_source_returns_empty, rate_limit_honoured};
+pub use limits::{available_now_bounded, idle_source_returns_empty, rate_limit_honoured};
 pub use reading::{
     read_range_determinism, replay_after_restart, starting_earliest, starting_latest,
 };
@@ -92,122 +94,80 @@ impl std::fmt::Debug for Case {
     }
 }
 
-macro_rules! case {
-    ($name:ident, $requires:expr, $description:expr) => {
-        Case {
-            name: stringify!($name),
-            description: $description,
-            requires: $requires,
-            run: |c, f| Box::pin($name(c, f)),
+/// The source suite's case table — the one place a case is listed: its name (the public async
+/// function in this module and the generated test), the capabilities it needs and what it
+/// checks. Expands to `$crate::$callback! { ($($args)*) name: [Capability, ..] "what", .. }`;
+/// [`all_cases`] and [`crate::conformance_tests!`] are both generated from it.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __source_cases {
+    ($callback:ident ! ($($args:tt)*)) => {
+        $crate::$callback! { ($($args)*)
+            subscribe_list: [SubscribeList]
+                "a list of targets is read completely",
+            subscribe_pattern_includes_new_target: [SubscribePattern]
+                "a pattern subscription picks up a target created after the start",
+            assign_partitions: [Assign]
+                "of a multi-partition target, exactly the assigned partitions are read",
+            starting_earliest: []
+                "a new query from earliest reads every record",
+            starting_latest: [StartingLatest]
+                "a new query from latest reads only records produced after it started",
+            read_range_determinism: []
+                "the same offset range read twice (and by a new instance) yields the same records",
+            replay_after_restart: []
+                "an uncommitted batch replays exactly after a restart: no loss, no duplicate",
+            rate_limit_honoured: [RateLimit]
+                "the rate-limit option and a host read limit bound every batch",
+            available_now_bounded: [AppendWhileRunning]
+                "an availableNow run reads what existed when it was prepared, nothing later",
+            fail_on_data_loss_true: []
+                "with failOnDataLoss=true each declared data-loss kind fails with its code",
+            fail_on_data_loss_false: []
+                "with failOnDataLoss=false each declared data-loss kind is counted and skipped",
+            permissive_decoding: [PermissiveDecoding]
+                "a malformed record becomes a null payload and a counter; the stream goes on",
+            failfast_decoding_stops: [PermissiveDecoding]
+                "FAILFAST stops at a malformed record with MALFORMED_RECORD",
+            idle_source_returns_empty: []
+                "with no new data the source plans empty batches promptly, without blocking",
+            shutdown_releases_resources: []
+                "stop succeeds and a new instance on the same state works afterwards",
+            secrets_hidden: []
+                "sensitive option values never appear in Debug output or errors",
+            unknown_option_refused: []
+                "an unknown option is refused with UNKNOWN_OPTION and a near miss is suggested",
+            efo_consumer_registered_active: [EfoConsumers]
+                "starting an EFO source registers its consumer and waits until it is active",
+            efo_consumer_reused_by_name: [EfoConsumers]
+                "a second source with the same consumer name reuses the consumer",
+            efo_consumer_deregistered_on_stop: [EfoConsumers]
+                "with deregistration requested, stop removes the consumer",
+            efo_consumer_leak_listed: [EfoConsumers]
+                "without deregistration the consumer stays and is listed",
         }
+    };
+}
+
+/// `__source_cases!` callback: the table as a `Vec<Case>`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __source_case_list {
+    (() $($name:ident: [$($cap:ident),*] $description:literal,)*) => {
+        vec![$(
+            $crate::cases::Case {
+                name: stringify!($name),
+                description: $description,
+                requires: &[$($crate::Capability::$cap),*],
+                run: |c, f| ::std::boxed::Box::pin($crate::cases::$name(c, f)),
+            },
+        )*]
     };
 }
 
 /// Every case of the suite, in report order.
 pub fn all_cases() -> Vec<Case> {
-    use Capability::*;
-    vec![
-        case!(
-            subscribe_list,
-            &[SubscribeList],
-            "a list of targets is read completely"
-        ),
-        case!(
-            subscribe_pattern_includes_new_target,
-            &[SubscribePattern],
-            "a pattern subscription picks up a target created after the start"
-        ),
-        case!(
-            assign_partitions,
-            &[Assign],
-            "assigned partitions are read, others are not"
-        ),
-        case!(
-            starting_earliest,
-            &[],
-            "a new query from earliest reads every record"
-        ),
-        case!(
-            starting_latest,
-            &[StartingLatest],
-            "a new query from latest reads only records produced after it started"
-        ),
-        case!(
-            read_range_determinism,
-            &[],
-            "the same offset range read twice (and by a new instance) yields the same records"
-        ),
-        case!(
-            replay_after_restart,
-            &[],
-            "an uncommitted batch replays exactly after a restart: no loss, no duplicate"
-        ),
-        case!(
-            rate_limit_honoured,
-            &[RateLimit],
-            "the rate-limit option and a host read limit bound every batch"
-        ),
-        case!(
-            fail_on_data_loss_true,
-            &[],
-            "with failOnDataLoss=true each declared data-loss kind fails with its code"
-        ),
-        case!(
-            fail_on_data_loss_false,
-            &[],
-            "with failOnDataLoss=false each declared data-loss kind is counted and skipped"
-        ),
-        case!(
-            permissive_decoding,
-            &[PermissiveDecoding],
-            "a malformed record becomes a null payload and a counter; the stream goes on"
-        ),
-        case!(
-            failfast_decoding_stops,
-            &[PermissiveDecoding],
-            "FAILFAST stops at a malformed record with MALFORMED_RECORD"
-        ),
-        case!(
-            idle_source_returns_empty,
-            &[],
-            "with no new data the source plans empty batches promptly, without blocking"
-        ),
-        case!(
-            shutdown_releases_resources,
-            &[],
-            "stop succeeds and a new instance on the same state works afterwards"
-        ),
-        case!(
-            secrets_hidden,
-            &[],
-            "sensitive option values never appear in Debug output or errors"
-        ),
-        case!(
-            unknown_option_refused,
-            &[],
-            "an unknown option is refused with UNKNOWN_OPTION and a near miss is suggested"
-        ),
-        case!(
-            efo_consumer_registered_active,
-            &[EfoConsumers],
-            "starting an EFO source registers its consumer and waits until it is active"
-        ),
-        case!(
-            efo_consumer_reused_by_name,
-            &[EfoConsumers],
-            "a second source with the same consumer name reuses the consumer"
-        ),
-        case!(
-            efo_consumer_deregistered_on_stop,
-            &[EfoConsumers],
-            "with deregistration requested, stop removes the consumer"
-        ),
-        case!(
-            efo_consumer_leak_listed,
-            &[EfoConsumers],
-            "without deregistration the consumer stays and is listed"
-        ),
-    ]
+    crate::__source_cases!(__source_case_list!())
 }
 
 /// A connector context with a fresh state directory, kept alive with the returned guard.

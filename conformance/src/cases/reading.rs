@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use tributary_sdk::{ReadLimit, SourceFactory};
+use tributary_sdk::{ReadLimit, SourceFactory, SourceFactoryExt};
 
 use crate::capability::Capability;
 use crate::cases::{

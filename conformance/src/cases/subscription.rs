@@ -90,22 +90,40 @@ fn regex_escape(text: &str) -> String {
         .collect()
 }
 
-/// Assigning partition 0 of a target reads exactly the records of that partition.
+/// Of a target with three partitions, assigning partitions 0 and 2 reads exactly the records of
+/// those partitions: none of partition 1.
 pub async fn assign_partitions(
     connector: &dyn SourceFactory,
     fixture: &mut dyn Fixture,
 ) -> CaseResult {
+    const ASSIGNED: [u32; 2] = [0, 2];
     let env = CaseEnv::new()?;
-    let target = fixture.create_target("assign").await?;
-    let produced = fixture.produce(&target, 5).await?;
+    let target = fixture.create_partitioned_target("assign", 3).await?;
+    let produced = fixture.produce_partitioned(&target, 12).await?;
+    let (inside, outside): (Vec<_>, Vec<_>) =
+        produced.iter().partition(|(p, _)| ASSIGNED.contains(p));
+    let expected: Vec<String> = inside.into_iter().map(|(_, v)| v.clone()).collect();
+    let unassigned: Vec<String> = outside.into_iter().map(|(_, v)| v.clone()).collect();
+    ensure!(
+        !expected.is_empty() && !unassigned.is_empty(),
+        "the fixture should spread 12 records over 3 partitions, produced {produced:?}"
+    );
     let mut setup = ReadSetup::target(&target);
-    setup.subscription = Subscription::Assign(vec![(target.clone(), 0)]);
+    setup.subscription =
+        Subscription::Assign(ASSIGNED.iter().map(|p| (target.clone(), *p)).collect());
     let mut r = start_reading(connector, fixture, &env, &setup).await?;
     let got = r.read_all(fixture).await?;
-    // Fixtures produce into partition 0, so assignment of partition 0 sees every record.
+    let strays: Vec<&String> = unassigned
+        .iter()
+        .filter(|v| got.contains(&Some((*v).clone())))
+        .collect();
     ensure!(
-        sorted(got.clone()) == sorted_some(&produced),
-        "assign {target}:0 should read {produced:?}, read {got:?}"
+        strays.is_empty(),
+        "assign {target}:{ASSIGNED:?} read records of unassigned partition(s): {strays:?}"
+    );
+    ensure!(
+        sorted(got.clone()) == sorted_some(&expected),
+        "assign {target}:{ASSIGNED:?} should read {expected:?}, read {got:?}"
     );
     r.source.stop().await?;
     Ok(Outcome::Passed)

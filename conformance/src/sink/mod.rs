@@ -16,14 +16,13 @@
 //!
 //! ## Example
 //!
-//! ```no_run
-//! # #[cfg(feature = "sinks")]
-//! # async fn demo() -> tributary_sdk::Result<()> {
-//! use tributary_conformance::{fixtures::ParquetSinkFixture, sink};
+//! ```
+//! use tributary_conformance::{fixtures::JsonLinesSinkFixture, sink};
 //!
-//! let mut fixture = ParquetSinkFixture::new()?;
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)] async fn main() -> tributary_sdk::Result<()> {
+//! let mut fixture = JsonLinesSinkFixture::new()?;
 //! let report = sink::run_sinks(
-//!     &tributary_sinks::ParquetSinkFactory,
+//!     &tributary_plugin_generator::JsonLinesSinkFactory,
 //!     &mut fixture,
 //!     &Default::default(),
 //! )
@@ -32,6 +31,9 @@
 //! assert!(report.is_success());
 //! # Ok(()) }
 //! ```
+//!
+//! The Parquet and Kafka sinks run the same suite from their crates
+//! (`tributary_sinks::conformance::ParquetSinkFixture`, behind the `conformance` feature).
 
 pub mod cases;
 pub mod fixture;

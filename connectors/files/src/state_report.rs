@@ -13,7 +13,7 @@
 //! committed it: `cloudFiles.cleanSource.retentionDuration` counts from here) and
 //! `cleanedTimeMs` (when `cloudFiles.cleanSource` deleted or moved the file); the last two are
 //! absent until they happen. Timestamps stay numbers in the table too, so the table and the JSON never
-//! disagree and both sort as they read.
+//! disagree and both sort as they read. The table ends with "N files, M committed".
 
 use serde_json::{json, Map, Value};
 use tributary_sdk::{Result, StateReport, StateRequest};
@@ -74,6 +74,11 @@ pub(crate) fn describe(request: &StateRequest<'_>) -> Result<StateReport> {
             *slot = Some(range);
         }
     }
+    let committed = batch_of
+        .iter()
+        .filter(|r| r.is_some_and(|r| r.committed))
+        .count();
+    let summary = format!("{} files, {committed} committed", entries.len());
     Ok(StateReport {
         columns: COLUMNS.iter().map(|c| c.to_string()).collect(),
         rows: entries
@@ -81,6 +86,7 @@ pub(crate) fn describe(request: &StateRequest<'_>) -> Result<StateReport> {
             .zip(batch_of)
             .map(|(entry, range)| row(entry, range))
             .collect(),
+        summary: Some(summary),
     })
 }
 
@@ -88,11 +94,17 @@ fn row(entry: FileStateEntry, range: Option<&Range>) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("path".into(), json!(entry.path));
     m.insert("size".into(), json!(entry.size));
-    m.insert("modificationTimeMs".into(), json!(entry.modification_time_ms));
+    m.insert(
+        "modificationTimeMs".into(),
+        json!(entry.modification_time_ms),
+    );
     m.insert("discoveryTimeMs".into(), json!(entry.discovery_time_ms));
     m.insert("seq".into(), json!(entry.seq));
     m.insert("batchId".into(), json!(range.map(|r| r.batch_id)));
-    m.insert("committed".into(), json!(range.is_some_and(|r| r.committed)));
+    m.insert(
+        "committed".into(),
+        json!(range.is_some_and(|r| r.committed)),
+    );
     if let Some(commit) = entry.commit_time_ms {
         m.insert("commitTimeMs".into(), json!(commit));
     }

@@ -140,7 +140,9 @@ async fn restart_with_the_same_state_dir_reads_only_new_files() {
         .iter()
         .all(|r| r["committed"] == true && r["commitTimeMs"].is_i64()));
     assert_eq!(
-        rows.iter().map(|r| r["batchId"].as_u64().unwrap()).collect::<Vec<_>>(),
+        rows.iter()
+            .map(|r| r["batchId"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
         vec![0, 0, 0, 1]
     );
     assert_eq!(
@@ -154,7 +156,9 @@ async fn restart_with_the_same_state_dir_reads_only_new_files() {
             .to_string()
     );
     assert_eq!(
-        rows.iter().map(|r| r["seq"].as_u64().unwrap()).collect::<Vec<_>>(),
+        rows.iter()
+            .map(|r| r["seq"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
         vec![0, 1, 2, 3]
     );
 }

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use tributary_files::conformance::FilesFixture;
 use tributary_conformance::Setup;
+use tributary_files::conformance::FilesFixture;
 
 async fn setup() -> Option<Setup> {
     Some(Setup {

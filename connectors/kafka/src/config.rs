@@ -492,7 +492,7 @@ mod tests {
     }
 
     fn parse(o: &Options) -> Result<SourceConfig> {
-        parse(&OptionSpec::validate_all(&source_option_specs(), o, "kafka")?)
+        SourceConfig::parse(&OptionSpec::validate_all(&source_option_specs(), o, "kafka")?)
     }
 
     #[test]

@@ -23,7 +23,11 @@
 //! ## Options
 //!
 //! Stream options are declared in [`config`]; the connection (bootstrap servers,
-//! `kafka.*` pass-through, `auth.*`, `tls.*`) in [`connection`]. Unknown options, librdkafka
+//! `kafka.*` pass-through, `auth.*`, `tls.*` and Spark's `kafka.security.protocol`,
+//! `kafka.sasl.*`, `kafka.ssl.*`) in [`connection`]. Options are parsed once, into
+//! [`config::SourceConfig`] / [`config::SinkConfig`]; options that would be ignored or that
+//! contradict each other are refused with `CONFLICTING_OPTIONS` naming both. The record schema
+//! is in [`schema`]. Unknown options, librdkafka
 //! properties it does not know, bad JSON, bad regular expressions and unreadable key material
 //! are refused with a stable error code naming the option before anything connects.
 //!
@@ -31,7 +35,7 @@
 //!
 //! ```
 //! use tributary_kafka::KafkaSourceFactory;
-//! use tributary_sdk::{ConnectorContext, ErrorCode, Options, SourceFactory};
+//! use tributary_sdk::{ConnectorContext, ErrorCode, Options, SourceFactory, SourceFactoryExt};
 //!
 //! let options: Options = [
 //!     ("kafka.bootstrap.servers", "127.0.0.1:9092"),
@@ -41,14 +45,27 @@
 //! ]
 //! .into_iter()
 //! .collect();
-//! KafkaSourceFactory.validate(&options).unwrap();
-//! // Building the source checks everything but does not connect yet.
+//! // Options are parsed once; the description says what the source reads.
+//! let prepared = KafkaSourceFactory.prepare(&options).unwrap();
+//! assert_eq!(prepared.description().streams, vec!["events".to_string()]);
+//! assert_eq!(prepared.description().payload_column.as_deref(), Some("value"));
+//! // Building the source resolves secrets and checks key material but does not connect yet.
 //! let source = KafkaSourceFactory.create(&options, &ConnectorContext::default()).unwrap();
 //! assert_eq!(source.identity().target, "subscribe=events");
 //!
 //! let bad = options.clone().with("subscribePattern", "events-.*");
 //! let err = KafkaSourceFactory.validate(&bad).unwrap_err();
 //! assert_eq!(err.code(), ErrorCode::ConflictingOptions);
+//!
+//! // Spark's security options work as the Spark pages spell them.
+//! let scram = options.clone()
+//!     .with("kafka.security.protocol", "SASL_PLAINTEXT")
+//!     .with("kafka.sasl.mechanism", "SCRAM-SHA-512")
+//!     .with(
+//!         "kafka.sasl.jaas.config",
+//!         r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="{{secrets/kafka/pw}}";"#,
+//!     );
+//! KafkaSourceFactory.validate(&scram).unwrap();
 //! ```
 
 pub mod auth;
@@ -60,9 +77,13 @@ mod metrics;
 pub mod offsets;
 pub mod planner;
 mod reader;
+pub mod schema;
 pub mod sink;
 pub mod source;
 
-pub use connection::ConnectionProfile;
+#[cfg(feature = "conformance")]
+pub mod conformance;
+
+pub use connection::{ConnectionProfile, ConnectionSettings};
 pub use sink::{KafkaSink, KafkaSinkFactory};
 pub use source::{KafkaSource, KafkaSourceFactory};

@@ -21,20 +21,24 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
+use tributary_sdk::typed::SinkConnector;
 use tributary_sdk::{
-    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, Options, Result, Sink, SinkFactory,
+    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, Options, ParsedOptions, Result, Sink,
 };
 
 use crate::client::KafkaContext;
 use crate::config::{sink_option_specs, SinkConfig};
-use crate::connection::{check_pass_through, ConnectionProfile};
+use crate::connection::ConnectionProfile;
 use crate::error::config_error;
+use crate::schema::kafka_headers_type;
 
 /// Builds Kafka sinks (connector name `kafka`).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct KafkaSinkFactory;
 
-impl SinkFactory for KafkaSinkFactory {
+impl SinkConnector for KafkaSinkFactory {
+    type Config = SinkConfig;
+
     fn name(&self) -> &str {
         "kafka"
     }
@@ -43,13 +47,12 @@ impl SinkFactory for KafkaSinkFactory {
         sink_option_specs()
     }
 
-    fn validate(&self, options: &Options) -> Result<()> {
-        let (_, parsed) = SinkConfig::parse(options)?;
-        check_pass_through(&parsed)
+    fn parse(&self, options: &ParsedOptions) -> Result<SinkConfig> {
+        SinkConfig::parse(options)
     }
 
-    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Sink>> {
-        Ok(Box::new(KafkaSink::new(options, context)?))
+    fn build(&self, config: SinkConfig, context: &ConnectorContext) -> Result<Box<dyn Sink>> {
+        Ok(Box::new(KafkaSink::build(config, context)?))
     }
 }
 
@@ -132,7 +135,7 @@ fn check_schema(schema: &SchemaRef, topic_option: bool) -> Result<()> {
         }
     }
     if let Some(f) = field("headers") {
-        if f.data_type() != &tributary_sdk::record::kafka_headers_type() {
+        if f.data_type() != &kafka_headers_type() {
             return Err(Error::new(
                 ErrorCode::Schema,
                 format!(
@@ -147,11 +150,16 @@ fn check_schema(schema: &SchemaRef, topic_option: bool) -> Result<()> {
 }
 
 impl KafkaSink {
-    /// Validates the options, resolves secrets, checks key material. Nothing connects yet.
+    /// Validates and parses the options, then builds the sink (the typed path in one call).
     pub fn new(options: &Options, context: &ConnectorContext) -> Result<KafkaSink> {
-        let (config, parsed) = SinkConfig::parse(options)?;
-        let profile = Arc::new(ConnectionProfile::from_options(
-            &parsed,
+        let parsed = OptionSpec::validate_all(&sink_option_specs(), options, "kafka")?;
+        KafkaSink::build(SinkConfig::parse(&parsed)?, context)
+    }
+
+    /// Resolves secrets, checks key material and builds the sink. Nothing connects yet.
+    pub fn build(config: SinkConfig, context: &ConnectorContext) -> Result<KafkaSink> {
+        let profile = Arc::new(ConnectionProfile::resolve(
+            &config.connection,
             context.secrets.as_ref(),
         )?);
         Ok(KafkaSink {

@@ -23,24 +23,29 @@ use std::time::Instant;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
+use tributary_sdk::typed::SourceConnector;
 use tributary_sdk::{
     ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode, Offset,
-    OptionSpec, Options, ReadLimit, Result, Source, SourceFactory, SourceIdentity, SourceMetrics,
+    OptionSpec, Options, ParsedOptions, ReadLimit, Result, Source, SourceDescription,
+    SourceIdentity, SourceMetrics,
 };
 
 use crate::client::{Admin, RequestPolicy};
 use crate::config::{source_option_specs, Position, SourceConfig, Subscription};
-use crate::connection::{check_pass_through, ConnectionProfile};
+use crate::connection::ConnectionProfile;
 use crate::metrics::{lag_metrics, with_byte_estimate, ByteWindow};
 use crate::offsets::{PartitionOffsets, EARLIEST, LATEST};
 use crate::planner::{rate_limit, split_ranges, OffsetRange};
 use crate::reader::{RangeReader, ReadSettings};
+use crate::schema::{kafka_schema, KEY_COLUMN, PAYLOAD_COLUMN};
 
 /// Builds Kafka sources (connector name `kafka`).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct KafkaSourceFactory;
 
-impl SourceFactory for KafkaSourceFactory {
+impl SourceConnector for KafkaSourceFactory {
+    type Config = SourceConfig;
+
     fn name(&self) -> &str {
         "kafka"
     }
@@ -49,13 +54,25 @@ impl SourceFactory for KafkaSourceFactory {
         source_option_specs()
     }
 
-    fn validate(&self, options: &Options) -> Result<()> {
-        let (_, parsed) = SourceConfig::parse(options)?;
-        check_pass_through(&parsed)
+    fn parse(&self, options: &ParsedOptions) -> Result<SourceConfig> {
+        SourceConfig::parse(options)
     }
 
-    fn create(&self, options: &Options, context: &ConnectorContext) -> Result<Box<dyn Source>> {
-        Ok(Box::new(KafkaSource::new(options, context)?))
+    /// The identity is the subscription (`subscribe=a,b`, `subscribePattern=x.*`,
+    /// `assign={...}`); the streams are the named or assigned topics.
+    fn describe(&self, config: &SourceConfig) -> SourceDescription {
+        let d = SourceDescription::new("kafka", config.subscription.describe())
+            .with_payload_column(PAYLOAD_COLUMN)
+            .with_key_column(KEY_COLUMN);
+        match &config.subscription {
+            Subscription::Topics(t) => d.with_streams(t.iter().cloned()),
+            Subscription::Assign(a) => d.with_streams(a.keys().cloned()),
+            Subscription::Pattern(r) => d.with_stream_pattern(r.as_str()),
+        }
+    }
+
+    fn build(&self, config: SourceConfig, context: &ConnectorContext) -> Result<Box<dyn Source>> {
+        Ok(Box::new(KafkaSource::build(config, context)?))
     }
 }
 
@@ -103,18 +120,22 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 }
 
 impl KafkaSource {
-    /// Validates the options, resolves secrets, checks key material. Nothing connects yet.
+    /// Validates and parses the options, then builds the source (the typed path in one call,
+    /// for code that wants the concrete type). Nothing connects yet.
     pub fn new(options: &Options, context: &ConnectorContext) -> Result<KafkaSource> {
-        let (config, parsed) = SourceConfig::parse(options)?;
-        let profile = Arc::new(ConnectionProfile::from_options(
-            &parsed,
+        let parsed = OptionSpec::validate_all(&source_option_specs(), options, "kafka")?;
+        KafkaSource::build(SourceConfig::parse(&parsed)?, context)
+    }
+
+    /// Resolves secrets, checks key material and builds the source. Nothing connects yet.
+    pub fn build(config: SourceConfig, context: &ConnectorContext) -> Result<KafkaSource> {
+        let profile = Arc::new(ConnectionProfile::resolve(
+            &config.connection,
             context.secrets.as_ref(),
         )?);
-        let group_id = parsed
-            .prefixed("kafka.")
-            .into_iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("group.id"))
-            .map(|(_, v)| v)
+        let group_id = config
+            .group_id
+            .clone()
             .unwrap_or_else(|| {
                 format!(
                     "{}-{}-{:016x}",
@@ -124,7 +145,7 @@ impl KafkaSource {
                 )
             });
         Ok(KafkaSource {
-            schema: tributary_sdk::record::kafka_schema(config.include_headers),
+            schema: kafka_schema(config.include_headers),
             tracker: DataLossTracker::new(config.fail_on_data_loss),
             window: ByteWindow::new(config.bytes_estimate_window),
             config,
@@ -425,15 +446,15 @@ impl Source for KafkaSource {
             .filter(|(t, p, e)| start.get(t, *p).is_none_or(|s| *e < s))
             .map(|(t, p, _)| (t.to_string(), p))
             .collect();
-        let low = if need_low.is_empty() {
-            PartitionOffsets::new()
+        let (low, high) = if need_low.is_empty() {
+            (PartitionOffsets::new(), PartitionOffsets::new())
         } else {
             let admin = self.admin()?;
             let mut parts = std::collections::BTreeMap::<String, Vec<i32>>::new();
             for (t, p) in need_low {
                 parts.entry(t).or_default().push(p);
             }
-            blocking(move || admin.watermarks(&parts)).await?.0
+            blocking(move || admin.watermarks(&parts)).await?
         };
         let mut ranges = Vec::new();
         for (t, p, e) in end.iter() {
@@ -451,6 +472,19 @@ impl Source for KafkaSource {
                         )?;
                     }
                     l
+                }
+                // The partition still reaches the start: the planned range itself is inverted
+                // (a damaged or edited offset log); nothing is read for it.
+                Some(s) if e < s && high.get(t, p).is_some_and(|h| h >= s) => {
+                    self.report(
+                        DataLossEvent::new(
+                            DataLossKind::EndBeforeStart,
+                            location(t, p),
+                            format!("The batch's end offset {e} of partition {t}-{p} is before its start offset {s}"),
+                        )
+                        .with_positions(s, e),
+                    )?;
+                    e
                 }
                 Some(s) if e < s => {
                     self.report(

@@ -1,23 +1,36 @@
 //! The conformance suite against the built-in Kafka connector and a real broker (tansu, started
-//! by `scripts/services/kafka.sh`; endpoints from `TRIBUTARY_KAFKA_BOOTSTRAP` and
-//! `TRIBUTARY_KAFKA_SCRATCH_BOOTSTRAP`, skipped when unset unless `CI` is set).
+//! by `scripts/services/kafka.sh`; endpoints from `TRIBUTARY_KAFKA_BOOTSTRAP`,
+//! `TRIBUTARY_KAFKA_SCRATCH_BOOTSTRAP` and `TRIBUTARY_KAFKA_SCRAM_BOOTSTRAP`; a missing one is a
+//! recorded skip, a failure under `CI`). Needs the `conformance` feature.
 //!
 //! The generated tests run every case with a plain fixture on the main broker. The data-loss
 //! cases run again with the fixtures that can cause data loss, one kind at a time: topics with a
 //! short retention on the main broker (`START_OFFSET_RESET`), and topics recreated
-//! (`PARTITION_OFFSET_CHANGED`) or deleted (`PARTITIONS_DELETED`) on the scratch broker.
+//! (`PARTITION_OFFSET_CHANGED`) or deleted (`PARTITIONS_DELETED`) on the scratch broker. The
+//! secrets case runs again on the SCRAM broker, where the source's password is a secret
+//! reference it must resolve to read at all.
 
-#![cfg(feature = "kafka")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tributary_conformance::fixtures::KafkaFixture;
-use tributary_conformance::runner::{require_env, run_case_test};
+use tributary_conformance::fixture::{Fixture, ReadSetup};
+use tributary_conformance::runner::run_case_test;
 use tributary_conformance::{CaseStatus, Setup};
+use tributary_kafka::conformance::KafkaFixture;
 use tributary_kafka::KafkaSourceFactory;
-use tributary_sdk::DataLossKind;
+use tributary_sdk::{
+    ConnectorContext, DataLossKind, ErrorCode, ReadLimit, Result, Secret, SecretRef, SecretStore,
+    SourceFactoryExt,
+};
+
+fn require_env(var: &str) -> Option<String> {
+    tributary_skip_log::require_env(var, "scripts/services/kafka.sh")
+}
+
+/// The reference the SCRAM fixture gives the source as `auth.password`.
+const PASSWORD_REFERENCE: &str = "{{secrets/conformance/auth.password}}";
 
 /// Retention of the topics of the retention fixture: long enough for a case to plan its first
 /// batch, short enough that waiting for it is bearable.
@@ -59,7 +72,86 @@ async fn deleted_setup() -> Option<Setup> {
     })
 }
 
+/// The SCRAM broker, with the conformance user the service script creates.
+async fn scram_setup() -> Option<Setup> {
+    let (bootstrap, user, password) = scram_env()?;
+    Some(Setup {
+        connector: Arc::new(KafkaSourceFactory),
+        fixture: Box::new(KafkaFixture::scram(
+            &bootstrap,
+            &user,
+            &password,
+            PASSWORD_REFERENCE,
+        )),
+    })
+}
+
+fn scram_env() -> Option<(String, String, String)> {
+    Some((
+        require_env("TRIBUTARY_KAFKA_SCRAM_BOOTSTRAP")?,
+        require_env("TRIBUTARY_KAFKA_CONFORMANCE_USER")?,
+        require_env("TRIBUTARY_KAFKA_CONFORMANCE_PASSWORD")?,
+    ))
+}
+
 tributary_conformance::conformance_tests!(setup);
+
+/// The secrets case where the sensitive option is a real credential: `auth.password` given as
+/// a reference that only the case's secret store resolves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_hidden_scram() {
+    run_case_test("secrets_hidden", scram_setup).await;
+}
+
+/// Resolves scope `conformance` to one value.
+#[derive(Debug)]
+struct OneSecret(String);
+
+impl SecretStore for OneSecret {
+    fn resolve(&self, reference: &SecretRef) -> Result<Secret> {
+        assert_eq!(reference.scope, "conformance", "{reference}");
+        Ok(Secret::new(self.0.clone()))
+    }
+}
+
+/// What the secrets case cannot see by itself: the source reads from the SCRAM broker only when
+/// the reference resolves to the right password, and a wrong one is AUTHENTICATION_FAILED
+/// without the password in the error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scram_fixture_secret_is_resolved_and_used() {
+    let Some((bootstrap, user, password)) = scram_env() else {
+        return;
+    };
+    let mut fixture = KafkaFixture::scram(&bootstrap, &user, &password, PASSWORD_REFERENCE);
+    let topic = fixture.create_target("secret-used").await.unwrap();
+    let produced = fixture.produce(&topic, 3).await.unwrap();
+    let options = fixture
+        .source_options(&ReadSetup::target(&topic))
+        .unwrap()
+        .with("fetchOffset.timeoutMs", "4000")
+        .with("fetchOffset.numRetries", "2");
+    let context = |value: &str| ConnectorContext {
+        secrets: Arc::new(OneSecret(value.to_string())),
+        ..Default::default()
+    };
+    let mut source = KafkaSourceFactory
+        .create(&options, &context(&password))
+        .unwrap();
+    assert!(!format!("{source:?}").contains(&password));
+    let start = source.initial_offset().await.unwrap();
+    let end = source.latest_offset(&start, &ReadLimit::All).await.unwrap();
+    let batches = source.read(&start, &end).await.unwrap();
+    assert_eq!(fixture.payloads(&batches).unwrap().len(), produced.len());
+    source.stop().await.unwrap();
+
+    let wrong = "not-the-conformance-password";
+    let mut source = KafkaSourceFactory.create(&options, &context(wrong)).unwrap();
+    let e = source.initial_offset().await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Authentication, "{e}");
+    assert!(!format!("{e} {e:?}").contains(wrong), "{e}");
+    let _ = source.stop().await;
+    fixture.teardown().await.unwrap();
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fail_on_data_loss_true_retention() {

@@ -1,5 +1,8 @@
-//! failOnDataLoss both ways against a real broker: retention moving the earliest offset past the
-//! checkpoint, and a topic deleted (and recreated) under a running query.
+//! failOnDataLoss both ways against a real broker (tansu on sqlite, from
+//! `scripts/services/kafka.sh`): retention moving the earliest offset past the checkpoint, a topic
+//! added under `subscribePattern` whose first records retention already deleted, and a topic
+//! deleted (and recreated) under a running query. The kinds a real broker cannot produce on
+//! demand are in `data_loss_mock.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -11,7 +14,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use tributary_sdk::{ErrorCode, ReadLimit, Source};
 
 fn broker() -> Option<String> {
-    env("TRIBUTARY_KAFKA_BOOTSTRAP")
+    tributary_skip_log::require_env("TRIBUTARY_KAFKA_BOOTSTRAP", "scripts/services/kafka.sh")
 }
 
 async fn wait_earliest_above(b: &str, topic: &str, offset: i64) -> i64 {
@@ -105,10 +108,101 @@ async fn retention_past_the_checkpoint_fails_or_skips_to_the_earliest() {
     assert_eq!(m["dataLoss.total"], 1);
 }
 
+/// A topic created after the checkpoint, matched by `subscribePattern`, whose first records
+/// retention deleted before the query saw the topic: its partition starts above 0.
+#[tokio::test]
+async fn added_topic_with_records_already_deleted_fails_or_reads_from_its_earliest() {
+    let Some(b) = broker() else { return };
+    let cfg = client_config(&b, &[]);
+    let prefix = unique("added");
+    let (first, second) = (format!("{prefix}-a"), format!("{prefix}-b"));
+    create_topic(&cfg, &first, 1, &[]).await;
+    produce(&cfg, &first, &[Rec::new(0, "a0")]).await;
+    let options = |fail: &str| {
+        opts(
+            &b,
+            &[
+                ("subscribePattern", &format!("{prefix}-.*")),
+                ("startingOffsets", "earliest"),
+                ("failOnDataLoss", fail),
+            ],
+        )
+    };
+    let checkpoint = {
+        let mut src = source(&options("true"));
+        let start = src.initial_offset().await.unwrap();
+        let (end, rows) = batch(&mut src, &start, &ReadLimit::All).await;
+        assert_eq!(values(&rows), vec!["a0"]);
+        end
+    };
+
+    create_topic(
+        &cfg,
+        &second,
+        1,
+        &[("cleanup.policy", "delete"), ("retention.ms", "8000")],
+    )
+    .await;
+    produce(
+        &cfg,
+        &second,
+        &(0..5)
+            .map(|i| Rec::new(0, format!("old{i}")))
+            .collect::<Vec<_>>(),
+    )
+    .await;
+    // As above: the old records age out, then new ones are written and read before they do.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    produce(
+        &cfg,
+        &second,
+        &(0..3)
+            .map(|i| Rec::new(0, format!("new{i}")))
+            .collect::<Vec<_>>(),
+    )
+    .await;
+    let low = wait_earliest_above(&b, &second, 0).await;
+
+    let mut strict = source(&options("true"));
+    let end = strict
+        .latest_offset(&checkpoint, &ReadLimit::All)
+        .await
+        .unwrap();
+    let err = strict.read(&checkpoint, &end).await.unwrap_err();
+    assert_eq!(
+        err.code().as_str(),
+        "DATA_LOSS.ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO",
+        "{err}"
+    );
+    assert_eq!(
+        err.context_value("location"),
+        Some(format!("{second}-0").as_str())
+    );
+    assert_eq!(err.context_value("expected"), Some("0"));
+    assert_eq!(err.context_value("actual"), Some(low.to_string().as_str()));
+
+    let mut lenient = source(&options("false"));
+    let (_, rows) = batch(&mut lenient, &checkpoint, &ReadLimit::All).await;
+    assert!(
+        rows.iter().all(|r| r.topic == second && r.offset >= low),
+        "{rows:?}"
+    );
+    assert!(rows.iter().any(|r| r.value.as_deref() == Some("new2")));
+    let m = lenient.metrics();
+    assert_eq!(
+        m["dataLoss.DATA_LOSS.ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO"], 1,
+        "{m:?}"
+    );
+    assert_eq!(m["dataLoss.total"], 1);
+}
+
 #[tokio::test]
 async fn deleted_and_recreated_topic_fails_or_restarts_from_the_new_earliest() {
     // tansu 0.6.0 deletes every topic of the cluster on DeleteTopics: a broker of its own.
-    let Some(b) = env("TRIBUTARY_KAFKA_SCRATCH_BOOTSTRAP") else {
+    let Some(b) = tributary_skip_log::require_env(
+        "TRIBUTARY_KAFKA_SCRATCH_BOOTSTRAP",
+        "scripts/services/kafka.sh",
+    ) else {
         return;
     };
     let cfg = client_config(&b, &[]);

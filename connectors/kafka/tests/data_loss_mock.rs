@@ -71,9 +71,19 @@ async fn added_partition_not_starting_at_zero_fails_or_reads_from_its_earliest()
     let mut lenient = source(&options("false"));
     let (end, rows) = batch(&mut *lenient, &checkpoint, &ReadLimit::All).await;
     assert_eq!(offsets_of(&rows, "added-b"), vec![2, 3, 4, 5, 6]);
-    assert_eq!(rows.iter().filter(|r| r.topic == "added-b").next().unwrap().tag(), "b2");
     assert_eq!(
-        losses(&*lenient, "DATA_LOSS.ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO"),
+        rows.iter()
+            .filter(|r| r.topic == "added-b")
+            .next()
+            .unwrap()
+            .tag(),
+        "b2"
+    );
+    assert_eq!(
+        losses(
+            &*lenient,
+            "DATA_LOSS.ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO"
+        ),
         1
     );
     assert_eq!(losses(&*lenient, "total"), 1);
@@ -120,9 +130,11 @@ async fn read_while_records_are_trimmed(
         let result = src.read(&start, &planned).await;
         (src, result)
     });
-    wait_until("the reader's second fetch reached the broker", Duration::from_secs(60), || {
-        mock.requests(FETCH) >= 2
-    })
+    wait_until(
+        "the reader's second fetch reached the broker",
+        Duration::from_secs(60),
+        || mock.requests(FETCH) >= 2,
+    )
     .await;
     let values = big("new", 3);
     let acks: Vec<_> = values
@@ -138,7 +150,11 @@ async fn read_while_records_are_trimmed(
         a.await.unwrap().map_err(|(e, _)| e).unwrap();
     }
     mock.set_rtt(0);
-    assert_eq!(mock.watermarks("gap", 0), (3, 8), "the mock dropped offsets 0..=2");
+    assert_eq!(
+        mock.watermarks("gap", 0),
+        (3, 8),
+        "the mock dropped offsets 0..=2"
+    );
     (src, result, end)
 }
 
@@ -207,7 +223,10 @@ async fn an_end_before_the_start_is_reported_as_such() {
     assert_eq!(err.context_value("actual"), Some("4"));
     // The partition ends at 10, below a start of 12: recreated, not an inverted plan.
     let err = strict
-        .read(&offset(r#"{"inv":{"0":12}}"#), &offset(r#"{"inv":{"0":9}}"#))
+        .read(
+            &offset(r#"{"inv":{"0":12}}"#),
+            &offset(r#"{"inv":{"0":9}}"#),
+        )
         .await
         .unwrap_err();
     assert_eq!(
@@ -219,7 +238,10 @@ async fn an_end_before_the_start_is_reported_as_such() {
     let mut lenient = source(&options("false"));
     let got = rows(&lenient.read(&start, &end).await.unwrap());
     assert!(got.is_empty(), "an inverted range reads nothing: {got:?}");
-    assert_eq!(losses(&*lenient, "DATA_LOSS.END_OFFSET_BEFORE_START_OFFSET"), 1);
+    assert_eq!(
+        losses(&*lenient, "DATA_LOSS.END_OFFSET_BEFORE_START_OFFSET"),
+        1
+    );
     let (_, next) = batch(&mut *lenient, &end, &ReadLimit::All).await;
     assert_eq!(offsets_of(&next, "inv"), (4..10).collect::<Vec<_>>());
     assert_eq!(losses(&*lenient, "total"), 1);

@@ -10,7 +10,9 @@ use common::*;
 use rdkafka::mocking::MockCluster;
 use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
 use tributary_kafka::{KafkaSinkFactory, KafkaSourceFactory};
-use tributary_sdk::{ConnectorContext, ErrorCode, ReadLimit, SinkFactory, Source, SourceFactory};
+use tributary_sdk::{
+    ConnectorContext, ErrorCode, ReadLimit, SinkFactoryExt, Source, SourceFactoryExt,
+};
 
 #[tokio::test]
 async fn unreachable_brokers_fail_clearly_in_bounded_time() {

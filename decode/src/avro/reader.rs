@@ -38,7 +38,9 @@ impl AvroDecoder {
         let mut col = Col::new(&data_type)?;
         // Every string is checked before it is pushed; enum symbols come from the schema and
         // uuids are written as hex.
-        col.trust_utf8();
+        // SAFETY: `Reader::value` checks each `Str` (and map key) with `from_utf8` unless it
+        // is ASCII, and writes uuids as hex and enum symbols from the parsed schema.
+        unsafe { col.trust_utf8() };
         Ok(AvroDecoder {
             data_type,
             plan,

@@ -25,6 +25,7 @@ use base64::Engine;
 use prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MessageDescriptor};
 use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
 
+use crate::options::ProtobufOptions;
 use tributary_sdk::error::{Error, ErrorCode, Result};
 
 pub(crate) use reader::ProtoDecoder;
@@ -54,6 +55,8 @@ pub(crate) enum PKind {
     Str,
     Bytes,
     Enum(Arc<Vec<(i32, String)>>),
+    /// An enum read as its number (`enums.as.ints`).
+    EnumInt,
     Message(Box<PMsg>),
     /// A wrapper message (`google.protobuf.Int32Value`, ...): field 1 of this kind.
     Wrapper(Box<PKind>),
@@ -73,7 +76,8 @@ impl PKind {
             | PKind::SInt32
             | PKind::SInt64
             | PKind::Bool
-            | PKind::Enum(_) => 0,
+            | PKind::Enum(_)
+            | PKind::EnumInt => 0,
             PKind::SFixed64 | PKind::Double => 1,
             PKind::SFixed32 | PKind::Float => 5,
             _ => 2,
@@ -86,6 +90,9 @@ impl PKind {
 pub(crate) struct PField {
     pub kind: PKind,
     pub repeated: bool,
+    /// Absent from the wire: its default instead of null (`emit.default.values`, proto3
+    /// scalars without presence).
+    pub default_when_absent: bool,
 }
 
 /// A message plan: fields in declaration order and a number -> index lookup.
@@ -210,6 +217,7 @@ pub(crate) fn compile(
     text: &str,
     message: Option<&str>,
     imports: &[(String, String)],
+    options: ProtobufOptions,
 ) -> Result<Compiled> {
     let pool = load_pool(text, imports)?;
     let name = match message {
@@ -240,7 +248,7 @@ pub(crate) fn compile(
         .map(|i| *i as i64)
         .collect();
     let mut stack = Vec::new();
-    let (fields, plan) = message_plan(&desc, desc.name(), &mut stack)?;
+    let (fields, plan) = message_plan(&desc, desc.name(), &mut stack, options)?;
     Ok(Compiled {
         fields,
         plan,
@@ -257,6 +265,7 @@ fn message_plan(
     desc: &MessageDescriptor,
     path: &str,
     stack: &mut Vec<String>,
+    options: ProtobufOptions,
 ) -> Result<(Fields, PMsg)> {
     stack.push(desc.full_name().to_string());
     let mut fields = Vec::new();
@@ -265,15 +274,23 @@ fn message_plan(
     let mut far = Vec::new();
     for (k, f) in desc.fields().enumerate() {
         let sub = format!("{path}.{}", f.name());
-        let (dt, kind) = field_kind(&f, &sub, stack)?;
+        let (dt, kind) = field_kind(&f, &sub, stack, options)?;
         let repeated = f.is_list();
+        let default_when_absent = options.emit_default_values
+            && !repeated
+            && !f.supports_presence()
+            && !matches!(kind, PKind::Message(_) | PKind::Map(_));
         let dt = if repeated {
             DataType::List(Arc::new(Field::new("element", dt, true)))
         } else {
             dt
         };
         fields.push(Field::new(f.name(), dt, true));
-        plans.push(PField { kind, repeated });
+        plans.push(PField {
+            kind,
+            repeated,
+            default_when_absent,
+        });
         let number = f.number();
         if number < 1024 {
             if near.len() <= number as usize {
@@ -300,6 +317,7 @@ fn field_kind(
     f: &FieldDescriptor,
     path: &str,
     stack: &mut Vec<String>,
+    options: ProtobufOptions,
 ) -> Result<(DataType, PKind)> {
     if f.is_group() {
         return Err(refuse(path, "groups are not supported"));
@@ -319,7 +337,7 @@ fn field_kind(
             ));
         }
         let value = entry.map_entry_value_field();
-        let (dt, kind) = field_kind(&value, &format!("{path}.value"), stack)?;
+        let (dt, kind) = field_kind(&value, &format!("{path}.value"), stack, options)?;
         return Ok((crate::map_type(dt), PKind::Map(Box::new(kind))));
     }
     scalar_kind(&f.kind(), path, stack)
@@ -353,6 +371,7 @@ fn scalar_kind(kind: &Kind, path: &str, stack: &mut Vec<String>) -> Result<(Data
                 ),
             ))
         }
+        Kind::Enum(_) if options.enums_as_ints => (DataType::Int32, PKind::EnumInt),
         Kind::Enum(e) => {
             let mut names: Vec<(i32, String)> = e
                 .values()
@@ -396,7 +415,7 @@ fn scalar_kind(kind: &Kind, path: &str, stack: &mut Vec<String>) -> Result<(Data
                 ))
             }
             _ => {
-                let (fields, plan) = message_plan(m, path, stack)?;
+                let (fields, plan) = message_plan(m, path, stack, options)?;
                 (DataType::Struct(fields), PKind::Message(Box::new(plan)))
             }
         },

@@ -14,6 +14,7 @@ use arrow_schema::{DataType, Fields};
 
 use super::{PKind, PMsg};
 use crate::columns::{Col, StructCol};
+use crate::options::ProtobufOptions;
 use crate::metrics::{Bad, Malformed};
 use crate::RowDecoder;
 use tributary_sdk::error::Result;
@@ -35,12 +36,13 @@ impl ProtoDecoder {
         schema: &str,
         message: Option<&str>,
         imports: &[(String, String)],
+        options: ProtobufOptions,
     ) -> Result<ProtoDecoder> {
-        let c = super::compile(schema, message, imports)?;
+        let c = super::compile(schema, message, imports, options)?;
         let mut col = Col::new(&DataType::Struct(c.fields.clone()))?;
-        // Every string is checked with `from_utf8` before it is pushed; enum names come from
-        // the schema.
-        col.trust_utf8();
+        // SAFETY: `value` checks each `Str` (and map key) with `from_utf8`; enum names come
+        // from the descriptor (Rust strings).
+        unsafe { col.trust_utf8() };
         let Col::Struct(col) = col else {
             return Err(tributary_sdk::Error::new(
                 tributary_sdk::ErrorCode::Internal,
@@ -317,6 +319,7 @@ impl<'a, 's> Reader<'a, 's> {
             if last == u32::MAX {
                 match (&f.kind, &mut *child) {
                     (PKind::Map(_), Col::Map(m)) => m.close(),
+                    (kind, c) if f.default_when_absent => push_default(kind, c)?,
                     (_, c) => c.push_null(),
                 }
                 continue;
@@ -501,6 +504,7 @@ impl<'a, 's> Reader<'a, 's> {
                 b.push(s);
             }
             (PKind::Bytes, Col::Binary(b)) => b.push(&self.b[occ.start as usize..occ.end as usize]),
+            (PKind::EnumInt, Col::I32(p, _)) => p.push(v as i32),
             (PKind::Enum(names), Col::Utf8(b)) => {
                 match names.binary_search_by_key(&(v as i32), |(n, _)| *n) {
                     Ok(k) => b.push(names[k].1.as_bytes()),
@@ -573,4 +577,27 @@ impl<'a, 's> Reader<'a, 's> {
             },
         }
     }
+}
+
+/// The proto3 default of a scalar absent from the wire (`emit.default.values`): zero, false,
+/// empty, or the enum's zero value (its first value when it has none).
+fn push_default(kind: &PKind, col: &mut Col) -> R {
+    match (kind, col) {
+        (_, Col::I32(p, _)) => p.push(0),
+        (_, Col::I64(p, _)) => p.push(0),
+        (_, Col::I128(p, _)) => p.push(0),
+        (_, Col::Bool(p)) => p.push(false),
+        (_, Col::F32(p)) => p.push(0.0),
+        (_, Col::F64(p)) => p.push(0.0),
+        (PKind::Enum(names), Col::Utf8(b)) => {
+            let zero = names.iter().find(|(n, _)| *n == 0).or(names.first());
+            match zero {
+                Some((_, name)) => b.push(name.as_bytes()),
+                None => b.push_null(),
+            }
+        }
+        (_, Col::Utf8(b) | Col::Binary(b)) => b.push(b""),
+        (_, c) => c.push_null(),
+    }
+    Ok(())
 }

@@ -71,8 +71,13 @@ pub fn generator_options() -> Vec<OptionSpec> {
              [rows]}. Read at every call, so another process can append rows (raise latest), \
              trim them (raise earliest: data loss) or mark rows malformed.",
         ),
-        OptionSpec::int("rowsPerBatch", 1, 100_000_000, "Rows per Arrow record batch.")
-            .default_value(1000),
+        OptionSpec::int(
+            "rowsPerBatch",
+            1,
+            100_000_000,
+            "Rows per Arrow record batch.",
+        )
+        .default_value(1000),
         OptionSpec::int(
             "maxRowsPerTrigger",
             1,

@@ -69,7 +69,10 @@ impl Control {
         let io = |what: &str, e: std::io::Error| {
             Error::new(
                 ErrorCode::Io,
-                format!("cannot {what} the generator control file {}", path.display()),
+                format!(
+                    "cannot {what} the generator control file {}",
+                    path.display()
+                ),
             )
             .with_cause(e)
         };

@@ -77,9 +77,7 @@ impl Partitioning {
 
     /// True when row `row` is in an assigned partition.
     pub fn is_assigned(&self, row: u64) -> bool {
-        self.assigned
-            .binary_search(&self.partition_of(row))
-            .is_ok()
+        self.assigned.binary_search(&self.partition_of(row)).is_ok()
     }
 
     /// Assigned rows below `row`.
@@ -163,13 +161,17 @@ pub fn build_batches(
         partitions.append_value(partitioning.partition_of(row) as i32);
         in_batch += 1;
         if in_batch == rows_per_batch {
-            built.batches.push(finish(schema, &mut ids, &mut values, &mut partitions)?);
+            built
+                .batches
+                .push(finish(schema, &mut ids, &mut values, &mut partitions)?);
             built.rows += in_batch;
             in_batch = 0;
         }
     }
     if in_batch > 0 {
-        built.batches.push(finish(schema, &mut ids, &mut values, &mut partitions)?);
+        built
+            .batches
+            .push(finish(schema, &mut ids, &mut values, &mut partitions)?);
         built.rows += in_batch;
     }
     Ok(built)
@@ -213,16 +215,23 @@ mod tests {
         let p = Partitioning::new(3, &[0, 2]);
         let schema = row_schema();
         let malformed: BTreeSet<u64> = [3].into_iter().collect();
-        let b = build_batches(&schema, &p, (0, 7), 2, &malformed, MalformedMode::Permissive)
-            .unwrap();
+        let b = build_batches(
+            &schema,
+            &p,
+            (0, 7),
+            2,
+            &malformed,
+            MalformedMode::Permissive,
+        )
+        .unwrap();
         assert_eq!(b.rows, 5);
         assert_eq!(b.malformed, 1);
         assert_eq!(
             b.batches.iter().map(|b| b.num_rows()).collect::<Vec<_>>(),
             vec![2, 2, 1]
         );
-        let e = build_batches(&schema, &p, (0, 7), 2, &malformed, MalformedMode::FailFast)
-            .unwrap_err();
+        let e =
+            build_batches(&schema, &p, (0, 7), 2, &malformed, MalformedMode::FailFast).unwrap_err();
         assert_eq!(e.code(), ErrorCode::MalformedRecord);
     }
 }

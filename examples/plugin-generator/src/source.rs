@@ -53,7 +53,11 @@ impl SourceConnector for GeneratorSourceFactory {
         SourceDescription::new("generator", config.target())
     }
 
-    fn build(&self, config: GeneratorConfig, _context: &ConnectorContext) -> Result<Box<dyn Source>> {
+    fn build(
+        &self,
+        config: GeneratorConfig,
+        _context: &ConnectorContext,
+    ) -> Result<Box<dyn Source>> {
         Ok(Box::new(GeneratorSource::new(config)))
     }
 }
@@ -342,7 +346,7 @@ mod tests {
         let o: Options = [("totalRows", "7"), ("partitions", "2"), ("assign", "[1]")]
             .into_iter()
             .collect();
-        let d = GeneratorSourceFactory.describe(&o).unwrap();
+        let d = SourceFactoryExt::describe(&GeneratorSourceFactory, &o).unwrap();
         assert_eq!(d.identity.target, "rows:7;partitions:2;assign:1");
         let s = GeneratorSourceFactory
             .create(&o, &ConnectorContext::default())
@@ -354,7 +358,10 @@ mod tests {
     async fn assigned_partitions_only() {
         let mut s = source(&[("totalRows", "9"), ("partitions", "3"), ("assign", "[1]")]);
         let start = s.initial_offset().await.unwrap();
-        let end = s.latest_offset(&start, &ReadLimit::MaxRows(2)).await.unwrap();
+        let end = s
+            .latest_offset(&start, &ReadLimit::MaxRows(2))
+            .await
+            .unwrap();
         assert_eq!(end.to_json_string(), r#"{"rows":5}"#);
         let ids: Vec<i64> = s.read(&start, &end).await.unwrap()[0]
             .column(0)
@@ -368,23 +375,55 @@ mod tests {
 
     #[tokio::test]
     async fn trimmed_rows_are_data_loss_and_available_now_is_bounded() {
-        let path = control_file("loss", &Control { earliest: 0, latest: 4, ..Default::default() });
+        let path = control_file(
+            "loss",
+            &Control {
+                earliest: 0,
+                latest: 4,
+                ..Default::default()
+            },
+        );
         let p = path.to_str().unwrap();
         let mut strict = source(&[("controlFile", p)]);
         let mut lenient = source(&[("controlFile", p), ("failOnDataLoss", "false")]);
         let start = strict.initial_offset().await.unwrap();
         let end = strict.latest_offset(&start, &ReadLimit::All).await.unwrap();
         lenient.prepare_available_now().await.unwrap();
-        Control { earliest: 3, latest: 6, ..Default::default() }.write(&path).unwrap();
+        Control {
+            earliest: 3,
+            latest: 6,
+            ..Default::default()
+        }
+        .write(&path)
+        .unwrap();
         let e = strict.read(&start, &end).await.unwrap_err();
-        assert_eq!(e.code(), ErrorCode::DataLoss(DataLossKind::OffsetOutOfRange));
-        let rows: usize = lenient.read(&start, &end).await.unwrap().iter().map(|b| b.num_rows()).sum();
-        assert_eq!(rows, 1);
-        assert_eq!(lenient.metrics()["dataLoss.DATA_LOSS.START_OFFSET_RESET"], 1);
-        // The availableNow run ends where the file said when it was prepared.
-        assert_eq!(lenient.latest_offset(&end, &ReadLimit::All).await.unwrap(), end);
         assert_eq!(
-            strict.latest_offset(&end, &ReadLimit::All).await.unwrap().to_json_string(),
+            e.code(),
+            ErrorCode::DataLoss(DataLossKind::OffsetOutOfRange)
+        );
+        let rows: usize = lenient
+            .read(&start, &end)
+            .await
+            .unwrap()
+            .iter()
+            .map(|b| b.num_rows())
+            .sum();
+        assert_eq!(rows, 1);
+        assert_eq!(
+            lenient.metrics()["dataLoss.DATA_LOSS.START_OFFSET_RESET"],
+            1
+        );
+        // The availableNow run ends where the file said when it was prepared.
+        assert_eq!(
+            lenient.latest_offset(&end, &ReadLimit::All).await.unwrap(),
+            end
+        );
+        assert_eq!(
+            strict
+                .latest_offset(&end, &ReadLimit::All)
+                .await
+                .unwrap()
+                .to_json_string(),
             r#"{"rows":6}"#
         );
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();

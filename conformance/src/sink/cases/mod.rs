@@ -2,8 +2,8 @@
 //!
 //! Every case takes the sink under test (as a [`SinkFactory`], so a built-in sink and a plugin run
 //! the same code) and a [`SinkFixture`], and returns an [`crate::Outcome`] or a [`Failure`] like the
-//! source cases. [`all_sink_cases`] lists them; [`crate::sink_conformance_tests!`] turns them into
-//! one test per case.
+//! source cases. One table (`__sink_cases!`) lists them; [`all_sink_cases`] and
+//! [`crate::sink_conformance_tests!`] (one test per case) are generated from it.
 
 mod options;
 mod replay;
@@ -11,7 +11,7 @@ mod writing;
 
 use arrow::array::RecordBatch;
 use futures::future::BoxFuture;
-use tributary_sdk::{ConnectorContext, Options, Sink, SinkFactory};
+use tributary_sdk::{ConnectorContext, Options, Sink, SinkFactory, SinkFactoryExt};
 
 use crate::cases::{CaseResult, Failure};
 use crate::sink::fixture::SinkFixture;
@@ -44,44 +44,49 @@ impl std::fmt::Debug for SinkCase {
     }
 }
 
-macro_rules! sink_case {
-    ($name:ident, $description:expr) => {
-        SinkCase {
-            name: stringify!($name),
-            description: $description,
-            run: |c, f| Box::pin($name(c, f)),
+/// The sink suite's case table — the one place a sink case is listed: its name (the public
+/// async function in this module and the generated test) and what it checks. Expands to
+/// `$crate::$callback! { ($($args)*) name: "what", .. }`; [`all_sink_cases`] and
+/// [`crate::sink_conformance_tests!`] are both generated from it.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __sink_cases {
+    ($callback:ident ! ($($args:tt)*)) => {
+        $crate::$callback! { ($($args)*)
+            sink_writes_every_row:
+                "every row of every micro-batch (several record batches, nulls) is written once",
+            sink_replay_replaces_batch:
+                "an exactly-once sink replaces a replayed batch id: no duplicate",
+            sink_replay_after_restart:
+                "after a crash (no stop) a new instance replays the last batch without duplicating it",
+            sink_empty_batch:
+                "an empty slice and a zero-row batch are written without error and add no row",
+            sink_unknown_option_refused:
+                "an unknown option is refused with UNKNOWN_OPTION and a near miss is suggested",
+            sink_secrets_hidden:
+                "sensitive option values never appear in Debug output or errors",
         }
+    };
+}
+
+/// `__sink_cases!` callback: the table as a `Vec<SinkCase>`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __sink_case_list {
+    (() $($name:ident: $description:literal,)*) => {
+        vec![$(
+            $crate::sink::cases::SinkCase {
+                name: stringify!($name),
+                description: $description,
+                run: |c, f| ::std::boxed::Box::pin($crate::sink::cases::$name(c, f)),
+            },
+        )*]
     };
 }
 
 /// Every sink case, in report order.
 pub fn all_sink_cases() -> Vec<SinkCase> {
-    vec![
-        sink_case!(
-            sink_writes_every_row,
-            "every row of every micro-batch (several record batches, nulls) is written once"
-        ),
-        sink_case!(
-            sink_replay_replaces_batch,
-            "an exactly-once sink replaces a replayed batch id: no duplicate"
-        ),
-        sink_case!(
-            sink_replay_after_restart,
-            "after a crash (no stop) a new instance replays the last batch without duplicating it"
-        ),
-        sink_case!(
-            sink_empty_batch,
-            "an empty slice and a zero-row batch are written without error and add no row"
-        ),
-        sink_case!(
-            sink_unknown_option_refused,
-            "an unknown option is refused with UNKNOWN_OPTION and a near miss is suggested"
-        ),
-        sink_case!(
-            sink_secrets_hidden,
-            "sensitive option values never appear in Debug output or errors"
-        ),
-    ]
+    crate::__sink_cases!(__sink_case_list!())
 }
 
 /// A fresh target and the sink options that write to it.

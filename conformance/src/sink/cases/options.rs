@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use tributary_sdk::{ConnectorContext, SinkFactory};
+use tributary_sdk::{ConnectorContext, SinkFactory, SinkFactoryExt};
 
 use crate::cases::option_checks::{
     check_unknown_option, error_leaks, leaks, sensitive_options, MarkerStore, MARKER,

@@ -1,8 +1,8 @@
 //! The typed configuration of the files source, parsed once from validated options.
 //!
-//! [`option_specs`] declares every option (see [`options`]); [`FilesConfig::parse`] turns the
-//! validated map into a [`FilesConfig`] and refuses options that conflict or would be ignored
-//! (`CONFLICTING_OPTIONS` naming both). Parsing is pure: the path is made absolute by name and
+//! [`option_specs`] declares every option (and [`names`] their spellings);
+//! [`FilesConfig::parse`] turns the validated map into a [`FilesConfig`] and refuses options that
+//! conflict or would be ignored (`CONFLICTING_OPTIONS` naming both). Parsing is pure: the path is made absolute by name and
 //! resolved against the file system only when the source is built.
 
 mod options;
@@ -291,7 +291,12 @@ fn parse_inference(
 ) -> Result<Option<arrow_schema::Schema>> {
     use names::*;
     let not_inferred = "applies when the schema is inferred, but the 'schema' option gives it";
-    for option in [INFER_COLUMN_TYPES, SAMPLE_FILES, SAMPLE_RECORDS, SCHEMA_HINTS] {
+    for option in [
+        INFER_COLUMN_TYPES,
+        SAMPLE_FILES,
+        SAMPLE_RECORDS,
+        SCHEMA_HINTS,
+    ] {
         p.refuse_ignored(option, inferred, SCHEMA, not_inferred)?;
     }
     let parquet = format == Format::Parquet;
@@ -364,7 +369,10 @@ fn parse_schema_evolution(
 
 /// `cloudFiles.cleanSource` with its destination and retention, each refused when the mode
 /// does not use it.
-fn parse_clean_source(p: &ParsedOptions, path: &std::path::Path) -> Result<(CleanSource, Duration)> {
+fn parse_clean_source(
+    p: &ParsedOptions,
+    path: &std::path::Path,
+) -> Result<(CleanSource, Duration)> {
     use names::*;
     let clean_source = match p.word(CLEAN_SOURCE)?.as_deref() {
         Some("delete") => CleanSource::Delete,
@@ -378,10 +386,12 @@ fn parse_clean_source(p: &ParsedOptions, path: &std::path::Path) -> Result<(Clea
                 )
                 .with_context("option", CLEAN_MOVE_DESTINATION)
             })?;
-            let dest = path::parse_path(&dest).map_err(|e| e.with_context("option", CLEAN_MOVE_DESTINATION))?;
+            let dest = path::parse_path(CLEAN_MOVE_DESTINATION, &dest)?;
             // Moved files must never be listed again: not under the directory that is listed.
             let (listed, _) = split_glob(path);
-            if !dest.is_absolute() || dest.starts_with(&listed) {
+            let absolute = dest.is_absolute();
+            let dest = path::normalize(&dest);
+            if !absolute || dest.starts_with(&listed) {
                 return Err(Error::new(
                     ErrorCode::InvalidOption,
                     format!(
@@ -409,7 +419,10 @@ fn parse_clean_source(p: &ParsedOptions, path: &std::path::Path) -> Result<(Clea
         CLEAN_SOURCE,
         "is only used when cloudFiles.cleanSource is DELETE or MOVE",
     )?;
-    Ok((clean_source, defaulted(p.duration(CLEAN_RETENTION), CLEAN_RETENTION)?))
+    Ok((
+        clean_source,
+        defaulted(p.duration(CLEAN_RETENTION), CLEAN_RETENTION)?,
+    ))
 }
 
 fn parse_delimiter(option: &str, value: &str) -> Result<u8> {
@@ -429,4 +442,3 @@ fn parse_delimiter(option: &str, value: &str) -> Result<u8> {
         .with_context("option", option)),
     }
 }
-

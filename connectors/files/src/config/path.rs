@@ -10,7 +10,7 @@ use super::names;
 /// The `path` option as an absolute, lexically normalized path (`.` and `..` resolved by name;
 /// symbolic links are left for the build step to follow).
 pub(super) fn resolve(raw: &str) -> Result<PathBuf> {
-    let path = parse_path(raw)?;
+    let path = parse_path(names::PATH, raw)?;
     let absolute = std::path::absolute(&path).map_err(|e| {
         Error::new(
             ErrorCode::InvalidOption,
@@ -26,7 +26,7 @@ pub(super) fn resolve(raw: &str) -> Result<PathBuf> {
 }
 
 /// Removes `.` components and resolves `..` against the preceding component, by name.
-fn normalize(path: &Path) -> PathBuf {
+pub(super) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
@@ -46,31 +46,33 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// Turns the `path` option into a local path: a plain path or a `file://` URL. Any other URL
-/// scheme is refused: only local paths are supported in this build.
-pub(super) fn parse_path(raw: &str) -> Result<PathBuf> {
+/// Turns a path option (`option` names it in errors) into a local path: a plain path or a
+/// `file://` URL. Any other URL scheme is refused: only local paths are supported in this build.
+pub(super) fn parse_path(option: &str, raw: &str) -> Result<PathBuf> {
     let text = raw.trim();
     let bad = |msg: String| {
         Error::new(ErrorCode::InvalidOption, msg)
-            .with_context("option", names::PATH)
+            .with_context("option", option)
             .with_context("value", text)
     };
     if text.is_empty() {
-        return Err(bad("option 'path' must not be empty".into()));
+        return Err(bad(format!("option '{option}' must not be empty")));
     }
     if let Some(scheme) = url_scheme(text) {
         if scheme.eq_ignore_ascii_case("file") {
             let url = url::Url::parse(text).map_err(|e| {
                 bad(format!(
-                    "option 'path' is not a valid file URL '{text}': {e}"
+                    "option '{option}' is not a valid file URL '{text}': {e}"
                 ))
             })?;
-            return url
-                .to_file_path()
-                .map_err(|_| bad(format!("option 'path' is not a local file URL: '{text}'")));
+            return url.to_file_path().map_err(|_| {
+                bad(format!(
+                    "option '{option}' is not a local file URL: '{text}'"
+                ))
+            });
         }
         return Err(bad(format!(
-            "option 'path' uses the scheme '{scheme}://', but only local paths (or file:// URLs) \
+            "option '{option}' uses the scheme '{scheme}://', but only local paths (or file:// URLs) \
              are supported in this build of the files source"
         )));
     }
@@ -99,6 +101,10 @@ mod tests {
         assert_eq!(resolve("/../x").unwrap(), PathBuf::from("/x"));
         assert_eq!(resolve("file:///tmp/in").unwrap(), PathBuf::from("/tmp/in"));
         let rel = resolve("in/*.json").unwrap();
-        assert!(rel.is_absolute() && rel.ends_with("in/*.json"), "{}", rel.display());
+        assert!(
+            rel.is_absolute() && rel.ends_with("in/*.json"),
+            "{}",
+            rel.display()
+        );
     }
 }

@@ -9,7 +9,11 @@ use super::*;
 
 /// Validates against the declared specs, then parses: what `SourceFactory::prepare` does.
 fn parse(options: &Options) -> Result<FilesConfig> {
-    FilesConfig::parse(&OptionSpec::validate_all(&option_specs(), options, "files")?)
+    FilesConfig::parse(&OptionSpec::validate_all(
+        &option_specs(),
+        options,
+        "files",
+    )?)
 }
 
 fn opts(pairs: &[(&str, &str)]) -> Options {
@@ -18,8 +22,7 @@ fn opts(pairs: &[(&str, &str)]) -> Options {
 
 #[test]
 fn defaults_follow_auto_loader() {
-    let c =
-        parse(&opts(&[("path", "/d"), ("cloudFiles.format", "JSON")])).unwrap();
+    let c = parse(&opts(&[("path", "/d"), ("cloudFiles.format", "JSON")])).unwrap();
     assert_eq!(c.format, Format::Json);
     assert_eq!(c.max_files_per_trigger, 1000);
     assert_eq!(c.read_limit(), ReadLimit::MaxFiles(1000));
@@ -70,8 +73,7 @@ fn format_is_required_and_checked() {
     let e = parse(&opts(&[("path", "/d")])).unwrap_err();
     assert_eq!(e.code(), ErrorCode::MissingOption);
     assert_eq!(e.context_value("option"), Some("cloudFiles.format"));
-    let e =
-        parse(&opts(&[("path", "/d"), ("cloudFiles.format", "xml")])).unwrap_err();
+    let e = parse(&opts(&[("path", "/d"), ("cloudFiles.format", "xml")])).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidOption);
     assert!(e.message().contains("json, csv, parquet"));
 }
@@ -83,8 +85,7 @@ fn remote_schemes_are_refused_and_file_urls_accepted() {
         "gs://b/x",
         "abfss://c@a.dfs.core.windows.net/x",
     ] {
-        let e = parse(&opts(&[("path", p), ("cloudFiles.format", "json")]))
-            .unwrap_err();
+        let e = parse(&opts(&[("path", p), ("cloudFiles.format", "json")])).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidOption, "{p}");
         assert!(e.message().contains("only local paths"), "{}", e.message());
     }
@@ -120,16 +121,10 @@ fn csv_separator_is_one_character_and_aliases_conflict() {
     assert_eq!(parse(&o).unwrap().csv.delimiter, b';');
     let mut o = opts(&base);
     o.set("sep", "||");
-    assert_eq!(
-        parse(&o).unwrap_err().code(),
-        ErrorCode::InvalidOption
-    );
+    assert_eq!(parse(&o).unwrap_err().code(), ErrorCode::InvalidOption);
     let mut o = opts(&base);
     o.set("sep", ";").set("delimiter", ";");
-    assert_eq!(
-        parse(&o).unwrap_err().code(),
-        ErrorCode::ConflictingOptions
-    );
+    assert_eq!(parse(&o).unwrap_err().code(), ErrorCode::ConflictingOptions);
 }
 
 #[test]
@@ -141,10 +136,7 @@ fn bad_glob_and_mode_are_refused() {
     assert_eq!(e.context_value("option"), Some("pathGlobFilter"));
     let mut o = opts(&base);
     o.set("mode", "dropmalformed");
-    assert_eq!(
-        parse(&o).unwrap_err().code(),
-        ErrorCode::InvalidOption
-    );
+    assert_eq!(parse(&o).unwrap_err().code(), ErrorCode::InvalidOption);
     let mut o = opts(&base);
     o.set("mode", "failFast");
     assert_eq!(parse(&o).unwrap().mode, Mode::FailFast);
@@ -169,7 +161,10 @@ fn assert_conflict(pairs: &[(&str, &str)], option: &str, other: &str) {
     assert_eq!(e.code(), ErrorCode::ConflictingOptions, "{e}");
     assert_eq!(e.context_value("option"), Some(option), "{e}");
     assert_eq!(e.context_value("conflicts_with"), Some(other), "{e}");
-    assert!(e.message().contains(option) && e.message().contains(other), "{e}");
+    assert!(
+        e.message().contains(option) && e.message().contains(other),
+        "{e}"
+    );
 }
 
 #[test]
@@ -177,18 +172,31 @@ fn csv_options_with_another_format_are_refused() {
     for format in ["json", "parquet"] {
         for (option, value) in [("header", "true"), ("sep", ";"), ("delimiter", "|")] {
             assert_conflict(
-                &[("path", "/d"), ("cloudFiles.format", format), (option, value)],
+                &[
+                    ("path", "/d"),
+                    ("cloudFiles.format", format),
+                    (option, value),
+                ],
                 option,
                 "cloudFiles.format",
             );
         }
     }
     assert_conflict(
-        &[("path", "/d"), ("cloudFiles.format", "csv"), ("sep", ";"), ("delimiter", ";")],
+        &[
+            ("path", "/d"),
+            ("cloudFiles.format", "csv"),
+            ("sep", ";"),
+            ("delimiter", ";"),
+        ],
         "delimiter",
         "sep",
     );
-    let c = parse(&opts(&[("path", "/d"), ("cloudFiles.format", "csv"), ("header", "true")]));
+    let c = parse(&opts(&[
+        ("path", "/d"),
+        ("cloudFiles.format", "csv"),
+        ("header", "true"),
+    ]));
     assert!(c.unwrap().csv.header);
 }
 
@@ -196,7 +204,11 @@ fn csv_options_with_another_format_are_refused() {
 fn json_and_record_options_with_another_format_are_refused() {
     for format in ["csv", "parquet"] {
         assert_conflict(
-            &[("path", "/d"), ("cloudFiles.format", format), ("multiLine", "false")],
+            &[
+                ("path", "/d"),
+                ("cloudFiles.format", format),
+                ("multiLine", "false"),
+            ],
             "multiLine",
             "cloudFiles.format",
         );
@@ -239,7 +251,11 @@ fn inference_options_with_a_given_schema_or_parquet_are_refused() {
         ("cloudFiles.schemaInference.sampleSize.numRecords", "10"),
     ] {
         assert_conflict(
-            &[("path", "/d"), ("cloudFiles.format", "parquet"), (option, value)],
+            &[
+                ("path", "/d"),
+                ("cloudFiles.format", "parquet"),
+                (option, value),
+            ],
             option,
             "cloudFiles.format",
         );
@@ -289,8 +305,15 @@ fn schema_evolution_modes_that_cannot_apply_are_refused() {
     let defaults = |pairs: &[(&str, &str)]| parse(&opts(pairs)).unwrap().schema_evolution;
     let j = [("path", "/d"), ("cloudFiles.format", "json")];
     assert_eq!(defaults(&j), SchemaEvolution::AddNewColumns);
-    assert_eq!(defaults(&[j[0], j[1], ("schema", "a INT")]), SchemaEvolution::Rescue);
-    let p = [("path", "/d"), ("cloudFiles.format", "parquet"), ("schema", "a INT")];
+    assert_eq!(
+        defaults(&[j[0], j[1], ("schema", "a INT")]),
+        SchemaEvolution::Rescue
+    );
+    let p = [
+        ("path", "/d"),
+        ("cloudFiles.format", "parquet"),
+        ("schema", "a INT"),
+    ];
     assert_eq!(defaults(&p), SchemaEvolution::None);
     let c = [("path", "/d"), ("cloudFiles.format", "csv")];
     assert_eq!(defaults(&c), SchemaEvolution::Rescue);
@@ -329,24 +352,32 @@ fn clean_source_options_without_their_mode_are_refused() {
     .unwrap();
     assert_eq!(c.clean_source, CleanSource::Move(PathBuf::from("/archive")));
     assert_eq!(c.clean_retention, std::time::Duration::from_secs(3600));
-    let e = parse(&opts(&[base[0], base[1], ("cloudFiles.cleanSource", "MOVE")])).unwrap_err();
+    let e = parse(&opts(&[
+        base[0],
+        base[1],
+        ("cloudFiles.cleanSource", "MOVE"),
+    ]))
+    .unwrap_err();
     assert_eq!(e.code(), ErrorCode::MissingOption);
 }
 
 #[test]
 fn move_destination_must_be_outside_the_listed_directory() {
-    let e = parse(&opts(&[
-        ("path", "/d/*.json"),
-        ("cloudFiles.format", "json"),
-        ("cloudFiles.cleanSource", "MOVE"),
-        ("cloudFiles.cleanSource.moveDestination", "/d/archive"),
-    ]))
-    .unwrap_err();
-    assert_eq!(e.code(), ErrorCode::InvalidOption);
-    assert_eq!(
-        e.context_value("option"),
-        Some("cloudFiles.cleanSource.moveDestination")
-    );
+    for dest in ["/d/archive", "/x/../d/archive", "archive", "s3://b/archive"] {
+        let e = parse(&opts(&[
+            ("path", "/d/*.json"),
+            ("cloudFiles.format", "json"),
+            ("cloudFiles.cleanSource", "MOVE"),
+            ("cloudFiles.cleanSource.moveDestination", dest),
+        ]))
+        .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidOption, "{dest}: {e}");
+        assert_eq!(
+            e.context_value("option"),
+            Some("cloudFiles.cleanSource.moveDestination"),
+            "{dest}: {e}"
+        );
+    }
 }
 
 #[test]
@@ -357,8 +388,14 @@ fn the_target_is_computed_from_the_options_alone() {
         ("pathGlobFilter", "x1*"),
     ]))
     .unwrap();
-    assert_eq!(c.target(), "/data/in/*/x*.json?format=csv&pathGlobFilter=x1*");
-    let e = parse(&opts(&[("path", "/data/[x/*.json"), ("cloudFiles.format", "json")]))
-        .unwrap_err();
+    assert_eq!(
+        c.target(),
+        "/data/in/*/x*.json?format=csv&pathGlobFilter=x1*"
+    );
+    let e = parse(&opts(&[
+        ("path", "/data/[x/*.json"),
+        ("cloudFiles.format", "json"),
+    ]))
+    .unwrap_err();
     assert_eq!(e.context_value("option"), Some("path"), "{e}");
 }

@@ -298,3 +298,6 @@ impl ConnectionProfile {
         self.msk_iam.is_some()
     }
 }
+
+#[cfg(test)]
+mod tests;

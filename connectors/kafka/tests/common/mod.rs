@@ -37,19 +37,11 @@ pub fn var(name: &str) -> Option<String> {
         .or_else(|| from_env_file(name))
 }
 
-/// An endpoint set by the service script. Missing: skip (`None`), or fail under CI.
+/// An endpoint set by the service script. Missing: a recorded skip (`None`), a failure under CI.
 pub fn env(name: &str) -> Option<String> {
-    match var(name) {
-        Some(v) => Some(v),
-        None => {
-            if std::env::var_os("CI").is_some() {
-                panic!("{name} is not set; run scripts/services/kafka.sh start");
-            }
-            eprintln!("skipped: {name} is not set (run scripts/services/kafka.sh start)");
-            None
-        }
-    }
+    var(name).or_else(|| tributary_skip_log::require_env(name, "scripts/services/kafka.sh"))
 }
+
 /// A topic name unique to this test run.
 pub fn unique(prefix: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);

@@ -18,7 +18,9 @@ use arrow_array::{Array, RecordBatch};
 use rdkafka::bindings as rdsys;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::mocking::MockCluster;
-use rdkafka::producer::{BaseProducer, DefaultProducerContext, FutureProducer, FutureRecord};
+use rdkafka::producer::{
+    BaseProducer, DefaultProducerContext, FutureProducer, FutureRecord, Producer,
+};
 use rdkafka::ClientConfig;
 use tributary_kafka::KafkaSourceFactory;
 use tributary_sdk::{ConnectorContext, Offset, Options, ReadLimit, Source, SourceFactoryExt};
@@ -125,7 +127,12 @@ pub async fn send(p: &FutureProducer, topic: &str, partition: i32, value: &[u8])
 }
 
 /// Sends records one at a time (each its own batch in the log); returns their offsets.
-pub async fn send_each(p: &FutureProducer, topic: &str, partition: i32, values: &[Vec<u8>]) -> Vec<i64> {
+pub async fn send_each(
+    p: &FutureProducer,
+    topic: &str,
+    partition: i32,
+    values: &[Vec<u8>],
+) -> Vec<i64> {
     let mut out = Vec::new();
     for v in values {
         out.push(send(p, topic, partition, v).await);
@@ -223,8 +230,14 @@ pub fn rows(batches: &[RecordBatch]) -> Vec<Row> {
     for b in batches {
         let value = b.column_by_name("value").unwrap().as_binary::<i32>();
         let topic = b.column_by_name("topic").unwrap().as_string::<i32>();
-        let partition = b.column_by_name("partition").unwrap().as_primitive::<Int32Type>();
-        let offset = b.column_by_name("offset").unwrap().as_primitive::<Int64Type>();
+        let partition = b
+            .column_by_name("partition")
+            .unwrap()
+            .as_primitive::<Int32Type>();
+        let offset = b
+            .column_by_name("offset")
+            .unwrap()
+            .as_primitive::<Int64Type>();
         for i in 0..b.num_rows() {
             out.push(Row {
                 topic: topic.value(i).to_string(),

@@ -121,8 +121,22 @@ impl RawBatch {
         tail.extend_from_slice(&now.to_be_bytes()); // base timestamp
         tail.extend_from_slice(&now.to_be_bytes()); // max timestamp
         tail.extend_from_slice(&self.transactional_pid.unwrap_or(-1).to_be_bytes());
-        tail.extend_from_slice(&(if self.transactional_pid.is_some() { 0i16 } else { -1 }).to_be_bytes());
-        tail.extend_from_slice(&(if self.transactional_pid.is_some() { 0i32 } else { -1 }).to_be_bytes());
+        tail.extend_from_slice(
+            &(if self.transactional_pid.is_some() {
+                0i16
+            } else {
+                -1
+            })
+            .to_be_bytes(),
+        );
+        tail.extend_from_slice(
+            &(if self.transactional_pid.is_some() {
+                0i32
+            } else {
+                -1
+            })
+            .to_be_bytes(),
+        );
         tail.extend_from_slice(&self.span.to_be_bytes()); // RecordCount: offsets the mock assigns
         tail.extend_from_slice(&records);
         let mut out = Vec::new();
@@ -191,7 +205,8 @@ pub fn produce_raw(bootstrap: &str, topic: &str, partition: i32, batch: &RawBatc
 
     let addr = bootstrap.split(',').next().unwrap();
     let mut conn = TcpStream::connect(addr).unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     conn.write_all(&(body.len() as i32).to_be_bytes()).unwrap();
     conn.write_all(&body).unwrap();
     let mut len = [0u8; 4];
@@ -203,7 +218,10 @@ pub fn produce_raw(bootstrap: &str, topic: &str, partition: i32, batch: &RawBatc
     let name_len = i16::from_be_bytes([resp[at], resp[at + 1]]) as usize;
     at += 2 + name_len + 4 + 4;
     let error = i16::from_be_bytes([resp[at], resp[at + 1]]);
-    assert_eq!(error, 0, "raw Produce to {topic}-{partition} failed with error {error}");
+    assert_eq!(
+        error, 0,
+        "raw Produce to {topic}-{partition} failed with error {error}"
+    );
     at += 2;
     i64::from_be_bytes(resp[at..at + 8].try_into().unwrap())
 }

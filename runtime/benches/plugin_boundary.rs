@@ -5,16 +5,16 @@
 //! `target/plugins`. Prints criterion's numbers and, after them, an interleaved side-by-side run
 //! with the throughput ratio (goal: the plugin at most 3 % slower).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/plugin_common/mod.rs"]
+mod plugin_common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion, Throughput};
-use tributary_sdk::{ConnectorContext, Options, ReadLimit, SourceFactory};
+use tributary_sdk::{ConnectorContext, Options, ReadLimit, SourceFactory, SourceFactoryExt};
 
 const TOTAL: u64 = 1 << 20;
 
@@ -52,7 +52,7 @@ async fn read_all(factory: &dyn SourceFactory) -> u64 {
 }
 
 fn factories() -> (Arc<dyn SourceFactory>, Arc<dyn SourceFactory>) {
-    let lib = common::build_plugin("", "release");
+    let lib = plugin_common::build_plugin("", "release");
     let plugin = tributary_runtime::plugin::load(&lib).expect("plugin loads");
     let foreign = plugin
         .source_factories()

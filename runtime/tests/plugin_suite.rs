@@ -1,9 +1,9 @@
 //! A pipeline whose source and sink both come from the example plugin, run by the runtime's
 //! engine: the pipeline file names them like built-in connectors (`plugin_path` finds them).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+mod plugin_common;
 
 use std::sync::Arc;
 
@@ -13,12 +13,12 @@ use tributary_runtime::registry::Registry;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pipeline_runs_plugin_connectors_exactly_once() {
-    let lib = tokio::task::spawn_blocking(|| common::build_plugin("", "debug"))
+    let lib = tokio::task::spawn_blocking(|| plugin_common::build_plugin("", "debug"))
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(
-        common::workspace_root().join("examples/plugin-generator/pipeline.toml"),
+        plugin_common::workspace_root().join("examples/plugin-generator/pipeline.toml"),
     )
     .unwrap()
     .replace(

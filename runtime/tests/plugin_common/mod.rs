@@ -1,9 +1,10 @@
-//! Builds the example plugin (`examples/plugin-generator`) as a real cdylib, once per variant.
+//! Helpers shared by the host's plugin tests (`plugin_*.rs`): builds the example plugin
+//! (`examples/plugin-generator`) as a real cdylib, once per variant and test binary.
 //!
 //! Built with `cargo build --manifest-path examples/plugin-generator/Cargo.toml --target-dir
 //! target/plugins [--features <variant>]`, then copied (atomically) to
 //! `target/plugins/variants/<variant>/`, because every variant has the same library file name.
-#![allow(dead_code)]
+#![allow(dead_code, missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ static BUILT: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("conformance lives in the workspace")
+        .expect("the runtime lives in the workspace")
         .to_path_buf()
 }
 

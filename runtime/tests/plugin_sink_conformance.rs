@@ -1,15 +1,15 @@
 //! The sink conformance suite against the example plugin's JSON-lines sink loaded through the
 //! C ABI: the same cases (and the same results) as the statically linked run.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+mod plugin_common;
 
 use tributary_conformance::fixtures::JsonLinesSinkFixture;
 use tributary_conformance::SinkSetup;
 
 async fn setup() -> Option<SinkSetup> {
-    let lib = tokio::task::spawn_blocking(|| common::build_plugin("", "debug"))
+    let lib = tokio::task::spawn_blocking(|| plugin_common::build_plugin("", "debug"))
         .await
         .expect("build");
     let plugin = tributary_runtime::plugin::load(&lib).expect("the example plugin loads");

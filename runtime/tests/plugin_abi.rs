@@ -3,16 +3,17 @@
 //! a panic inside the plugin becomes an error and the host keeps running; batches, options,
 //! offsets, errors and sinks cross intact.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+mod plugin_common;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use tributary_runtime::plugin;
 use tributary_sdk::{
-    ConnectorContext, ErrorCode, Offset, Options, ReadLimit, SinkFactory, SourceFactory,
+    ConnectorContext, ErrorCode, Offset, Options, ReadLimit, SinkFactory, SinkFactoryExt,
+    SourceFactory, SourceFactoryExt,
 };
 
 fn generator(lib: &std::path::Path) -> Arc<dyn SourceFactory> {
@@ -26,7 +27,7 @@ fn generator(lib: &std::path::Path) -> Arc<dyn SourceFactory> {
 
 #[test]
 fn a_plugin_built_for_another_abi_version_is_refused_naming_both_versions() {
-    let lib = common::build_plugin("bad-abi", "debug");
+    let lib = plugin_common::build_plugin("bad-abi", "debug");
     let e = plugin::load(&lib).unwrap_err();
     assert_eq!(e.code(), ErrorCode::Plugin);
     let m = e.to_string();
@@ -43,7 +44,7 @@ fn a_plugin_built_for_another_abi_version_is_refused_naming_both_versions() {
 
 #[test]
 fn a_library_without_the_entry_symbol_is_refused() {
-    let lib = common::build_plugin("no-entry", "debug");
+    let lib = plugin_common::build_plugin("no-entry", "debug");
     let e = plugin::load(&lib).unwrap_err();
     let m = e.to_string();
     assert!(
@@ -56,7 +57,7 @@ fn a_library_without_the_entry_symbol_is_refused() {
 #[test]
 fn a_file_that_is_not_a_library_for_this_host_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = dir.path().join(common::library_name());
+    let fake = dir.path().join(plugin_common::library_name());
     std::fs::write(&fake, b"\x7fELF but not really a shared object").unwrap();
     let m = plugin::load(&fake).unwrap_err().to_string();
     assert!(
@@ -72,7 +73,7 @@ fn a_file_that_is_not_a_library_for_this_host_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_in_read_fails_the_call_and_the_host_keeps_running() {
-    let lib = tokio::task::spawn_blocking(|| common::build_plugin("panic-in-read", "debug"))
+    let lib = tokio::task::spawn_blocking(|| plugin_common::build_plugin("panic-in-read", "debug"))
         .await
         .unwrap();
     let factory = generator(&lib);
@@ -103,7 +104,7 @@ async fn a_panic_in_read_fails_the_call_and_the_host_keeps_running() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_offsets_errors_and_metrics_cross_the_boundary_intact() {
-    let lib = tokio::task::spawn_blocking(|| common::build_plugin("", "debug"))
+    let lib = tokio::task::spawn_blocking(|| plugin_common::build_plugin("", "debug"))
         .await
         .unwrap();
     let loaded = plugin::load(&lib).unwrap();
@@ -119,6 +120,15 @@ async fn batches_offsets_errors_and_metrics_cross_the_boundary_intact() {
     ]
     .into_iter()
     .collect();
+    // What the source reads is known before it is built, the same through the plugin.
+    let described = generator(&lib).describe(&options).unwrap();
+    assert_eq!(
+        described,
+        tributary_plugin_generator::GeneratorSourceFactory
+            .describe(&options)
+            .unwrap()
+    );
+    assert_eq!(described.identity.target, "rows:25");
     let ctx = ConnectorContext::default();
     let mut foreign = generator(&lib).create(&options, &ctx).unwrap();
     let mut native = tributary_plugin_generator::GeneratorSourceFactory
@@ -126,6 +136,7 @@ async fn batches_offsets_errors_and_metrics_cross_the_boundary_intact() {
         .unwrap();
     assert_eq!(foreign.schema(), native.schema());
     assert_eq!(foreign.identity(), native.identity());
+    assert_eq!(foreign.identity(), described.identity);
     assert_eq!(foreign.default_read_limit(), ReadLimit::MaxRows(12));
     let start = foreign.initial_offset().await.unwrap();
     let end = foreign
@@ -143,18 +154,25 @@ async fn batches_offsets_errors_and_metrics_cross_the_boundary_intact() {
     let e = foreign.read(&end, &past).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::SourceRead);
     assert!(e.message().contains("past the last row"), "{e}");
-    // Unknown options are refused by the plugin with the SDK's message.
+    // Unknown options are refused by the plugin with the SDK's message, and conflicting ones
+    // with both names.
     let bad: Options = [("totalRow", "5")].into_iter().collect();
     let e = generator(&lib).validate(&bad).unwrap_err();
     assert_eq!(e.code(), ErrorCode::UnknownOption);
     assert!(e.message().contains("did you mean 'totalRows'"), "{e}");
+    let both: Options = [("totalRows", "5"), ("controlFile", "/c.json")]
+        .into_iter()
+        .collect();
+    let e = generator(&lib).validate(&both).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ConflictingOptions);
+    assert_eq!(e.context_value("conflicts_with"), Some("controlFile"));
     assert!(format!("{foreign:?}").contains("GeneratorSource"));
     foreign.stop().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_plugin_sink_writes_idempotently_per_batch_id() {
-    let lib = tokio::task::spawn_blocking(|| common::build_plugin("", "debug"))
+    let lib = tokio::task::spawn_blocking(|| plugin_common::build_plugin("", "debug"))
         .await
         .unwrap();
     let loaded = plugin::load(&lib).unwrap();
@@ -186,7 +204,9 @@ async fn the_plugin_sink_writes_idempotently_per_batch_id() {
     let text = std::fs::read_to_string(out.path().join("batch-0.jsonl")).unwrap();
     assert_eq!(
         text,
-        "{\"id\":0,\"value\":\"row-0\"}\n{\"id\":1,\"value\":\"row-1\"}\n{\"id\":2,\"value\":\"row-2\"}\n"
+        "{\"id\":0,\"value\":\"row-0\",\"partition\":0}\n\
+         {\"id\":1,\"value\":\"row-1\",\"partition\":0}\n\
+         {\"id\":2,\"value\":\"row-2\",\"partition\":0}\n"
     );
     assert_eq!(std::fs::read_dir(out.path()).unwrap().count(), 1);
     sink.stop().await.unwrap();
@@ -204,7 +224,7 @@ async fn the_plugin_sink_writes_idempotently_per_batch_id() {
 
 #[test]
 fn discovery_reads_directories_and_the_environment_variable() {
-    let lib = common::build_plugin("", "debug");
+    let lib = plugin_common::build_plugin("", "debug");
     let dir = lib.parent().unwrap().to_path_buf();
     let found = plugin::discover(std::slice::from_ref(&dir)).unwrap();
     assert_eq!(found.len(), 1);
