@@ -309,7 +309,9 @@ fn bench_avro(c: &mut Criterion) {
     g.bench_function("tributary_10pct_malformed", |b| {
         b.iter(|| black_box(ours(&s, &bad)))
     });
-    g.bench_function("arrow_avro_ocf", |b| b.iter(|| black_box(arrow_ocf().len())));
+    g.bench_function("arrow_avro_ocf", |b| {
+        b.iter(|| black_box(arrow_ocf().len()))
+    });
     g.bench_function("tributary_confluent", |b| {
         b.iter(|| black_box(ours(&framed_schemas, &framed_input)))
     });
@@ -580,7 +582,11 @@ fn median_ms(group: &str, bench: &str) -> Option<f64> {
 fn print_ratios() {
     let pairs = [
         ("avro", "tributary", "arrow_avro_ocf"),
-        ("avro", "tributary_confluent", "arrow_avro_decoder_confluent"),
+        (
+            "avro",
+            "tributary_confluent",
+            "arrow_avro_decoder_confluent",
+        ),
         ("avro", "tributary", "apache_avro_value"),
         ("avro", "tributary", "tributary_10pct_malformed"),
         ("protobuf", "tributary", "prost_reflect_dynamic"),
@@ -592,7 +598,10 @@ fn print_ratios() {
     println!("\n| group | ours | ms | other | ms | other / ours |\n|---|---|---|---|---|---|");
     for (group, ours, other) in pairs {
         if let (Some(a), Some(b)) = (median_ms(group, ours), median_ms(group, other)) {
-            println!("| {group} | {ours} | {a:.1} | {other} | {b:.1} | {:.2}x |", b / a);
+            println!(
+                "| {group} | {ours} | {a:.1} | {other} | {b:.1} | {:.2}x |",
+                b / a
+            );
         }
     }
 }

@@ -163,8 +163,9 @@ impl Stage for DecodeStage {
         }
         let provider = schema_provider(&self.config)?;
         let schemas = provider.resolve(&self.binding.stream).await?;
-        let decoder = StreamDecoder::with_protobuf(&schemas, self.config.mode, column, self.config.protobuf)?
-            .with_key_column(self.binding.key_column.as_deref())?;
+        let decoder =
+            StreamDecoder::with_protobuf(&schemas, self.config.mode, column, self.config.protobuf)?
+                .with_key_column(self.binding.key_column.as_deref())?;
         let out = decoder.output_schema(&input);
         self.decoder = Some(decoder);
         Ok(out)

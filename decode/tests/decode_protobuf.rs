@@ -268,3 +268,83 @@ fn refusals_name_the_field() {
         e.message()
     );
 }
+
+const DEFAULTS: &str = r#"
+syntax = "proto3";
+package d;
+message M {
+  int32 a = 1; string s = 2; bool b = 3; Color c = 4; optional int32 o = 5; Inner inner = 6;
+  repeated int32 r = 7; uint64 u = 8; bytes raw = 9;
+  enum Color { RED = 0; GREEN = 1; }
+  message Inner { int32 x = 1; }
+}
+"#;
+
+/// Decodes an empty message and one with `c = GREEN` through the stage with these options.
+async fn decode_with(extra: &[(&str, &str)]) -> (DataType, Vec<String>) {
+    use tributary_sdk::{EnvSecretStore, Options, SourceDescription, StageFactory};
+    let pool = pool(DEFAULTS);
+    let desc = pool.get_message_by_name("d.M").unwrap();
+    let mut green = DynamicMessage::new(desc);
+    green.set_field_by_name("c", Value::EnumNumber(1));
+    let mut options = Options::new()
+        .with("proto_schema", DEFAULTS)
+        .with("message_name", "d.M");
+    for (k, v) in extra {
+        options.set(*k, *v);
+    }
+    let source = SourceDescription::new("kafka", "subscribe:t")
+        .with_streams(["t"])
+        .with_payload_column("value")
+        .with_key_column("key");
+    let factory = tributary_decode::DecodeStageFactory;
+    let mut stage = factory.create(&options, &source, &EnvSecretStore).unwrap();
+    let batch = kafka_batch(vec![Some(Vec::new()), Some(green.encode_to_vec())]);
+    stage.open(batch.schema()).await.unwrap();
+    let out = stage.apply(&batch).unwrap();
+    let dt = out.column_by_name("value").unwrap().data_type().clone();
+    (dt, rows_json(&out))
+}
+
+#[tokio::test]
+async fn absent_proto3_scalars_are_null_unless_emit_default_values() {
+    let (_, rows) = decode_with(&[]).await;
+    assert_eq!(rows[0], r#"{"r":[]}"#);
+    assert_eq!(rows[1], r#"{"c":"GREEN","r":[]}"#);
+    let (_, rows) = decode_with(&[("emit.default.values", "true")]).await;
+    // Fields with presence (optional, messages) stay null; repeated stay empty.
+    assert_eq!(
+        rows[0],
+        r#"{"a":0,"s":"","b":false,"c":"RED","r":[],"u":0,"raw":""}"#
+    );
+    assert_eq!(
+        rows[1],
+        r#"{"a":0,"s":"","b":false,"c":"GREEN","r":[],"u":0,"raw":""}"#
+    );
+}
+
+#[tokio::test]
+async fn enums_as_ints_gives_the_number() {
+    let (dt, rows) = decode_with(&[("enums.as.ints", "true")]).await;
+    let DataType::Struct(fields) = dt else {
+        panic!("struct expected")
+    };
+    assert_eq!(fields.find("c").unwrap().1.data_type(), &DataType::Int32);
+    assert_eq!(rows[1], r#"{"c":1,"r":[]}"#);
+    let (_, rows) =
+        decode_with(&[("enums.as.ints", "true"), ("emit.default.values", "true")]).await;
+    assert!(rows[0].contains(r#""c":0"#), "{}", rows[0]);
+}
+
+#[test]
+fn protobuf_options_without_a_protobuf_side_are_refused() {
+    use tributary_sdk::Options;
+    for option in ["emit.default.values", "enums.as.ints"] {
+        let o = Options::new()
+            .with("json_schema", r#"{"type":"object"}"#)
+            .with(option, "true");
+        let e = tributary_decode::DecodeConfig::validate(&o).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ConflictingOptions);
+        assert_eq!(e.context_value("option"), Some(option));
+    }
+}

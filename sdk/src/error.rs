@@ -369,6 +369,10 @@ fn intern_context_key(key: &str) -> &'static str {
         "actual",
         "reason",
         "location",
+        "conflicts_with",
+        "feature",
+        "bucket",
+        "consumer",
     ];
     KNOWN
         .iter()

@@ -311,9 +311,15 @@ fn refuse_ignored_source_options(p: &ParsedOptions) -> Result<()> {
     // A start (or end) given several ways: the timestamp wins, as in Spark, so the rest would
     // be ignored.
     for (winner, losers) in [
-        ("startingTimestamp", &["startingOffsetsByTimestamp", "startingOffsets"][..]),
+        (
+            "startingTimestamp",
+            &["startingOffsetsByTimestamp", "startingOffsets"][..],
+        ),
         ("startingOffsetsByTimestamp", &["startingOffsets"][..]),
-        ("endingTimestamp", &["endingOffsetsByTimestamp", "endingOffsets"][..]),
+        (
+            "endingTimestamp",
+            &["endingOffsetsByTimestamp", "endingOffsets"][..],
+        ),
         ("endingOffsetsByTimestamp", &["endingOffsets"][..]),
     ] {
         for loser in losers {
@@ -492,7 +498,11 @@ mod tests {
     }
 
     fn parse(o: &Options) -> Result<SourceConfig> {
-        SourceConfig::parse(&OptionSpec::validate_all(&source_option_specs(), o, "kafka")?)
+        SourceConfig::parse(&OptionSpec::validate_all(
+            &source_option_specs(),
+            o,
+            "kafka",
+        )?)
     }
 
     #[test]
@@ -546,11 +556,9 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let e = parse(&opts(&[("subscribe", "a"), ("startingOffsets", "oldest")]))
-            .unwrap_err();
+        let e = parse(&opts(&[("subscribe", "a"), ("startingOffsets", "oldest")])).unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidOption);
-        let e = parse(&opts(&[("subscribe", "a"), ("endingOffsets", "earliest")]))
-            .unwrap_err();
+        let e = parse(&opts(&[("subscribe", "a"), ("endingOffsets", "earliest")])).unwrap_err();
         assert_eq!(e.context_value("option"), Some("endingOffsets"));
     }
 
@@ -611,24 +619,37 @@ mod tests {
         assert_eq!(e.code(), ErrorCode::ConflictingOptions, "{pairs:?}: {e}");
         assert_eq!(e.context_value("option"), Some(option), "{e}");
         assert_eq!(e.context_value("conflicts_with"), Some(other), "{e}");
-        assert!(e.message().contains(option) && e.message().contains(other), "{e}");
+        assert!(
+            e.message().contains(option) && e.message().contains(other),
+            "{e}"
+        );
     }
 
     #[test]
     fn ignored_source_options_are_refused_naming_both() {
-        refused(&[("maxTriggerDelay", "5s")], "maxTriggerDelay", "minOffsetsPerTrigger");
+        refused(
+            &[("maxTriggerDelay", "5s")],
+            "maxTriggerDelay",
+            "minOffsetsPerTrigger",
+        );
         refused(
             &[("startingTimestamp", "1"), ("startingOffsets", "earliest")],
             "startingOffsets",
             "startingTimestamp",
         );
         refused(
-            &[("startingTimestamp", "1"), ("startingOffsetsByTimestamp", r#"{"a":{"0":1}}"#)],
+            &[
+                ("startingTimestamp", "1"),
+                ("startingOffsetsByTimestamp", r#"{"a":{"0":1}}"#),
+            ],
             "startingOffsetsByTimestamp",
             "startingTimestamp",
         );
         refused(
-            &[("startingOffsetsByTimestamp", r#"{"a":{"0":1}}"#), ("startingOffsets", "latest")],
+            &[
+                ("startingOffsetsByTimestamp", r#"{"a":{"0":1}}"#),
+                ("startingOffsets", "latest"),
+            ],
             "startingOffsets",
             "startingOffsetsByTimestamp",
         );
@@ -638,7 +659,10 @@ mod tests {
             "endingTimestamp",
         );
         refused(
-            &[("endingOffsetsByTimestamp", r#"{"a":{"0":1}}"#), ("endingOffsets", "latest")],
+            &[
+                ("endingOffsetsByTimestamp", r#"{"a":{"0":1}}"#),
+                ("endingOffsets", "latest"),
+            ],
             "endingOffsets",
             "endingOffsetsByTimestamp",
         );
@@ -653,16 +677,25 @@ mod tests {
             "kafka.group.id",
         );
         refused(
-            &[("fetchOffset.numRetries", "1"), ("fetchOffset.retryIntervalMs", "10")],
+            &[
+                ("fetchOffset.numRetries", "1"),
+                ("fetchOffset.retryIntervalMs", "10"),
+            ],
             "fetchOffset.retryIntervalMs",
             "fetchOffset.numRetries",
         );
         // The same options where they apply are accepted.
         for ok in [
             &[("minOffsetsPerTrigger", "5"), ("maxTriggerDelay", "5s")][..],
-            &[("startingTimestamp", "1"), ("startingOffsetsByTimestampStrategy", "latest")][..],
+            &[
+                ("startingTimestamp", "1"),
+                ("startingOffsetsByTimestampStrategy", "latest"),
+            ][..],
             &[("kafka.group.id", "g")][..],
-            &[("fetchOffset.numRetries", "2"), ("fetchOffset.retryIntervalMs", "10")][..],
+            &[
+                ("fetchOffset.numRetries", "2"),
+                ("fetchOffset.retryIntervalMs", "10"),
+            ][..],
         ] {
             let mut all = vec![("subscribe", "a")];
             all.extend_from_slice(ok);

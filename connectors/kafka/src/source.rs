@@ -133,17 +133,14 @@ impl KafkaSource {
             &config.connection,
             context.secrets.as_ref(),
         )?);
-        let group_id = config
-            .group_id
-            .clone()
-            .unwrap_or_else(|| {
-                format!(
-                    "{}-{}-{:016x}",
-                    config.group_id_prefix,
-                    context.pipeline,
-                    fnv1a(&config.subscription.describe())
-                )
-            });
+        let group_id = config.group_id.clone().unwrap_or_else(|| {
+            format!(
+                "{}-{}-{:016x}",
+                config.group_id_prefix,
+                context.pipeline,
+                fnv1a(&config.subscription.describe())
+            )
+        });
         Ok(KafkaSource {
             schema: kafka_schema(config.include_headers),
             tracker: DataLossTracker::new(config.fail_on_data_loss),

@@ -145,7 +145,9 @@ async fn scram_fixture_secret_is_resolved_and_used() {
     source.stop().await.unwrap();
 
     let wrong = "not-the-conformance-password";
-    let mut source = KafkaSourceFactory.create(&options, &context(wrong)).unwrap();
+    let mut source = KafkaSourceFactory
+        .create(&options, &context(wrong))
+        .unwrap();
     let e = source.initial_offset().await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Authentication, "{e}");
     assert!(!format!("{e} {e:?}").contains(wrong), "{e}");

@@ -71,7 +71,11 @@ async fn rows_round_trip_through_the_source() {
         Field::new("key", DataType::Utf8, true),
         Field::new("value", DataType::Utf8, true),
         Field::new("partition", DataType::Int32, true),
-        Field::new("headers", tributary_kafka::schema::kafka_headers_type(), true),
+        Field::new(
+            "headers",
+            tributary_kafka::schema::kafka_headers_type(),
+            true,
+        ),
     ]));
     let batch = RecordBatch::try_new(
         schema.clone(),

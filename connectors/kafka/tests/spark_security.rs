@@ -59,7 +59,10 @@ async fn scram_with_spark_options_and_a_secret_in_the_jaas_line() {
         ],
     );
     // The password as a secret reference inside the JAAS line, and in the clear.
-    for password in ["{{secrets/env/TRIBUTARY_KAFKA_SCRAM512_PASSWORD}}", pw.as_str()] {
+    for password in [
+        "{{secrets/env/TRIBUTARY_KAFKA_SCRAM512_PASSWORD}}",
+        pw.as_str(),
+    ] {
         let o = scram_options(&b, &jaas(&user, password));
         assert!(!format!("{o:?}").contains(&pw), "{o:?}");
         let shown = format!("{:?}", source(&o.clone().with("subscribe", "t")));
@@ -83,7 +86,10 @@ async fn scram_wrong_password_in_the_jaas_line_is_an_authentication_error() {
     assert!(!format!("{src:?}").contains(wrong));
     let err = src.initial_offset().await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::Authentication, "{err}");
-    assert!(!format!("{err} {err:?} {}", err.to_json()).contains(wrong), "{err}");
+    assert!(
+        !format!("{err} {err:?} {}", err.to_json()).contains(wrong),
+        "{err}"
+    );
 }
 
 fn mtls_admin(b: &str) -> rdkafka::ClientConfig {
@@ -96,7 +102,10 @@ fn mtls_admin(b: &str) -> rdkafka::ClientConfig {
                 "ssl.certificate.location",
                 &var("TRIBUTARY_KAFKA_CLIENT_CERT").unwrap(),
             ),
-            ("ssl.key.location", &var("TRIBUTARY_KAFKA_CLIENT_KEY").unwrap()),
+            (
+                "ssl.key.location",
+                &var("TRIBUTARY_KAFKA_CLIENT_KEY").unwrap(),
+            ),
         ],
     )
 }
@@ -192,6 +201,9 @@ async fn wrong_store_passwords_are_named_before_connecting_and_never_shown() {
         let err = tributary_kafka::KafkaSource::new(&o, &context()).unwrap_err();
         assert_eq!(err.code(), ErrorCode::InvalidOption, "{err}");
         assert_eq!(err.context_value("option"), Some(option), "{err}");
-        assert!(!format!("{err} {err:?} {}", err.to_json()).contains(wrong), "{err}");
+        assert!(
+            !format!("{err} {err:?} {}", err.to_json()).contains(wrong),
+            "{err}"
+        );
     }
 }

@@ -107,7 +107,11 @@ pub fn assert_same(pair: &str, ours: &Table, reference: &Table) {
             "{pair}: values of row {row} differ"
         );
     }
-    assert_eq!(ours.samples.len(), reference.samples.len(), "{pair}: samples differ");
+    assert_eq!(
+        ours.samples.len(),
+        reference.samples.len(),
+        "{pair}: samples differ"
+    );
     println!(
         "checked {pair}: {} rows, nulls {:?}, {} sampled rows equal",
         ours.rows,

@@ -340,10 +340,15 @@ fn field_kind(
         let (dt, kind) = field_kind(&value, &format!("{path}.value"), stack, options)?;
         return Ok((crate::map_type(dt), PKind::Map(Box::new(kind))));
     }
-    scalar_kind(&f.kind(), path, stack)
+    scalar_kind(&f.kind(), path, stack, options)
 }
 
-fn scalar_kind(kind: &Kind, path: &str, stack: &mut Vec<String>) -> Result<(DataType, PKind)> {
+fn scalar_kind(
+    kind: &Kind,
+    path: &str,
+    stack: &mut Vec<String>,
+    options: ProtobufOptions,
+) -> Result<(DataType, PKind)> {
     Ok(match kind {
         Kind::Int32 => (DataType::Int32, PKind::Int32),
         Kind::Sint32 => (DataType::Int32, PKind::SInt32),
@@ -398,7 +403,7 @@ fn scalar_kind(kind: &Kind, path: &str, stack: &mut Vec<String>) -> Result<(Data
                 let inner = m
                     .get_field(1)
                     .ok_or_else(|| refuse(path, "wrapper type without field 1"))?;
-                let (dt, kind) = scalar_kind(&inner.kind(), path, stack)?;
+                let (dt, kind) = scalar_kind(&inner.kind(), path, stack, options)?;
                 (dt, PKind::Wrapper(Box::new(kind)))
             }
             name @ ("google.protobuf.Duration"

@@ -14,8 +14,8 @@ use arrow_schema::{DataType, Fields};
 
 use super::{PKind, PMsg};
 use crate::columns::{Col, StructCol};
-use crate::options::ProtobufOptions;
 use crate::metrics::{Bad, Malformed};
+use crate::options::ProtobufOptions;
 use crate::RowDecoder;
 use tributary_sdk::error::Result;
 

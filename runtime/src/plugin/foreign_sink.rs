@@ -50,7 +50,7 @@ impl SinkFactory for ForeignSinkFactory {
             .validate(&self.manifest, KIND_SINK, &self.name, options)?;
         Ok(Box::new(PreparedForeignSink {
             plugin: self.plugin.clone(),
-            manifest: self.manifest.clone(),
+            manifest: self.manifest,
             name: self.name.clone(),
             options: options.clone(),
         }))

@@ -69,7 +69,7 @@ impl SourceFactory for ForeignSourceFactory {
         let description: SourceDescription = self.plugin.json("source description", &bytes)?;
         Ok(Box::new(PreparedForeignSource {
             plugin: self.plugin.clone(),
-            manifest: self.manifest.clone(),
+            manifest: self.manifest,
             name: self.name.clone(),
             options: options.clone(),
             description,

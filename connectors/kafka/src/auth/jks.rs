@@ -95,7 +95,11 @@ pub(crate) struct JksStore {
 
 /// True when the bytes start like a JKS (or JCEKS) file.
 pub(crate) fn looks_like_jks(bytes: &[u8]) -> bool {
-    bytes.len() >= 4 && matches!(u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]), MAGIC | JCEKS_MAGIC)
+    bytes.len() >= 4
+        && matches!(
+            u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]),
+            MAGIC | JCEKS_MAGIC
+        )
 }
 
 struct Reader<'a> {
@@ -106,7 +110,10 @@ struct Reader<'a> {
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], JksError> {
         let end = self.pos.checked_add(n).ok_or(JksError::Damaged(what))?;
-        let s = self.bytes.get(self.pos..end).ok_or(JksError::Damaged(what))?;
+        let s = self
+            .bytes
+            .get(self.pos..end)
+            .ok_or(JksError::Damaged(what))?;
         self.pos = end;
         Ok(s)
     }
@@ -280,7 +287,9 @@ mod tests {
             read(&[0xCE, 0xCE, 0xCE, 0xCE, 0, 0, 0, 2], None).unwrap_err(),
             JksError::Jceks
         );
-        let mut b = vec![0xFE, 0xED, 0xFE, 0xED, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2, 0xFF, 0xFF];
+        let mut b = vec![
+            0xFE, 0xED, 0xFE, 0xED, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2, 0xFF, 0xFF,
+        ];
         assert!(matches!(read(&b, None).unwrap_err(), JksError::Damaged(_)));
         // An empty store: no entry, digest only.
         b.truncate(8);
@@ -291,7 +300,10 @@ mod tests {
         h.update(&b);
         b.extend(h.finish());
         assert!(read(&b, Some("pw")).unwrap().trusted.is_empty());
-        assert_eq!(read(&b, Some("nope")).unwrap_err(), JksError::WrongStorePassword);
+        assert_eq!(
+            read(&b, Some("nope")).unwrap_err(),
+            JksError::WrongStorePassword
+        );
         assert!(read(&b, None).is_ok());
         assert!(looks_like_jks(&b));
     }
@@ -301,27 +313,73 @@ mod tests {
     #[test]
     fn reads_stores_written_by_keytool() {
         let Some(keytool) = which_keytool() else {
-            tributary_skip_log::skip("keytool is not installed (scripts/services/kafka.sh installs it)");
+            tributary_skip_log::skip(
+                "keytool is not installed (scripts/services/kafka.sh installs it)",
+            );
             return;
         };
         let dir = tempfile::tempdir().unwrap();
         let ks = dir.path().join("client.jks");
         let run = |args: &[&str]| {
-            let out = std::process::Command::new(&keytool).args(args).output().unwrap();
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let out = std::process::Command::new(&keytool)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         };
         let ks_s = ks.to_str().unwrap();
         run(&[
-            "-genkeypair", "-keystore", ks_s, "-storetype", "JKS", "-storepass", "store-pw",
-            "-keypass", "key-pw", "-alias", "client", "-keyalg", "RSA", "-keysize", "2048",
-            "-dname", "CN=jks-test", "-validity", "2",
+            "-genkeypair",
+            "-keystore",
+            ks_s,
+            "-storetype",
+            "JKS",
+            "-storepass",
+            "store-pw",
+            "-keypass",
+            "key-pw",
+            "-alias",
+            "client",
+            "-keyalg",
+            "RSA",
+            "-keysize",
+            "2048",
+            "-dname",
+            "CN=jks-test",
+            "-validity",
+            "2",
         ]);
         let cert = dir.path().join("client.crt");
-        run(&["-exportcert", "-keystore", ks_s, "-storepass", "store-pw", "-alias", "client", "-rfc", "-file", cert.to_str().unwrap()]);
+        run(&[
+            "-exportcert",
+            "-keystore",
+            ks_s,
+            "-storepass",
+            "store-pw",
+            "-alias",
+            "client",
+            "-rfc",
+            "-file",
+            cert.to_str().unwrap(),
+        ]);
         let ts = dir.path().join("trust.jks");
         run(&[
-            "-importcert", "-noprompt", "-keystore", ts.to_str().unwrap(), "-storetype", "JKS",
-            "-storepass", "trust-pw", "-alias", "ca", "-file", cert.to_str().unwrap(),
+            "-importcert",
+            "-noprompt",
+            "-keystore",
+            ts.to_str().unwrap(),
+            "-storetype",
+            "JKS",
+            "-storepass",
+            "trust-pw",
+            "-alias",
+            "ca",
+            "-file",
+            cert.to_str().unwrap(),
         ]);
         let bytes = std::fs::read(&ks).unwrap();
         let store = read(&bytes, Some("store-pw")).unwrap();
@@ -330,8 +388,14 @@ mod tests {
         let key = store.keys[0].decrypt("key-pw").unwrap();
         let public = store.keys[0].chain[0].public_key().unwrap();
         assert!(public.public_eq(&key));
-        assert_eq!(store.keys[0].decrypt("store-pw").unwrap_err(), JksError::WrongKeyPassword);
-        assert_eq!(read(&bytes, Some("wrong")).unwrap_err(), JksError::WrongStorePassword);
+        assert_eq!(
+            store.keys[0].decrypt("store-pw").unwrap_err(),
+            JksError::WrongKeyPassword
+        );
+        assert_eq!(
+            read(&bytes, Some("wrong")).unwrap_err(),
+            JksError::WrongStorePassword
+        );
         let trust = read(&std::fs::read(&ts).unwrap(), Some("trust-pw")).unwrap();
         assert_eq!(trust.trusted.len(), 1);
         assert!(trust.keys.is_empty());

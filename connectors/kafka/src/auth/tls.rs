@@ -303,7 +303,9 @@ impl TlsAuthenticator {
                     key_file = Some(key_path);
                 }
                 StoreFormat::Pkcs12 => {
-                    if let (Some(k), Some(s)) = (&settings.key_password, &settings.keystore_password) {
+                    if let (Some(k), Some(s)) =
+                        (&settings.key_password, &settings.keystore_password)
+                    {
                         if k.expose() != s.expose() {
                             return Err(conflicting(
                                 names.key_password,
@@ -348,7 +350,11 @@ impl TlsAuthenticator {
                         })?;
                     let mut keys = store.keys.into_iter();
                     let Some(entry) = keys.next() else {
-                        return Err(bad_file(opt, path, "the JKS key store holds no private key"));
+                        return Err(bad_file(
+                            opt,
+                            path,
+                            "the JKS key store holds no private key",
+                        ));
                     };
                     if keys.next().is_some() {
                         tracing::warn!(
@@ -622,10 +628,16 @@ mod tests {
         let mut c = ClientConfig::new();
         p12_ok.apply(&mut c);
         assert!(c.get("ssl.ca.pem").unwrap().contains("BEGIN CERTIFICATE"));
-        assert!(c.get("ssl.certificate.pem").unwrap().contains("BEGIN CERTIFICATE"));
+        assert!(c
+            .get("ssl.certificate.pem")
+            .unwrap()
+            .contains("BEGIN CERTIFICATE"));
         assert!(c.get("ssl.key.pem").unwrap().contains("PRIVATE KEY"));
         assert!(!format!("{p12_ok:?}").contains("PRIVATE KEY"));
-        assert_eq!(c.get("ssl.endpoint.identification.algorithm"), Some("https"));
+        assert_eq!(
+            c.get("ssl.endpoint.identification.algorithm"),
+            Some("https")
+        );
 
         // A password for a PEM store is refused, as Java's client refuses it.
         let e = TlsAuthenticator::load(TlsSettings {

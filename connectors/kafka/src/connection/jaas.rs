@@ -222,7 +222,10 @@ pub(crate) fn parse(text: &str) -> Result<JaasConfig> {
         if let Some(k) = missing {
             return Err(Error::new(
                 ErrorCode::MissingOption,
-                format!("option '{OPTION}': the {} line has no {k}", module.class_name()),
+                format!(
+                    "option '{OPTION}': the {} line has no {k}",
+                    module.class_name()
+                ),
             )
             .with_context("option", OPTION));
         }
@@ -250,21 +253,46 @@ mod tests {
         assert_eq!(j.module, LoginModule::Plain);
         assert_eq!(j.username.as_deref(), Some("bob"));
         assert_eq!(j.password.unwrap().expose(), "{{secrets/kafka/pw}}");
-        let j = parse("shadedmskiam.software.amazon.msk.auth.iam.IAMLoginModule required;").unwrap();
+        let j =
+            parse("shadedmskiam.software.amazon.msk.auth.iam.IAMLoginModule required;").unwrap();
         assert_eq!(j.module, LoginModule::MskIam);
     }
 
     #[test]
     fn malformed_lines_are_refused_without_showing_the_password() {
         for (line, needle) in [
-            (r#"ScramLoginModule required username="u" password="hunter2""#, "end with ';'"),
-            (r#"ScramLoginModule required username="u" password="hunter2;"#, "not closed"),
-            (r#"ScramLoginModule username="u" password="hunter2";"#, "control flag"),
-            (r#"Krb5LoginModule required password="hunter2";"#, "Krb5LoginModule"),
-            (r#"ScramLoginModule required username="u" password="hunter2" tokenauth=true;"#, "tokenauth"),
-            (r#"ScramLoginModule required username="u" password "hunter2";"#, "'password' has no '='"),
-            (r#"ScramLoginModule required username="u" password="hunter2"; more"#, "only one"),
-            (r#"IAMLoginModule required awsRoleArn="hunter2";"#, "awsRoleArn"),
+            (
+                r#"ScramLoginModule required username="u" password="hunter2""#,
+                "end with ';'",
+            ),
+            (
+                r#"ScramLoginModule required username="u" password="hunter2;"#,
+                "not closed",
+            ),
+            (
+                r#"ScramLoginModule username="u" password="hunter2";"#,
+                "control flag",
+            ),
+            (
+                r#"Krb5LoginModule required password="hunter2";"#,
+                "Krb5LoginModule",
+            ),
+            (
+                r#"ScramLoginModule required username="u" password="hunter2" tokenauth=true;"#,
+                "tokenauth",
+            ),
+            (
+                r#"ScramLoginModule required username="u" password "hunter2";"#,
+                "'password' has no '='",
+            ),
+            (
+                r#"ScramLoginModule required username="u" password="hunter2"; more"#,
+                "only one",
+            ),
+            (
+                r#"IAMLoginModule required awsRoleArn="hunter2";"#,
+                "awsRoleArn",
+            ),
         ] {
             let e = parse(line).unwrap_err();
             assert_eq!(e.code(), ErrorCode::InvalidOption, "{line}");

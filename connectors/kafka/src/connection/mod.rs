@@ -164,9 +164,10 @@ impl ConnectionProfile {
         }
         let (sasl, msk_iam) = match &settings.auth {
             AuthSettings::None => (None, None),
-            AuthSettings::MskIam { region } => {
-                (None, Some(Arc::new(MskIamAuthenticator::new(region.clone()))))
-            }
+            AuthSettings::MskIam { region } => (
+                None,
+                Some(Arc::new(MskIamAuthenticator::new(region.clone()))),
+            ),
             AuthSettings::Sasl {
                 mechanism,
                 credentials,

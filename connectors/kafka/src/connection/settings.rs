@@ -36,16 +36,36 @@ const JAVA_ONLY: &[(&str, &str)] = &[
 /// A Java callback handler that names exactly what the connector does natively, accepted (and
 /// not passed on) with its mechanism: (option, class name suffix, mechanism).
 const NATIVE_HANDLERS: &[(&str, &str, Mechanism)] = &[
-    ("sasl.client.callback.handler.class", "IAMClientCallbackHandler", Mechanism::MskIam),
-    ("sasl.login.callback.handler.class", "IAMOAuthBearerLoginCallbackHandler", Mechanism::OAuthBearer),
+    (
+        "sasl.client.callback.handler.class",
+        "IAMClientCallbackHandler",
+        Mechanism::MskIam,
+    ),
+    (
+        "sasl.login.callback.handler.class",
+        "IAMOAuthBearerLoginCallbackHandler",
+        Mechanism::OAuthBearer,
+    ),
 ];
 
 /// librdkafka properties the connector sets itself from a setting, with that setting's names.
 const NATIVE_DUPLICATES: &[(&str, &[&str])] = &[
-    ("ssl.ca.location", &["tls.truststore.location", "kafka.ssl.truststore.location"]),
-    ("ssl.ca.pem", &["tls.truststore.location", "kafka.ssl.truststore.location"]),
-    ("ssl.certificate.location", &["tls.keystore.location", "kafka.ssl.keystore.location"]),
-    ("ssl.keystore.location", &["tls.keystore.location", "kafka.ssl.keystore.location"]),
+    (
+        "ssl.ca.location",
+        &["tls.truststore.location", "kafka.ssl.truststore.location"],
+    ),
+    (
+        "ssl.ca.pem",
+        &["tls.truststore.location", "kafka.ssl.truststore.location"],
+    ),
+    (
+        "ssl.certificate.location",
+        &["tls.keystore.location", "kafka.ssl.keystore.location"],
+    ),
+    (
+        "ssl.keystore.location",
+        &["tls.keystore.location", "kafka.ssl.keystore.location"],
+    ),
     ("ssl.key.location", &["tls.key.location"]),
     ("enable.ssl.certificate.verification", &["tls.verify"]),
 ];
@@ -183,7 +203,10 @@ impl fmt::Debug for ConnectionSettings {
             })
             .collect();
         f.debug_struct("ConnectionSettings")
-            .field("bootstrap_servers", &redact_embedded(&self.bootstrap_servers))
+            .field(
+                "bootstrap_servers",
+                &redact_embedded(&self.bootstrap_servers),
+            )
             .field("properties", &props)
             .field("auth", &self.auth)
             .field("tls", &self.tls)
@@ -213,7 +236,9 @@ fn store_type(name: &'static str, value: &str) -> Result<StoreFormat> {
     StoreFormat::from_name(value).ok_or_else(|| {
         Error::new(
             ErrorCode::InvalidOption,
-            format!("invalid value '{value}' for option '{name}': expected one of JKS, PKCS12, PEM"),
+            format!(
+                "invalid value '{value}' for option '{name}': expected one of JKS, PKCS12, PEM"
+            ),
         )
         .with_context("option", name)
     })
@@ -228,10 +253,11 @@ impl ConnectionSettings {
     /// Parses the connection options (no I/O, no secret resolved).
     pub fn parse(p: &ParsedOptions) -> Result<ConnectionSettings> {
         let bootstrap_servers = super::bootstrap(p)?;
-        let (mechanism_option, mechanism) = match either(p, "auth.mechanism", "kafka.sasl.mechanism")? {
-            Some((name, v)) => (name, Mechanism::parse(&v)),
-            None => ("auth.mechanism", Mechanism::None),
-        };
+        let (mechanism_option, mechanism) =
+            match either(p, "auth.mechanism", "kafka.sasl.mechanism")? {
+                Some((name, v)) => (name, Mechanism::parse(&v)),
+                None => ("auth.mechanism", Mechanism::None),
+            };
         let handlers = check_java_only(p, mechanism)?;
         let auth = parse_auth(p, mechanism, mechanism_option)?;
         let tls = parse_tls(p, &auth, mechanism_option)?;
@@ -251,7 +277,9 @@ impl ConnectionSettings {
                     return Err(conflicting(
                         &full,
                         other,
-                        &format!("is librdkafka's spelling of what '{other}' sets, and both are given"),
+                        &format!(
+                            "is librdkafka's spelling of what '{other}' sets, and both are given"
+                        ),
                     ));
                 }
             }
@@ -285,7 +313,10 @@ fn check_java_only(p: &ParsedOptions, mechanism: Mechanism) -> Result<Vec<&'stat
             continue;
         };
         let native = NATIVE_HANDLERS.iter().find(|(n, suffix, m)| {
-            n == name && v.trim().ends_with(suffix) && (*m == mechanism || (*m == Mechanism::OAuthBearer && mechanism == Mechanism::MskIam))
+            n == name
+                && v.trim().ends_with(suffix)
+                && (*m == mechanism
+                    || (*m == Mechanism::OAuthBearer && mechanism == Mechanism::MskIam))
         });
         if let Some((n, _, _)) = native {
             accepted.push(*n);
@@ -355,7 +386,7 @@ fn parse_auth(
         ));
     }
     let jaas_given = match p.string(jaas::OPTION)? {
-        Some(text) => Some(parse_jaas(&text, mechanism, mechanism_option)?),
+        Some(text) => parse_jaas(&text, mechanism, mechanism_option)?,
         None => None,
     };
     match mechanism {
@@ -367,11 +398,12 @@ fn parse_auth(
             let credentials = match jaas_given {
                 Some(c) => c,
                 None => {
-                    let (user_opt, pw_opt) = if p.is_set("kafka.sasl.username") || p.is_set("kafka.sasl.password") {
-                        spellings[1]
-                    } else {
-                        spellings[0]
-                    };
+                    let (user_opt, pw_opt) =
+                        if p.is_set("kafka.sasl.username") || p.is_set("kafka.sasl.password") {
+                            spellings[1]
+                        } else {
+                            spellings[0]
+                        };
                     let missing = |name: &str| {
                         Error::new(
                             ErrorCode::MissingOption,
@@ -397,26 +429,26 @@ fn parse_auth(
     }
 }
 
-/// Parses `kafka.sasl.jaas.config` and checks its login module against the mechanism.
+/// Parses `kafka.sasl.jaas.config` and checks its login module against the mechanism; the
+/// credentials of a PLAIN or SCRAM line (MSK IAM and OAUTHBEARER lines carry none).
 fn parse_jaas(
     text: &str,
     mechanism: Mechanism,
     mechanism_option: &'static str,
-) -> Result<SaslCredentials> {
+) -> Result<Option<SaslCredentials>> {
     if SecretRef::parse(text).is_some() {
-        return Ok(SaslCredentials::JaasReference(Secret::new(text)));
+        return Ok(Some(SaslCredentials::JaasReference(Secret::new(text))));
     }
     let parsed = jaas::parse(text)?;
     check_module(parsed.module, mechanism, mechanism_option)?;
-    Ok(match (parsed.username, parsed.password) {
-        (Some(username), Some(password)) => SaslCredentials::UserPassword {
+    Ok(parsed
+        .username
+        .zip(parsed.password)
+        .map(|(username, password)| SaslCredentials::UserPassword {
             username,
             password,
             option: jaas::OPTION,
-        },
-        // MSK IAM and OAUTHBEARER modules carry no credentials.
-        _ => SaslCredentials::JaasReference(Secret::new(String::new())),
-    })
+        }))
 }
 
 /// A login module that does not belong to the mechanism is a conflict.
@@ -449,12 +481,19 @@ fn check_module(
 /// A JAAS line given as a secret reference, once resolved: its user name and password.
 pub(crate) fn resolve_jaas(text: &str, mechanism: SaslMechanism) -> Result<(String, Secret)> {
     let parsed = jaas::parse(text)?;
-    check_module(parsed.module, Mechanism::Sasl(mechanism), "kafka.sasl.mechanism")?;
+    check_module(
+        parsed.module,
+        Mechanism::Sasl(mechanism),
+        "kafka.sasl.mechanism",
+    )?;
     match (parsed.username, parsed.password) {
         (Some(u), Some(pw)) => Ok((u, pw)),
         _ => Err(Error::new(
             ErrorCode::MissingOption,
-            format!("option '{}': the line has no username and password", jaas::OPTION),
+            format!(
+                "option '{}': the line has no username and password",
+                jaas::OPTION
+            ),
         )
         .with_context("option", jaas::OPTION)),
     }
@@ -467,8 +506,8 @@ fn parse_tls(
 ) -> Result<Option<TlsOptions>> {
     let mut names = TlsOptionNames::default();
     let store = |location: (&'static str, &'static str),
-                     kind: (&'static str, &'static str),
-                     password: (&'static str, &'static str)|
+                 kind: (&'static str, &'static str),
+                 password: (&'static str, &'static str)|
      -> Result<(Option<StoreSettings>, &'static str, &'static str)> {
         let loc = either(p, location.0, location.1)?;
         let ty = either(p, kind.0, kind.1)?;
@@ -476,10 +515,18 @@ fn parse_tls(
         let loc_name = loc.as_ref().map_or(location.0, |(n, _)| *n);
         if loc.is_none() {
             if let Some((n, _)) = &ty {
-                return Err(conflicting(n, location.0, &format!("is only used with '{}' or '{}'", location.0, location.1)));
+                return Err(conflicting(
+                    n,
+                    location.0,
+                    &format!("is only used with '{}' or '{}'", location.0, location.1),
+                ));
             }
             if let Some((n, _)) = &pw {
-                return Err(conflicting(n, location.0, &format!("is only used with '{}' or '{}'", location.0, location.1)));
+                return Err(conflicting(
+                    n,
+                    location.0,
+                    &format!("is only used with '{}' or '{}'", location.0, location.1),
+                ));
             }
             return Ok((None, loc_name, pw.as_ref().map_or(password.0, |(n, _)| *n)));
         }
@@ -487,7 +534,14 @@ fn parse_tls(
             Some((n, v)) => Some(store_type(n, v)?),
             None => None,
         };
-        let pw_name = pw.as_ref().map_or(if loc_name == location.1 { password.1 } else { password.0 }, |(n, _)| *n);
+        let pw_name = pw.as_ref().map_or(
+            if loc_name == location.1 {
+                password.1
+            } else {
+                password.0
+            },
+            |(n, _)| *n,
+        );
         let settings = loc.map(|(_, path)| StoreSettings {
             path: PathBuf::from(path),
             format,
@@ -515,14 +569,23 @@ fn parse_tls(
     }
     let key = p.string("tls.key.location")?.map(PathBuf::from);
     if keystore.is_none() {
-        p.refuse_ignored("tls.key.location", false, "tls.keystore.location", "needs its certificate in 'tls.keystore.location'")?;
+        p.refuse_ignored(
+            "tls.key.location",
+            false,
+            "tls.keystore.location",
+            "needs its certificate in 'tls.keystore.location'",
+        )?;
         if let Some((n, _)) = &key_password {
             return Err(conflicting(n, "tls.keystore.location", "is only used with a key store ('tls.keystore.location' or 'kafka.ssl.keystore.location')"));
         }
     }
     if let (Some(ks), true) = (&keystore, key.is_some()) {
         if matches!(ks.format, Some(StoreFormat::Pkcs12 | StoreFormat::Jks)) {
-            return Err(conflicting("tls.key.location", names.keystore, "is only used with a PEM key store (a PKCS12 or JKS store holds its key)"));
+            return Err(conflicting(
+                "tls.key.location",
+                names.keystore,
+                "is only used with a PEM key store (a PKCS12 or JKS store holds its key)",
+            ));
         }
     }
     let verify_hostname = match p.string("kafka.ssl.endpoint.identification.algorithm")? {
@@ -568,16 +631,30 @@ fn parse_tls(
             };
             let uses_sasl = !matches!(auth, AuthSettings::None);
             if uses_sasl && !sasl {
-                return Err(conflicting(mechanism_option, "kafka.security.protocol", &format!("needs kafka.security.protocol SASL_PLAINTEXT or SASL_SSL, not {protocol}")));
+                return Err(conflicting(
+                    mechanism_option,
+                    "kafka.security.protocol",
+                    &format!(
+                        "needs kafka.security.protocol SASL_PLAINTEXT or SASL_SSL, not {protocol}"
+                    ),
+                ));
             }
             if sasl && !uses_sasl {
                 return Err(conflicting("kafka.security.protocol", "kafka.sasl.mechanism", &format!("={protocol} needs a SASL mechanism (kafka.sasl.mechanism or auth.mechanism)")));
             }
             if msk && !tls {
-                return Err(conflicting(mechanism_option, "kafka.security.protocol", "AWS MSK IAM needs kafka.security.protocol=SASL_SSL"));
+                return Err(conflicting(
+                    mechanism_option,
+                    "kafka.security.protocol",
+                    "AWS MSK IAM needs kafka.security.protocol=SASL_SSL",
+                ));
             }
             if let (Some(n), false) = (tls_given, tls) {
-                return Err(conflicting(n, "kafka.security.protocol", &format!("is only used with TLS (SSL or SASL_SSL), not {protocol}")));
+                return Err(conflicting(
+                    n,
+                    "kafka.security.protocol",
+                    &format!("is only used with TLS (SSL or SASL_SSL), not {protocol}"),
+                ));
             }
             tls
         }
@@ -585,10 +662,18 @@ fn parse_tls(
             let enabled = tributary_sdk::options::parse_bool(&enabled).unwrap_or(false);
             if !enabled {
                 if let Some(n) = tls_given {
-                    return Err(conflicting(n, "tls.enabled", "needs TLS, and tls.enabled is false"));
+                    return Err(conflicting(
+                        n,
+                        "tls.enabled",
+                        "needs TLS, and tls.enabled is false",
+                    ));
                 }
                 if msk {
-                    return Err(conflicting(mechanism_option, "tls.enabled", "AWS MSK IAM needs TLS, and tls.enabled is false"));
+                    return Err(conflicting(
+                        mechanism_option,
+                        "tls.enabled",
+                        "AWS MSK IAM needs TLS, and tls.enabled is false",
+                    ));
                 }
             }
             enabled

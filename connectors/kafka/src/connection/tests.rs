@@ -3,8 +3,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
-
 use tributary_sdk::{ErrorCode, OptionSpec, Options, Result, Secret, SecretRef, SecretStore};
 
 use super::settings::{AuthSettings, SaslCredentials};
@@ -22,7 +20,10 @@ impl SecretStore for Store {
             ("kafka", "jaas") => Ok(Secret::new(
                 r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="bob" password="{{secrets/kafka/pw}}";"#,
             )),
-            _ => Err(tributary_sdk::Error::new(ErrorCode::SecretNotFound, format!("no {r}"))),
+            _ => Err(tributary_sdk::Error::new(
+                ErrorCode::SecretNotFound,
+                format!("no {r}"),
+            )),
         }
     }
 }
@@ -41,23 +42,44 @@ fn refused(pairs: &[(&str, &str)], option: &str, other: &str) {
     let e = settings(pairs).unwrap_err();
     assert_eq!(e.code(), ErrorCode::ConflictingOptions, "{pairs:?}: {e}");
     assert_eq!(e.context_value("option"), Some(option), "{pairs:?}: {e}");
-    assert_eq!(e.context_value("conflicts_with"), Some(other), "{pairs:?}: {e}");
+    assert_eq!(
+        e.context_value("conflicts_with"),
+        Some(other),
+        "{pairs:?}: {e}"
+    );
     assert!(!format!("{e} {e:?}").contains("hunter2"), "{e}");
 }
 
 #[test]
 fn credentials_without_a_sasl_mechanism_are_refused() {
     refused(&[("auth.username", "u")], "auth.username", "auth.mechanism");
-    refused(&[("auth.password", "hunter2")], "auth.password", "auth.mechanism");
+    refused(
+        &[("auth.password", "hunter2")],
+        "auth.password",
+        "auth.mechanism",
+    );
     refused(
         &[("auth.mechanism", "AWS_MSK_IAM"), ("auth.username", "u")],
         "auth.username",
         "auth.mechanism",
     );
-    refused(&[("kafka.sasl.jaas.config", SCRAM_JAAS)], "kafka.sasl.jaas.config", "auth.mechanism");
-    refused(&[("auth.awsRegion", "eu-west-1")], "auth.awsRegion", "auth.mechanism");
     refused(
-        &[("auth.mechanism", "PLAIN"), ("auth.username", "u"), ("auth.password", "p"), ("auth.awsRegion", "x")],
+        &[("kafka.sasl.jaas.config", SCRAM_JAAS)],
+        "kafka.sasl.jaas.config",
+        "auth.mechanism",
+    );
+    refused(
+        &[("auth.awsRegion", "eu-west-1")],
+        "auth.awsRegion",
+        "auth.mechanism",
+    );
+    refused(
+        &[
+            ("auth.mechanism", "PLAIN"),
+            ("auth.username", "u"),
+            ("auth.password", "p"),
+            ("auth.awsRegion", "x"),
+        ],
         "auth.awsRegion",
         "auth.mechanism",
     );
@@ -65,20 +87,55 @@ fn credentials_without_a_sasl_mechanism_are_refused() {
 
 #[test]
 fn tls_passwords_and_types_without_their_store_are_refused() {
-    refused(&[("tls.truststore.password", "hunter2")], "tls.truststore.password", "tls.truststore.location");
-    refused(&[("tls.keystore.password", "hunter2")], "tls.keystore.password", "tls.keystore.location");
-    refused(&[("kafka.ssl.truststore.password", "hunter2")], "kafka.ssl.truststore.password", "tls.truststore.location");
-    refused(&[("kafka.ssl.keystore.type", "JKS")], "kafka.ssl.keystore.type", "tls.keystore.location");
-    refused(&[("tls.key.password", "hunter2")], "tls.key.password", "tls.keystore.location");
-    refused(&[("kafka.ssl.key.password", "hunter2")], "kafka.ssl.key.password", "tls.keystore.location");
-    refused(&[("tls.key.location", "/k.pem")], "tls.key.location", "tls.keystore.location");
     refused(
-        &[("tls.keystore.location", "/k.p12"), ("tls.keystore.type", "PKCS12"), ("tls.key.location", "/k.pem")],
+        &[("tls.truststore.password", "hunter2")],
+        "tls.truststore.password",
+        "tls.truststore.location",
+    );
+    refused(
+        &[("tls.keystore.password", "hunter2")],
+        "tls.keystore.password",
+        "tls.keystore.location",
+    );
+    refused(
+        &[("kafka.ssl.truststore.password", "hunter2")],
+        "kafka.ssl.truststore.password",
+        "tls.truststore.location",
+    );
+    refused(
+        &[("kafka.ssl.keystore.type", "JKS")],
+        "kafka.ssl.keystore.type",
+        "tls.keystore.location",
+    );
+    refused(
+        &[("tls.key.password", "hunter2")],
+        "tls.key.password",
+        "tls.keystore.location",
+    );
+    refused(
+        &[("kafka.ssl.key.password", "hunter2")],
+        "kafka.ssl.key.password",
+        "tls.keystore.location",
+    );
+    refused(
+        &[("tls.key.location", "/k.pem")],
         "tls.key.location",
         "tls.keystore.location",
     );
     refused(
-        &[("tls.enabled", "false"), ("tls.truststore.location", "/ca.pem")],
+        &[
+            ("tls.keystore.location", "/k.p12"),
+            ("tls.keystore.type", "PKCS12"),
+            ("tls.key.location", "/k.pem"),
+        ],
+        "tls.key.location",
+        "tls.keystore.location",
+    );
+    refused(
+        &[
+            ("tls.enabled", "false"),
+            ("tls.truststore.location", "/ca.pem"),
+        ],
         "tls.truststore.location",
         "tls.enabled",
     );
@@ -99,17 +156,27 @@ fn unknown_mechanism_lists_the_allowed_values() {
 #[test]
 fn one_setting_in_two_spellings_is_refused() {
     refused(
-        &[("auth.mechanism", "PLAIN"), ("kafka.sasl.mechanism", "PLAIN")],
+        &[
+            ("auth.mechanism", "PLAIN"),
+            ("kafka.sasl.mechanism", "PLAIN"),
+        ],
         "kafka.sasl.mechanism",
         "auth.mechanism",
     );
     refused(
-        &[("tls.truststore.location", "/a"), ("kafka.ssl.truststore.location", "/b")],
+        &[
+            ("tls.truststore.location", "/a"),
+            ("kafka.ssl.truststore.location", "/b"),
+        ],
         "kafka.ssl.truststore.location",
         "tls.truststore.location",
     );
     refused(
-        &[("tls.keystore.location", "/a"), ("kafka.ssl.keystore.location", "/a"), ("tls.keystore.password", "x")],
+        &[
+            ("tls.keystore.location", "/a"),
+            ("kafka.ssl.keystore.location", "/a"),
+            ("tls.keystore.password", "x"),
+        ],
         "kafka.ssl.keystore.location",
         "tls.keystore.location",
     );
@@ -119,7 +186,10 @@ fn one_setting_in_two_spellings_is_refused() {
         "tls.enabled",
     );
     refused(
-        &[("tls.verify", "false"), ("kafka.ssl.endpoint.identification.algorithm", "")],
+        &[
+            ("tls.verify", "false"),
+            ("kafka.ssl.endpoint.identification.algorithm", ""),
+        ],
         "kafka.ssl.endpoint.identification.algorithm",
         "tls.verify",
     );
@@ -133,12 +203,19 @@ fn one_setting_in_two_spellings_is_refused() {
         "auth.username",
     );
     refused(
-        &[("auth.mechanism", "PLAIN"), ("auth.username", "u"), ("kafka.sasl.password", "hunter2")],
+        &[
+            ("auth.mechanism", "PLAIN"),
+            ("auth.username", "u"),
+            ("kafka.sasl.password", "hunter2"),
+        ],
         "kafka.sasl.password",
         "auth.username",
     );
     refused(
-        &[("tls.truststore.location", "/a"), ("kafka.ssl.ca.location", "/b")],
+        &[
+            ("tls.truststore.location", "/a"),
+            ("kafka.ssl.ca.location", "/b"),
+        ],
         "kafka.ssl.ca.location",
         "tls.truststore.location",
     );
@@ -147,23 +224,40 @@ fn one_setting_in_two_spellings_is_refused() {
 #[test]
 fn security_protocol_must_agree_with_mechanism_and_tls_options() {
     refused(
-        &[("kafka.security.protocol", "PLAINTEXT"), ("kafka.sasl.mechanism", "SCRAM-SHA-512"), ("kafka.sasl.jaas.config", SCRAM_JAAS)],
+        &[
+            ("kafka.security.protocol", "PLAINTEXT"),
+            ("kafka.sasl.mechanism", "SCRAM-SHA-512"),
+            ("kafka.sasl.jaas.config", SCRAM_JAAS),
+        ],
         "kafka.sasl.mechanism",
         "kafka.security.protocol",
     );
-    refused(&[("kafka.security.protocol", "SASL_SSL")], "kafka.security.protocol", "kafka.sasl.mechanism");
     refused(
-        &[("kafka.security.protocol", "PLAINTEXT"), ("kafka.ssl.truststore.location", "/ca.jks")],
+        &[("kafka.security.protocol", "SASL_SSL")],
+        "kafka.security.protocol",
+        "kafka.sasl.mechanism",
+    );
+    refused(
+        &[
+            ("kafka.security.protocol", "PLAINTEXT"),
+            ("kafka.ssl.truststore.location", "/ca.jks"),
+        ],
         "kafka.ssl.truststore.location",
         "kafka.security.protocol",
     );
     refused(
-        &[("kafka.security.protocol", "SASL_PLAINTEXT"), ("kafka.sasl.mechanism", "AWS_MSK_IAM")],
+        &[
+            ("kafka.security.protocol", "SASL_PLAINTEXT"),
+            ("kafka.sasl.mechanism", "AWS_MSK_IAM"),
+        ],
         "kafka.sasl.mechanism",
         "kafka.security.protocol",
     );
     refused(
-        &[("kafka.sasl.mechanism", "PLAIN"), ("kafka.sasl.jaas.config", SCRAM_JAAS)],
+        &[
+            ("kafka.sasl.mechanism", "PLAIN"),
+            ("kafka.sasl.jaas.config", SCRAM_JAAS),
+        ],
         "kafka.sasl.jaas.config",
         "kafka.sasl.mechanism",
     );
@@ -190,15 +284,24 @@ fn java_only_options_are_refused_with_what_to_use_instead() {
     let s = settings(&[
         ("kafka.security.protocol", "SASL_SSL"),
         ("kafka.sasl.mechanism", "AWS_MSK_IAM"),
-        ("kafka.sasl.jaas.config", "shadedmskiam.software.amazon.msk.auth.iam.IAMLoginModule required;"),
-        ("kafka.sasl.client.callback.handler.class", "shadedmskiam.software.amazon.msk.auth.iam.IAMClientCallbackHandler"),
+        (
+            "kafka.sasl.jaas.config",
+            "shadedmskiam.software.amazon.msk.auth.iam.IAMLoginModule required;",
+        ),
+        (
+            "kafka.sasl.client.callback.handler.class",
+            "shadedmskiam.software.amazon.msk.auth.iam.IAMClientCallbackHandler",
+        ),
     ])
     .unwrap();
     assert!(matches!(s.auth, AuthSettings::MskIam { .. }));
     assert!(s.pass_through.iter().all(|(k, _)| !k.contains("callback")));
     let s = settings(&[
         ("kafka.sasl.mechanism", "OAUTHBEARER"),
-        ("kafka.sasl.login.callback.handler.class", "kafkashaded.software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler"),
+        (
+            "kafka.sasl.login.callback.handler.class",
+            "kafkashaded.software.amazon.msk.auth.iam.IAMOAuthBearerLoginCallbackHandler",
+        ),
     ])
     .unwrap();
     assert!(matches!(s.auth, AuthSettings::MskIam { .. }) && s.uses_tls());
@@ -213,7 +316,13 @@ fn spark_scram_options_resolve_the_password_at_build_only() {
     ])
     .unwrap();
     match &s.auth {
-        AuthSettings::Sasl { credentials: SaslCredentials::UserPassword { username, password, .. }, .. } => {
+        AuthSettings::Sasl {
+            credentials:
+                SaslCredentials::UserPassword {
+                    username, password, ..
+                },
+            ..
+        } => {
             assert_eq!(username, "alice");
             assert_eq!(password.expose(), "{{secrets/kafka/pw}}");
         }
@@ -247,7 +356,9 @@ fn a_whole_jaas_line_may_be_a_secret_reference() {
         ("kafka.sasl.jaas.config", "{{secrets/kafka/jaas}}"),
     ])
     .unwrap();
-    let c = ConnectionProfile::resolve(&s, &Store).unwrap().client_config();
+    let c = ConnectionProfile::resolve(&s, &Store)
+        .unwrap()
+        .client_config();
     assert_eq!(c.get("security.protocol"), Some("SASL_SSL"));
     assert_eq!(c.get("sasl.username"), Some("bob"));
     assert_eq!(c.get("sasl.password"), Some("hunter2"));
@@ -274,12 +385,13 @@ fn librdkafka_spelling_of_credentials_and_endpoint_identification() {
     .unwrap();
     assert!(!s.tls.as_ref().unwrap().verify_hostname);
     assert!(s.tls.as_ref().unwrap().verify);
-    let c = ConnectionProfile::resolve(&s, &Store).unwrap().client_config();
+    let c = ConnectionProfile::resolve(&s, &Store)
+        .unwrap()
+        .client_config();
     assert_eq!(c.get("sasl.password"), Some("hunter2"));
     assert_eq!(c.get("ssl.endpoint.identification.algorithm"), Some("none"));
     let e = settings(&[("kafka.ssl.endpoint.identification.algorithm", "ldap")]).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidOption);
-    let _ = Arc::new(Store);
 }
 
 #[test]
@@ -287,7 +399,10 @@ fn sensitive_spark_options_are_hidden_from_debug() {
     let o: Options = [
         ("kafka.bootstrap.servers", "127.0.0.1:1"),
         ("kafka.sasl.mechanism", "PLAIN"),
-        ("kafka.sasl.jaas.config", r#"x.PlainLoginModule required username="u" password="hunter2";"#),
+        (
+            "kafka.sasl.jaas.config",
+            r#"x.PlainLoginModule required username="u" password="hunter2";"#,
+        ),
         ("kafka.ssl.truststore.location", "/t.jks"),
         ("kafka.ssl.truststore.password", "hunter2"),
     ]
