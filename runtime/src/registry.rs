@@ -128,8 +128,8 @@ pub const SOURCE_FIXTURES: &[(&str, &str)] = &[
 /// The sink fixtures, by name.
 pub const SINK_FIXTURES: &[(&str, &str)] = &[
     ("parquet", "sinks"),
-    ("kafka", "kafka"),
     ("jsonlines", ""),
+    ("kafka", "kafka"),
 ];
 
 fn unknown_fixture(kind: &str, name: &str, known: &[(&str, &str)]) -> Error {
@@ -143,7 +143,7 @@ fn unknown_fixture(kind: &str, name: &str, known: &[(&str, &str)]) -> Error {
     Error::new(
         ErrorCode::InvalidOption,
         format!(
-            "no {kind}conformance fixture named '{name}' in this build{hint}; known fixtures: {}",
+            "no {kind}conformance fixture named '{name}' in this build{hint}; known {kind}fixtures: {}",
             known.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
         ),
     )
