@@ -147,6 +147,16 @@ pub trait Fixture: Send + Sync {
         Err(unsupported(self.name(), "produce malformed records"))
     }
 
+    /// The sensitive option this fixture's [`Fixture::source_options`] really depend on, given
+    /// there as `{{secrets/conformance/<option>}}` (the SCRAM password of a Kafka broker that
+    /// requires it). When set, `secrets_hidden` requires a source built with the suite's secret
+    /// store ([`crate::SECRET_MARKER`] for every `conformance` reference) to plan a batch, and
+    /// one whose reference resolves to another value to fail: a connector that never resolves
+    /// or uses the secret cannot pass. `None`: the case only checks that nothing leaks.
+    fn secret_option(&self) -> Option<String> {
+        None
+    }
+
     /// The metric that counts malformed records ([`Capability::PermissiveDecoding`]).
     fn malformed_metric(&self) -> Option<&str> {
         None

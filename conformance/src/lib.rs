@@ -76,6 +76,7 @@ pub mod sink;
 pub mod skips;
 
 pub use capability::{Capability, LimitUnit, RateLimit};
+pub use cases::option_checks::SECRET_MARKER;
 pub use cases::{all_cases, Case, CaseResult, Failure, Outcome};
 pub use fixture::{DecodeMode, EfoSetup, Fixture, ReadSetup, Starting, Subscription};
 pub use report::{CaseReport, CaseStatus, Report};

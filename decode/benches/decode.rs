@@ -417,7 +417,9 @@ fn bench_protobuf(c: &mut Criterion) {
         })
         .collect();
     let input = batches(&msgs);
-    let bad = batches(&corrupt(&msgs, |v| v[..v.len() - 3].to_vec()));
+    // Cut inside the last field (2 bytes: its value goes, its tag and length stay); cutting 3
+    // would drop the whole last `tags` item and leave a valid message.
+    let bad = batches(&corrupt(&msgs, |v| v[..v.len() - 2].to_vec()));
     drop(msgs);
     let s = schemas(
         SchemaFormat::Protobuf {

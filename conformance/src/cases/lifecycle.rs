@@ -5,9 +5,9 @@ use std::sync::Arc;
 use tributary_sdk::{ConnectorContext, ReadLimit, SourceFactory, SourceFactoryExt};
 
 use crate::cases::option_checks::{
-    check_unknown_option, leaks, sensitive_options, MarkerStore, MARKER,
+    check_unknown_option, leaks, sensitive_options, MarkerStore, WrongStore, MARKER, WRONG_SECRET,
 };
-use crate::cases::{drain, ensure, CaseEnv, CaseResult, Outcome};
+use crate::cases::{drain, ensure, CaseEnv, CaseResult, Failure, Outcome};
 use crate::fixture::{Fixture, ReadSetup};
 
 /// `stop` succeeds, and a new instance over the same state (checkpoint directory, consumer group)
@@ -105,7 +105,77 @@ pub async fn secrets_hidden(
         !leaks(&format!("{connector:?}")),
         "Debug of the factory shows a secret"
     );
+    if let Some(option) = fixture.secret_option() {
+        secret_is_used(connector, &base, &option, &env.context).await?;
+    }
     Ok(Outcome::Passed)
+}
+
+/// The fixture's connection depends on `option` (a secret reference in `base`): with the
+/// suite's store the source plans a batch, with a store resolving to another value it fails,
+/// and neither the right nor the wrong value shows in any output.
+async fn secret_is_used(
+    connector: &dyn SourceFactory,
+    base: &tributary_sdk::Options,
+    option: &str,
+    context: &ConnectorContext,
+) -> std::result::Result<(), Failure> {
+    ensure!(
+        base.get(option).is_some_and(|v| v.contains("{{secrets/")),
+        "the fixture names '{option}' as its secret but gives it no secret reference"
+    );
+    let right = ConnectorContext {
+        secrets: Arc::new(MarkerStore),
+        ..context.clone()
+    };
+    let mut source = connector
+        .create(base, &right)
+        .map_err(|e| Failure(format!("create with the resolved '{option}' failed: {e}")))?;
+    let planned = async {
+        let start = source.initial_offset().await?;
+        source.latest_offset(&start, &ReadLimit::All).await
+    }
+    .await;
+    ensure!(
+        !leaks(&format!("{source:?}")),
+        "Debug of the source shows '{option}'"
+    );
+    let _ = source.stop().await;
+    if let Err(e) = planned {
+        return Err(Failure(format!(
+            "the source did not plan a batch with the resolved '{option}': {e}"
+        )));
+    }
+    let wrong = ConnectorContext {
+        secrets: Arc::new(WrongStore),
+        ..context.clone()
+    };
+    let failed = match connector.create(base, &wrong) {
+        Err(e) => Some(e),
+        Ok(mut source) => {
+            let r = async {
+                let start = source.initial_offset().await?;
+                source.latest_offset(&start, &ReadLimit::All).await
+            }
+            .await;
+            let _ = source.stop().await;
+            r.err()
+        }
+    };
+    match failed {
+        None => Err(Failure(format!(
+            "the source planned a batch although '{option}' resolved to a wrong value: the \
+             secret is not used"
+        ))),
+        Some(e) => {
+            let shown = format!("{e} {e:?} {}", e.to_json());
+            ensure!(
+                !leaks(&shown) && !shown.contains(WRONG_SECRET),
+                "the error for a wrong '{option}' shows a secret: {e}"
+            );
+            Ok(())
+        }
+    }
 }
 
 /// An unknown option fails validation and creation with `UNKNOWN_OPTION`; a near miss of a real

@@ -11,7 +11,7 @@ mod decoding;
 mod efo;
 mod lifecycle;
 mod limits;
-pub(crate) mod option_checks;
+pub mod option_checks;
 mod reading;
 mod subscription;
 

@@ -7,8 +7,23 @@ use tributary_sdk::{
 
 use crate::cases::{ensure, Failure};
 
-/// The value every `{{secrets/conformance/...}}` reference resolves to.
-pub(crate) const MARKER: &str = "c0nf0rmance-s3cret-V4lue";
+/// The value every `{{secrets/conformance/...}}` reference resolves to in the secrets cases
+/// (a fixture whose connection needs a real secret provisions it with this value).
+pub const SECRET_MARKER: &str = "c0nf0rmance-s3cret-V4lue";
+pub(crate) const MARKER: &str = SECRET_MARKER;
+
+/// Resolves every reference to one value that is not [`SECRET_MARKER`].
+#[derive(Debug)]
+pub(crate) struct WrongStore;
+
+/// What [`WrongStore`] resolves to.
+pub(crate) const WRONG_SECRET: &str = "n0t-the-c0nformance-value";
+
+impl SecretStore for WrongStore {
+    fn resolve(&self, _reference: &SecretRef) -> Result<Secret> {
+        Ok(Secret::new(WRONG_SECRET))
+    }
+}
 
 /// Resolves scope `conformance` to [`MARKER`].
 #[derive(Debug)]

@@ -13,7 +13,10 @@
 //! once before any timing. Each round reads them all with the raw loop, then with the source; both
 //! sinks do the same work per record (a checksum of the value). Outside the timing, the row
 //! counts and value checksums of both sides are compared with what was produced. Rounds:
-//! `TRIBUTARY_KAFKA_BENCH_ROUNDS` (default 3); the best time of each side is compared.
+//! `TRIBUTARY_KAFKA_BENCH_ROUNDS` (default 3); the best time of each side is compared. Both
+//! consumers use `fetch.queue.backoff.ms=10` (see `reader.rs`). For experiments,
+//! `TRIBUTARY_KAFKA_BENCH_SOURCE_OPTIONS` and `TRIBUTARY_KAFKA_BENCH_RAW_PROPERTIES` (`k=v,k=v`)
+//! add source options and raw-consumer properties.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -103,12 +106,22 @@ fn produce(bootstrap: &str, n: usize, partitions: i32) -> Sum {
 }
 
 fn raw_loop(bootstrap: &str, n: u64, partitions: i32) -> (Duration, Sum) {
-    let consumer: BaseConsumer = ClientConfig::new()
+    let mut config = ClientConfig::new();
+    config
         .set("bootstrap.servers", bootstrap)
         .set("group.id", "bench-raw")
         .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
+        // As the source's reader does: librdkafka's default (1 s) idles a consumer whose
+        // prefetch queue filled up, which made the raw loop's times vary by a second.
+        .set("fetch.queue.backoff.ms", "10");
+    // Extra librdkafka properties of the raw consumer for experiments: `k=v,k=v`.
+    if let Ok(extra) = std::env::var("TRIBUTARY_KAFKA_BENCH_RAW_PROPERTIES") {
+        for kv in extra.split(',').filter(|kv| !kv.is_empty()) {
+            let (k, v) = kv.split_once('=').expect("k=v");
+            config.set(k, v);
+        }
+    }
+    let consumer: BaseConsumer = config.create().unwrap();
     let t0 = Instant::now();
     let mut tpl = TopicPartitionList::new();
     for p in 0..partitions {
@@ -126,13 +139,20 @@ fn raw_loop(bootstrap: &str, n: u64, partitions: i32) -> (Duration, Sum) {
 }
 
 async fn source_loop(bootstrap: &str, n: u64) -> (Duration, Sum, Vec<RecordBatch>) {
-    let options: Options = [
+    let mut options: Options = [
         ("kafka.bootstrap.servers", bootstrap),
         ("subscribe", TOPIC),
         ("startingOffsets", "earliest"),
     ]
     .into_iter()
     .collect();
+    // Extra source options for experiments: `k=v,k=v`.
+    if let Ok(extra) = std::env::var("TRIBUTARY_KAFKA_BENCH_SOURCE_OPTIONS") {
+        for kv in extra.split(',').filter(|kv| !kv.is_empty()) {
+            let (k, v) = kv.split_once('=').expect("k=v");
+            options.set(k, v);
+        }
+    }
     let t0 = Instant::now();
     let mut source = KafkaSourceFactory
         .create(&options, &ConnectorContext::default())
@@ -141,12 +161,19 @@ async fn source_loop(bootstrap: &str, n: u64) -> (Duration, Sum, Vec<RecordBatch
     let limit = source.default_read_limit();
     let mut sum = Sum::default();
     let mut kept = Vec::new();
+    let (mut planning, mut reading) = (Duration::ZERO, Duration::ZERO);
+    let setup = t0.elapsed();
     while sum.rows < n {
+        let t = Instant::now();
         let end = source.latest_offset(&start, &limit).await.unwrap();
+        planning += t.elapsed();
         if end == start {
             continue;
         }
-        for b in source.read(&start, &end).await.unwrap() {
+        let t = Instant::now();
+        let batches = source.read(&start, &end).await.unwrap();
+        reading += t.elapsed();
+        for b in batches {
             let values = b.column_by_name("value").unwrap().as_binary::<i32>();
             for i in 0..values.len() {
                 sum.add(values.value(i));
@@ -156,6 +183,10 @@ async fn source_loop(bootstrap: &str, n: u64) -> (Duration, Sum, Vec<RecordBatch
         start = end;
     }
     let elapsed = t0.elapsed();
+    println!(
+        "  source phases: create+initial_offset {setup:.2?}, latest_offset {planning:.2?}, read {reading:.2?}, sink {:.2?}",
+        elapsed - setup - planning - reading
+    );
     source.stop().await.unwrap();
     (elapsed, sum, kept)
 }

@@ -38,6 +38,11 @@ const BATCH_ROWS: usize = 64 * 1024;
 const MAX_PARALLEL: usize = 8;
 /// Without records for this long, unfinished ranges are checked against the broker.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
+/// librdkafka (>= 2.4) waits `fetch.queue.backoff.ms` (default 1 s) before fetching a partition
+/// again once its prefetch queue passed its thresholds. A range read drains its queue at once, and
+/// with the default it sat idle most of the time (5x slower than a raw consumer on the in-process
+/// mock cluster: benches/throughput.rs). Used unless `kafka.fetch.queue.backoff.ms` is set.
+const FETCH_QUEUE_BACKOFF_MS: &str = "10";
 
 /// How a read behaves.
 #[derive(Debug, Clone)]
@@ -88,17 +93,24 @@ impl RangeReader {
             return Ok(ReadOutput::default());
         }
         let parallel = tasks.len().min(MAX_PARALLEL);
+        let mut extra = vec![
+            ("group.id", s.group_id.as_str()),
+            ("enable.auto.commit", "false"),
+            ("enable.auto.offset.store", "false"),
+            ("enable.partition.eof", "true"),
+            ("auto.offset.reset", "earliest"),
+        ];
+        if self.consumers.len() < parallel
+            && self
+                .profile
+                .client_config()
+                .get("fetch.queue.backoff.ms")
+                .is_none()
+        {
+            extra.push(("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS));
+        }
         while self.consumers.len() < parallel {
-            let c = create_consumer(
-                &self.profile,
-                &[
-                    ("group.id", s.group_id.as_str()),
-                    ("enable.auto.commit", "false"),
-                    ("enable.auto.offset.store", "false"),
-                    ("enable.partition.eof", "true"),
-                    ("auto.offset.reset", "earliest"),
-                ],
-            )?;
+            let c = create_consumer(&self.profile, &extra)?;
             self.consumers.push(c);
         }
         let mut pieces: Vec<(OffsetRange, Accum)> = Vec::new();

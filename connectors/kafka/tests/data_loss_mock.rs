@@ -72,11 +72,7 @@ async fn added_partition_not_starting_at_zero_fails_or_reads_from_its_earliest()
     let (end, rows) = batch(&mut *lenient, &checkpoint, &ReadLimit::All).await;
     assert_eq!(offsets_of(&rows, "added-b"), vec![2, 3, 4, 5, 6]);
     assert_eq!(
-        rows.iter()
-            .filter(|r| r.topic == "added-b")
-            .next()
-            .unwrap()
-            .tag(),
+        rows.iter().find(|r| r.topic == "added-b").unwrap().tag(),
         "b2"
     );
     assert_eq!(
