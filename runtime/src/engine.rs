@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use tributary_sdk::{
-    ConnectorContext, Delivery, Error, ErrorCode, Offset, PreparedSink, PreparedSource,
-    ReadLimit, Result, SecretStore, Sink, Source, SourceDescription, Stage, StageFactory,
+    ConnectorContext, Delivery, Error, ErrorCode, Offset, PreparedSink, PreparedSource, ReadLimit,
+    Result, SecretStore, Sink, Source, SourceDescription, Stage, StageFactory,
 };
 
 use crate::checkpoint::{Checkpoint, Recovery};
@@ -100,7 +100,9 @@ struct Prepared {
 
 /// Validates every connector's and stage's options (no I/O) and returns what to build.
 fn prepare(spec: &PipelineSpec, registry: &Registry) -> Result<Prepared> {
-    let source = registry.source(&spec.source)?.prepare(&spec.source_options)?;
+    let source = registry
+        .source(&spec.source)?
+        .prepare(&spec.source_options)?;
     let mut stages = Vec::new();
     for (name, options) in &spec.stages {
         let factory = registry.stage(name)?;

@@ -267,7 +267,10 @@ kind = "availableNow"
         );
         let file: PipelineFile = toml::from_str(&text).unwrap();
         let shown = format!("{file:?}");
-        assert!(!shown.contains("hunter2") && !shown.contains("s3cr3t"), "{shown}");
+        assert!(
+            !shown.contains("hunter2") && !shown.contains("s3cr3t"),
+            "{shown}"
+        );
         assert!(shown.contains("token"), "{shown}");
     }
 

@@ -87,7 +87,13 @@ impl Registry {
         self.stages
             .get(&name.to_ascii_lowercase())
             .cloned()
-            .ok_or_else(|| unknown("stage", name, self.stages.keys().map(String::as_str).collect()))
+            .ok_or_else(|| {
+                unknown(
+                    "stage",
+                    name,
+                    self.stages.keys().map(String::as_str).collect(),
+                )
+            })
     }
 
     /// Source names.
@@ -119,18 +125,12 @@ impl Registry {
 
 /// The conformance fixtures of the built-in connectors and of the suite's reference connectors,
 /// by name (for `tributary conformance --fixture <name>`).
-pub const SOURCE_FIXTURES: &[(&str, &str)] = &[
-    ("files", "files"),
-    ("kafka", "kafka"),
-    ("generator", ""),
-];
+pub const SOURCE_FIXTURES: &[(&str, &str)] =
+    &[("files", "files"), ("kafka", "kafka"), ("generator", "")];
 
 /// The sink fixtures, by name.
-pub const SINK_FIXTURES: &[(&str, &str)] = &[
-    ("parquet", "sinks"),
-    ("jsonlines", ""),
-    ("kafka", "kafka"),
-];
+pub const SINK_FIXTURES: &[(&str, &str)] =
+    &[("parquet", "sinks"), ("jsonlines", ""), ("kafka", "kafka")];
 
 fn unknown_fixture(kind: &str, name: &str, known: &[(&str, &str)]) -> Error {
     let hint = known
@@ -156,7 +156,9 @@ pub fn source_fixture(name: &str) -> Result<Box<dyn tributary_conformance::Fixtu
         #[cfg(feature = "files")]
         "files" => Ok(Box::new(tributary_files::conformance::FilesFixture::new()?)),
         #[cfg(feature = "kafka")]
-        "kafka" => Ok(Box::new(tributary_kafka::conformance::KafkaFixture::from_env()?)),
+        "kafka" => Ok(Box::new(
+            tributary_kafka::conformance::KafkaFixture::from_env()?,
+        )),
         "generator" => Ok(Box::new(
             tributary_conformance::fixtures::GeneratorFixture::new(1000)?,
         )),
@@ -198,7 +200,11 @@ fn unknown(kind: &str, name: &str, known: Vec<&str>) -> Error {
                 "{what} is not in this build of tributary: rebuild with `--features {feature}` \
                  (cargo install/build -p tributary-runtime --features {feature}); this build has \
                  {kind}s: {}",
-                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
             ),
         )
         .with_context("connector", name)
@@ -254,6 +260,10 @@ mod tests {
         let e = Registry::new().stage("decode").unwrap_err();
         assert!(e.message().contains("[source].decode"), "{}", e.message());
         let e = Registry::new().sink("nosuch").unwrap_err();
-        assert!(e.message().contains("no sink connector named 'nosuch'"), "{}", e.message());
+        assert!(
+            e.message().contains("no sink connector named 'nosuch'"),
+            "{}",
+            e.message()
+        );
     }
 }

@@ -65,8 +65,8 @@ pub use connector::{
     ConnectorContext, ConnectorKind, PreparedSink, PreparedSource, SinkFactory, SinkFactoryExt,
     SourceFactory, SourceFactoryExt,
 };
-pub use description::SourceDescription;
 pub use data_loss::{DataLossEvent, DataLossKind, DataLossTracker};
+pub use description::SourceDescription;
 pub use error::{Domain, Error, ErrorCode, Result, Retry};
 pub use offset::Offset;
 pub use options::{OptionKind, OptionSpec, Options, ParsedOptions};

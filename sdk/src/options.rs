@@ -556,7 +556,13 @@ impl ParsedOptions {
 
     /// Refuses `option` when it was given although `applies` is false: an option that would be
     /// silently ignored (see [`conflicting`]).
-    pub fn refuse_ignored(&self, option: &str, applies: bool, other: &str, why: &str) -> Result<()> {
+    pub fn refuse_ignored(
+        &self,
+        option: &str,
+        applies: bool,
+        other: &str,
+        why: &str,
+    ) -> Result<()> {
         if self.is_set(option) && !applies {
             return Err(conflicting(option, other, why));
         }
@@ -702,7 +708,10 @@ mod tests {
         for secret in ["hunter2", "s3cr3t", "p@ss word"] {
             assert!(!shown.contains(secret), "{secret} leaked: {shown}");
         }
-        assert!(shown.contains("https://svc:***@registry:8081/path?q=1"), "{shown}");
+        assert!(
+            shown.contains("https://svc:***@registry:8081/path?q=1"),
+            "{shown}"
+        );
         assert!(shown.contains("visible"), "{shown}");
     }
 

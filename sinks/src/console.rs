@@ -232,10 +232,10 @@ impl SinkConnector for ConsoleSinkFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tributary_sdk::{Options, SinkFactoryExt};
     use arrow::array::{Int64Array, StringArray};
     use arrow::datatypes::{DataType, Field, Schema};
     use std::sync::{Arc, Mutex};
+    use tributary_sdk::{Options, SinkFactoryExt};
 
     #[derive(Clone, Default)]
     struct Shared(Arc<Mutex<Vec<u8>>>);

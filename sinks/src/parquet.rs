@@ -220,10 +220,10 @@ impl SinkConnector for ParquetSinkFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tributary_sdk::{Options, SinkFactoryExt};
     use arrow::array::Int64Array;
     use arrow::datatypes::{DataType, Field, Schema};
     use std::sync::Arc;
+    use tributary_sdk::{Options, SinkFactoryExt};
 
     fn batch(v: Vec<i64>) -> RecordBatch {
         let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]));

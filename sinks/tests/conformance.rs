@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use tributary_sinks::conformance::ParquetSinkFixture;
 use tributary_conformance::SinkSetup;
+use tributary_sinks::conformance::ParquetSinkFixture;
 
 async fn setup() -> Option<SinkSetup> {
     Some(SinkSetup {
