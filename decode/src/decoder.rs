@@ -26,11 +26,21 @@ fn missing_feature(what: &str, feature: &str) -> Error {
     )
 }
 
+#[cfg(feature = "registry")]
+use crate::resolution::{Resolver, WriterSchemas};
+
+/// Without the registry there is no writer schema to resolve.
+#[cfg(not(feature = "registry"))]
+#[derive(Debug)]
+enum Resolver {}
+
 /// One side (key or payload): framing and decoder, or utf8 when there is no schema.
 #[derive(Debug)]
 struct Side {
     frame: Frame,
     decoder: Option<Box<dyn RowDecoder>>,
+    /// `schemaResolution=writer`: reads records framed with another schema id.
+    resolver: Option<Resolver>,
 }
 
 impl Side {
@@ -48,6 +58,7 @@ impl Side {
             return Ok(Side {
                 frame: Frame::default(),
                 decoder: None,
+                resolver: None,
             });
         };
         #[allow(unused_mut)]
@@ -81,6 +92,7 @@ impl Side {
         Ok(Side {
             frame,
             decoder: Some(decoder),
+            resolver: None,
         })
     }
 
@@ -209,6 +221,30 @@ impl StreamDecoder {
         Ok(self)
     }
 
+    /// `schemaResolution=writer`: a registry side's records framed with another schema id than
+    /// the pinned one are read with their writer schema (fetched by id from `source`, once per
+    /// id) into the pinned columns; see [`crate::resolution`]. Adds the `resolvedSchemaIds` and
+    /// `resolvedRecords` counters.
+    #[cfg(feature = "registry")]
+    pub(crate) fn resolving_writer_schemas(
+        mut self,
+        schemas: &StreamSchemas,
+        source: std::sync::Arc<dyn WriterSchemas>,
+    ) -> Result<StreamDecoder> {
+        for (side, schema, is_key) in [
+            (&mut self.key, &schemas.key, true),
+            (&mut self.payload, &schemas.payload, false),
+        ] {
+            if let Some(s) = schema {
+                if s.registry_id.is_some() && side.decoder.is_some() {
+                    side.resolver = Some(Resolver::new(s, is_key, source.clone())?);
+                }
+            }
+        }
+        self.counters.enable_resolution();
+        Ok(self)
+    }
+
     fn is_key(&self, name: &str) -> bool {
         self.key_column.as_deref() == Some(name)
     }
@@ -293,15 +329,21 @@ impl StreamDecoder {
                 decoder.push_null();
                 continue;
             };
-            let result = side
-                .frame
-                .strip(bytes)
-                .and_then(|payload| decoder.decode(payload));
+            let result = match side.frame.strip(bytes) {
+                Ok(payload) => decoder.decode(payload),
+                Err(bad) => match side.resolver.as_mut() {
+                    Some(r) if bad.reason == Malformed::WrongSchemaId => {
+                        resolve_writer(r, bytes, decoder.as_mut(), &mut self.counters)?
+                    }
+                    _ => Err(bad),
+                },
+            };
             match result {
                 Ok(()) => decoded += 1,
                 Err(bad) => {
                     if self.mode == DecodeMode::FailFast {
-                        return Err(malformed_error(batch, idx, i, bad));
+                        let detail = schema_id_detail(bytes, bad.reason, side.resolver.as_ref());
+                        return Err(malformed_error(batch, idx, i, bad, detail));
                     }
                     self.counters.malformed(bad.reason);
                     decoder.push_null();
@@ -318,6 +360,54 @@ impl StreamDecoder {
     pub fn metrics(&self) -> SourceMetrics {
         self.counters.to_metrics()
     }
+}
+
+/// Reads a record framed with another schema id than the pinned one with its writer schema.
+#[cfg(feature = "registry")]
+fn resolve_writer(
+    resolver: &mut Resolver,
+    record: &[u8],
+    decoder: &mut dyn RowDecoder,
+    counters: &mut Counters,
+) -> Result<std::result::Result<(), Bad>> {
+    let (new_id, outcome) = resolver.decode(record, decoder)?;
+    if new_id {
+        counters.resolved_id();
+    }
+    if outcome.is_ok() {
+        counters.resolved_record();
+    }
+    Ok(outcome)
+}
+
+#[cfg(not(feature = "registry"))]
+fn resolve_writer(
+    resolver: &mut Resolver,
+    _: &[u8],
+    _: &mut dyn RowDecoder,
+    _: &mut Counters,
+) -> Result<std::result::Result<(), Bad>> {
+    match *resolver {}
+}
+
+/// For a FAILFAST error about a record's schema id: the id, and why it could not be resolved.
+fn schema_id_detail(
+    record: &[u8],
+    reason: Malformed,
+    resolver: Option<&Resolver>,
+) -> Option<(u32, String)> {
+    if !matches!(
+        reason,
+        Malformed::WrongSchemaId | Malformed::UnresolvableSchemaId
+    ) {
+        return None;
+    }
+    let id = u32::from_be_bytes(record.get(1..5)?.try_into().ok()?);
+    #[cfg(feature = "registry")]
+    let why = resolver.and_then(|r| r.unresolvable(id)).map(str::to_string);
+    #[cfg(not(feature = "registry"))]
+    let why: Option<String> = resolver.map(|r| match *r {});
+    Some((id, why.unwrap_or_default()))
 }
 
 /// A binary column without schema as utf8 (invalid UTF-8 is malformed).
@@ -337,7 +427,7 @@ fn utf8_column(
             Some(_) => {
                 let bad = Bad::new(Malformed::InvalidUtf8, "the value is not valid UTF-8", 0);
                 if mode == DecodeMode::FailFast {
-                    return Err(malformed_error(batch, idx, i, bad));
+                    return Err(malformed_error(batch, idx, i, bad, None));
                 }
                 counters.malformed(bad.reason);
                 b.push_null();
@@ -347,8 +437,15 @@ fn utf8_column(
     Col::Utf8(b).finish()
 }
 
-/// `MALFORMED_RECORD` naming the row's position from the batch's own columns.
-fn malformed_error(batch: &RecordBatch, column: usize, row: usize, bad: Bad) -> Error {
+/// `MALFORMED_RECORD` naming the row's position from the batch's own columns (and, for a schema
+/// id problem, the id and why it could not be resolved).
+fn malformed_error(
+    batch: &RecordBatch,
+    column: usize,
+    row: usize,
+    bad: Bad,
+    schema_id: Option<(u32, String)>,
+) -> Error {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Int32Type, Int64Type};
     let schema = batch.schema();
@@ -382,10 +479,18 @@ fn malformed_error(batch: &RecordBatch, column: usize, row: usize, bad: Bad) -> 
     } else {
         format!("row {row} of the batch")
     };
+    let id_text = match &schema_id {
+        Some((id, why)) if why.is_empty() => format!(" (schema id {id})"),
+        Some((id, why)) => format!(" (schema id {id}: {why})"),
+        None => String::new(),
+    };
+    if let Some((id, _)) = schema_id {
+        ctx.push(("schema_id", id.to_string()));
+    }
     let mut e = Error::new(
         ErrorCode::MalformedRecord,
         format!(
-            "malformed record at {position} (column '{name}', mode FAILFAST): {} at byte {} [{}]",
+            "malformed record at {position} (column '{name}', mode FAILFAST): {} at byte {} [{}]{id_text}",
             bad.what,
             bad.at,
             bad.reason.counter()

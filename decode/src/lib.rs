@@ -98,6 +98,8 @@ pub(crate) mod protobuf;
 pub mod provider;
 #[cfg(feature = "registry")]
 pub mod registry;
+#[cfg(feature = "registry")]
+mod resolution;
 mod stage;
 
 use std::sync::Arc;
@@ -113,7 +115,7 @@ pub use framing::confluent_frame;
 pub use metrics::Malformed;
 pub use options::{
     decode_options, topic_name_subject, DecodeConfig, DecodeMode, ProtobufOptions, RegistryConfig,
-    SchemaLocator, SideSource, SubjectStrategy,
+    SchemaLocator, SchemaResolution, SideSource, SubjectStrategy,
 };
 #[cfg(feature = "protobuf")]
 pub use protobuf::DESCRIPTOR_SET_PREFIX;

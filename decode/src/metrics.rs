@@ -35,11 +35,14 @@ pub enum Malformed {
     BadProtobuf,
     /// A string that is not valid UTF-8.
     InvalidUtf8,
+    /// `schemaResolution=writer`: a record framed with a schema id the registry does not know,
+    /// or whose writer schema the pinned (reader) schema cannot read.
+    UnresolvableSchemaId,
 }
 
 impl Malformed {
     /// Every reason, in declaration order (`reason as usize` indexes it).
-    const ALL: [Malformed; 12] = [
+    const ALL: [Malformed; 13] = [
         Malformed::BadJson,
         Malformed::JsonTypeMismatch,
         Malformed::TruncatedAvro,
@@ -52,6 +55,7 @@ impl Malformed {
         Malformed::TruncatedProtobuf,
         Malformed::BadProtobuf,
         Malformed::InvalidUtf8,
+        Malformed::UnresolvableSchemaId,
     ];
 
     /// The counter name, `malformed.<reason>`.
@@ -69,6 +73,7 @@ impl Malformed {
             Malformed::TruncatedProtobuf => "malformed.truncatedProtobuf",
             Malformed::BadProtobuf => "malformed.badProtobuf",
             Malformed::InvalidUtf8 => "malformed.invalidUtf8",
+            Malformed::UnresolvableSchemaId => "malformed.unresolvableSchemaId",
         }
     }
 }
@@ -96,6 +101,11 @@ pub(crate) struct Counters {
     total: u64,
     mismatches: u64,
     decoded: u64,
+    /// `schemaResolution=writer`: records read with a writer schema other than the pinned one;
+    /// None when writer resolution is off (the counters are then not reported).
+    resolved_records: Option<u64>,
+    /// Distinct writer schema ids resolved.
+    resolved_ids: u64,
 }
 
 impl Counters {
@@ -109,6 +119,16 @@ impl Counters {
     pub fn decoded(&mut self, n: u64) {
         self.decoded += n;
     }
+    /// Reports `resolvedSchemaIds` and `resolvedRecords` from now on.
+    pub fn enable_resolution(&mut self) {
+        self.resolved_records.get_or_insert(0);
+    }
+    pub fn resolved_record(&mut self) {
+        *self.resolved_records.get_or_insert(0) += 1;
+    }
+    pub fn resolved_id(&mut self) {
+        self.resolved_ids += 1;
+    }
     pub fn to_metrics(&self) -> SourceMetrics {
         let mut m = SourceMetrics::new();
         for (reason, n) in Malformed::ALL.iter().zip(self.by_reason) {
@@ -119,6 +139,10 @@ impl Counters {
         m.insert("malformedRecords".into(), self.total.into());
         m.insert("typeMismatchFields".into(), self.mismatches.into());
         m.insert("decodedValues".into(), self.decoded.into());
+        if let Some(records) = self.resolved_records {
+            m.insert("resolvedSchemaIds".into(), self.resolved_ids.into());
+            m.insert("resolvedRecords".into(), records.into());
+        }
         m
     }
 }

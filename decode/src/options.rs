@@ -9,6 +9,7 @@
 //! | `payload_schema_locator`, `key_schema_locator` | which registry schema: `subject=orders-value,format=AVRO` or a strategy |
 //! | `schema_registry_max_retries` | attempts after the first when the registry cannot be reached |
 //! | `mode` | `PERMISSIVE` (default: malformed -> null, counted) or `FAILFAST` |
+//! | `schemaResolution` | registry records framed with another schema id: `pinned` (default: null, counted as `wrongSchemaId`) or `writer` (read with the writer's schema, resolved into the pinned columns) |
 //! | `emit.default.values`, `enums.as.ints` | protobuf: defaults instead of nulls for absent proto3 scalars; enum numbers instead of names (Spark's `from_protobuf` options) |
 //!
 //! A locator is comma-separated `key=value` pairs: `format` (`AVRO` or `PROTOBUF`) and either
@@ -22,7 +23,8 @@
 //! `wire_format` with a locator (registry records are always Confluent-framed) or for a side
 //! without an inline schema; `schema_registry_url`, `_key`, `_secret`, `_max_retries` when no
 //! side has a locator; a `message_name` the locator does not use (format=AVRO, or the locator
-//! already names the message with `message=` or `record=`).
+//! already names the message with `message=` or `record=`); `schemaResolution` when no side has
+//! a locator.
 
 use tributary_sdk::error::{Error, ErrorCode, Result};
 use tributary_sdk::options::{conflicting, OptionSpec, Options};
@@ -40,6 +42,18 @@ pub enum DecodeMode {
     Permissive,
     /// The batch fails with `MALFORMED_RECORD` naming the record's position.
     FailFast,
+}
+
+/// What to do with a registry record framed with another schema id than the pinned one (the
+/// schema resolved at start): `schemaResolution`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SchemaResolution {
+    /// `pinned` (default): the record is null and counted as `malformed.wrongSchemaId`.
+    #[default]
+    Pinned,
+    /// `writer`: the writer's schema is fetched by id (once per id) and the record is read with
+    /// it into the pinned schema's columns (Avro schema resolution; protobuf by field number).
+    Writer,
 }
 
 /// Protobuf decoding choices (Spark `from_protobuf`'s options of the same names).
@@ -136,6 +150,14 @@ pub fn decode_options() -> Vec<OptionSpec> {
             "PERMISSIVE: a malformed record becomes null and is counted; FAILFAST: it stops the stream.",
         )
         .default_value("PERMISSIVE"),
+    );
+    specs.push(
+        OptionSpec::one_of(
+            "schemaResolution",
+            &["pinned", "writer"],
+            "Registry records framed with another schema id than the one resolved at start: pinned (null, counted as wrongSchemaId) or writer (fetch the writer's schema by id and resolve it into the pinned columns).",
+        )
+        .default_value("pinned"),
     );
     specs
 }
@@ -308,6 +330,8 @@ pub struct DecodeConfig {
     pub registry: Option<RegistryConfig>,
     /// Protobuf decoding choices.
     pub protobuf: ProtobufOptions,
+    /// Records framed with another schema id than the pinned one (`schemaResolution`).
+    pub schema_resolution: SchemaResolution,
 }
 
 impl DecodeConfig {
@@ -492,6 +516,16 @@ impl DecodeConfig {
                 "is only used to read schemas from the registry, and no side has a schema locator",
             )?;
         }
+        p.refuse_ignored(
+            "schemaResolution",
+            uses_registry,
+            "payload_schema_locator",
+            "only applies to records read with a schema registry locator (their Confluent frame carries the writer's schema id), and no side has one",
+        )?;
+        let schema_resolution = match p.word("schemaResolution")?.as_deref() {
+            Some("writer") => SchemaResolution::Writer,
+            _ => SchemaResolution::Pinned,
+        };
         let url = p.string("schema_registry_url")?;
         let mut pending = None;
         let registry = match (uses_registry, url) {
@@ -556,6 +590,7 @@ impl DecodeConfig {
                 payload,
                 registry,
                 protobuf,
+                schema_resolution,
             },
             pending,
         ))
@@ -621,6 +656,33 @@ mod tests {
         }
         let e = refused(&[("avro_schema", AVRO), ("schema_registry_url", REGISTRY)]);
         assert_conflict(&e, "schema_registry_url", "payload_schema_locator");
+    }
+
+    #[test]
+    fn schema_resolution_needs_a_locator() {
+        for value in ["writer", "pinned"] {
+            let e = refused(&[("avro_schema", AVRO), ("schemaResolution", value)]);
+            assert_conflict(&e, "schemaResolution", "payload_schema_locator");
+        }
+        let e = refused(&[
+            ("schema_registry_url", REGISTRY),
+            ("payload_schema_locator", "subject=s,format=AVRO"),
+            ("schemaResolution", "latest"),
+        ]);
+        assert_eq!(e.code(), ErrorCode::InvalidOption, "{e}");
+        for (value, want) in [
+            ("WRITER", SchemaResolution::Writer),
+            ("pinned", SchemaResolution::Pinned),
+        ] {
+            let o: Options = [
+                ("schema_registry_url", REGISTRY),
+                ("payload_schema_locator", "subject=s,format=AVRO"),
+                ("schemaResolution", value),
+            ]
+            .into_iter()
+            .collect();
+            assert_eq!(DecodeConfig::parse(&o).unwrap().0.schema_resolution, want);
+        }
     }
 
     #[test]

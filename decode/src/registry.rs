@@ -14,13 +14,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use base64::Engine;
 use schema_registry_converter::async_impl::schema_registry::{
-    get_referenced_schema, get_schema_by_subject_and_version, SrSettings,
+    get_referenced_schema, get_schema_by_id, get_schema_by_subject_and_version, SrSettings,
 };
 use schema_registry_converter::error::SRCError;
 use schema_registry_converter::schema_registry_common::{RegisteredSchema, SchemaType};
 
 use crate::options::{DecodeConfig, SchemaLocator, SideSource};
 use crate::protobuf::{self, DESCRIPTOR_SET_PREFIX};
+use crate::resolution::{Fetched, WriterSchemas};
 use crate::{DecodeMode, StreamDecoder};
 use tributary_sdk::error::{Error, ErrorCode, Result, Retry};
 use tributary_sdk::schema_provider::{
@@ -110,6 +111,54 @@ impl RegistrySchemaProvider {
                     attempt += 1;
                 }
             }
+        }
+    }
+
+    /// The schema registered under `id`, read as the key's or payload's locator says (its
+    /// format, its protobuf message; references inlined). Retries like [`Self::fetch`]; an id
+    /// the registry does not know, or a schema of another format, is [`Fetched::Unknown`].
+    pub(crate) async fn schema_by_id(&self, id: u32, is_key: bool) -> Result<Fetched> {
+        let (side, option) = if is_key {
+            (&self.key, "key_schema_locator")
+        } else {
+            (&self.payload, "payload_schema_locator")
+        };
+        let Some(SideSource::Registry(loc)) = side else {
+            return Ok(Fetched::Unknown(format!(
+                "schema id {id}: the side has no {option}"
+            )));
+        };
+        let what = format!("schema id {id}");
+        let mut delay = FIRST_BACKOFF;
+        let mut attempt = 0;
+        let registered = loop {
+            match get_schema_by_id(id, &self.settings).await {
+                Ok(s) => break s,
+                Err(e) if e.to_string().contains("status 404") => {
+                    return Ok(Fetched::Unknown(format!(
+                        "schema id {id} is not in the schema registry at {}",
+                        self.url
+                    )))
+                }
+                Err(e) => {
+                    let err = self.classify(&e, &what, None);
+                    if err.code() == ErrorCode::Schema {
+                        return Ok(Fetched::Unknown(err.message().to_string()));
+                    }
+                    if !err.is_retryable() || attempt >= self.max_retries {
+                        return Err(err.with_context("schema_id", id));
+                    }
+                    tracing::warn!(schema_id = id, attempt, error = %err, "schema registry call failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(MAX_BACKOFF);
+                    attempt += 1;
+                }
+            }
+        };
+        match self.to_resolved(loc, &what, registered).await {
+            Ok(schema) => Ok(Fetched::Schema(schema)),
+            Err(e) if e.code() == ErrorCode::Schema => Ok(Fetched::Unknown(e.message().to_string())),
+            Err(e) => Err(e.with_context("schema_id", id)),
         }
     }
 
@@ -295,5 +344,66 @@ impl SchemaProvider for RegistrySchemaProvider {
         // Compile now: an unsupported schema is refused at start, naming the field.
         StreamDecoder::new(&schemas, DecodeMode::Permissive, "value")?;
         Ok(schemas)
+    }
+}
+
+/// [`WriterSchemas`] from the registry, for `schemaResolution=writer`.
+///
+/// `Stage::apply` is synchronous, and the ids to fetch are only known once a record carries
+/// one, so the fetch blocks. It runs on a scoped thread of its own with a current-thread Tokio
+/// runtime (and a registry client of its own: a client's pooled connections belong to the
+/// runtime that opened them). This works whatever calls `apply`: a multi-thread runtime (the
+/// `tributary` binary; the call is then wrapped in `block_in_place`, so the worker's other
+/// tasks move to another worker while it waits), a current-thread runtime (where
+/// `Handle::block_on` would panic and a task on the same runtime would deadlock), or none.
+/// It happens once per new writer id per run; records of the pinned id never get here.
+#[derive(Debug)]
+pub(crate) struct BlockingWriterSchemas {
+    config: DecodeConfig,
+}
+
+impl BlockingWriterSchemas {
+    /// Checks the registry settings now (no I/O), so a bad URL fails at open.
+    pub(crate) fn new(config: &DecodeConfig) -> Result<BlockingWriterSchemas> {
+        RegistrySchemaProvider::new(config)?;
+        Ok(BlockingWriterSchemas {
+            config: config.clone(),
+        })
+    }
+
+    fn fetch_on_own_thread(&self, id: u32, is_key: bool) -> Result<Fetched> {
+        std::thread::scope(|scope| {
+            let fetch = scope.spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| {
+                        Error::new(
+                            ErrorCode::Internal,
+                            format!("cannot start a runtime to fetch schema id {id}: {e}"),
+                        )
+                    })?;
+                let provider = RegistrySchemaProvider::new(&self.config)?;
+                runtime.block_on(provider.schema_by_id(id, is_key))
+            });
+            fetch.join().unwrap_or_else(|_| {
+                Err(Error::new(
+                    ErrorCode::Internal,
+                    format!("the thread fetching schema id {id} panicked"),
+                ))
+            })
+        })
+    }
+}
+
+impl WriterSchemas for BlockingWriterSchemas {
+    fn fetch(&self, id: u32, is_key: bool) -> Result<Fetched> {
+        use tokio::runtime::{Handle, RuntimeFlavor};
+        match Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| self.fetch_on_own_thread(id, is_key))
+            }
+            _ => self.fetch_on_own_thread(id, is_key),
+        }
     }
 }

@@ -11,6 +11,8 @@
 //! 3. [`Stage::open`]: the schemas are resolved (the registry is asked once per run, so a
 //!    restart picks up a newer version) and the decoder is compiled; returns the output schema.
 //! 4. [`Stage::apply`]: decodes a batch; [`Stage::metrics`]: the malformed-record counters.
+//!    With `schemaResolution=writer`, a record framed with a schema id other than the pinned one
+//!    makes `apply` fetch that writer schema once (blocking; see `crate::resolution`).
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -20,7 +22,7 @@ use tributary_sdk::{
     SourceMetrics, Stage, StageFactory,
 };
 
-use crate::options::{decode_options, DecodeConfig, SideSource};
+use crate::options::{decode_options, DecodeConfig, SchemaResolution, SideSource};
 use crate::provider::schema_provider;
 use crate::StreamDecoder;
 
@@ -146,6 +148,34 @@ pub struct DecodeStage {
     decoder: Option<StreamDecoder>,
 }
 
+impl DecodeStage {
+    /// `schemaResolution=writer`: records framed with another schema id are read with their
+    /// writer schema, fetched by id from the registry when first met.
+    #[cfg(feature = "registry")]
+    fn with_resolution(
+        &self,
+        decoder: StreamDecoder,
+        schemas: &tributary_sdk::StreamSchemas,
+    ) -> Result<StreamDecoder> {
+        if self.config.schema_resolution != SchemaResolution::Writer {
+            return Ok(decoder);
+        }
+        let source = crate::registry::BlockingWriterSchemas::new(&self.config)?;
+        decoder.resolving_writer_schemas(schemas, std::sync::Arc::new(source))
+    }
+
+    /// Without the registry there is no locator, so `schemaResolution` was refused.
+    #[cfg(not(feature = "registry"))]
+    fn with_resolution(
+        &self,
+        decoder: StreamDecoder,
+        _: &tributary_sdk::StreamSchemas,
+    ) -> Result<StreamDecoder> {
+        let _ = SchemaResolution::Writer;
+        Ok(decoder)
+    }
+}
+
 #[async_trait]
 impl Stage for DecodeStage {
     async fn open(&mut self, input: SchemaRef) -> Result<SchemaRef> {
@@ -166,6 +196,7 @@ impl Stage for DecodeStage {
         let decoder =
             StreamDecoder::with_protobuf(&schemas, self.config.mode, column, self.config.protobuf)?
                 .with_key_column(self.binding.key_column.as_deref())?;
+        let decoder = self.with_resolution(decoder, &schemas)?;
         let out = decoder.output_schema(&input);
         self.decoder = Some(decoder);
         Ok(out)

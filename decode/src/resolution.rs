@@ -1,0 +1,368 @@
+//! `schemaResolution=writer`: registry records framed with another schema id than the pinned
+//! one (a producer registered a new compatible version) are read with their writer's schema
+//! into the pinned (reader) schema's columns, instead of being nulled as `wrongSchemaId`.
+//!
+//! The pinned id stays the hot path: the framing layer accepts it as before, and only a record
+//! it refuses with `wrongSchemaId` reaches a [`Resolver`]. The resolver fetches the writer
+//! schema once per id ([`WriterSchemas`], blocking: see
+//! [`crate::registry::BlockingWriterSchemas`] for why) and caches the outcome, unknown and
+//! incompatible ids included, so each id costs one registry call per run.
+//!
+//! - Avro: the writer schema must be readable as the pinned one
+//!   (`apache_avro::schema_compatibility`); a record is read with Avro schema resolution (fields
+//!   matched by name, reader fields missing from the writer take their default, writer fields
+//!   missing from the reader are skipped, int→long→float→double and string↔bytes promotions,
+//!   enum symbols by name) into an `apache_avro` value, written again with the pinned schema and
+//!   decoded by the ordinary reader. Slower than the pinned path (a value tree per record), but
+//!   exactly the specification's rules.
+//! - Protobuf: the wire format is self-describing by field number, so the pinned plan reads the
+//!   writer's message as is (fields unknown to the reader are skipped, fields missing from the
+//!   writer are absent). The writer schema must declare the pinned message (same full name; its
+//!   message-index path may differ) and every field number both declare must have a
+//!   wire-compatible type (same cardinality; int32/int64/uint32/uint64/bool/enum,
+//!   sint32/sint64, string/bytes, fixed32/sfixed32, fixed64/sfixed64 interchangeable; nested
+//!   messages checked the same way).
+//!
+//! An id the registry does not know, or a writer schema the reader cannot read, makes the record
+//! `malformed.unresolvableSchemaId` (PERMISSIVE) or fails the batch naming the id (FAILFAST).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use apache_avro::schema_compatibility::SchemaCompatibility;
+use apache_avro::reader::datum::GenericDatumReader;
+use apache_avro::writer::datum::GenericDatumWriter;
+use prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MessageDescriptor};
+use tributary_sdk::error::{Error, ErrorCode, Result};
+use tributary_sdk::schema_provider::{ResolvedSchema, SchemaFormat};
+
+use crate::framing::Frame;
+use crate::metrics::{Bad, Malformed};
+use crate::RowDecoder;
+
+/// The outcome of asking the registry for a schema id.
+#[derive(Debug, Clone)]
+pub(crate) enum Fetched {
+    /// The schema, self-contained (references inlined), of the side's format.
+    Schema(ResolvedSchema),
+    /// The registry does not know the id, or it holds a schema of another format: why.
+    Unknown(String),
+}
+
+/// Fetches writer schemas by id. Blocking: called from [`tributary_sdk::Stage::apply`].
+pub(crate) trait WriterSchemas: Send + Sync + std::fmt::Debug {
+    /// The schema registered under `id`, read as the key's (`is_key`) or payload's locator
+    /// says. `Err` only for failures that may pass (registry unreachable, credentials refused):
+    /// they fail the batch, not the record.
+    fn fetch(&self, id: u32, is_key: bool) -> Result<Fetched>;
+}
+
+/// The pinned schema, as the resolver compares writer schemas against it.
+#[derive(Debug)]
+enum Pinned {
+    Avro(apache_avro::Schema),
+    Protobuf(MessageDescriptor),
+}
+
+/// What the resolver knows about one writer id.
+#[derive(Debug)]
+enum Entry {
+    /// Read with this writer schema, then written again with the pinned one.
+    Avro(apache_avro::Schema),
+    /// Read with the pinned plan once this frame (the writer's id and message path) is stripped.
+    Protobuf(Frame),
+    /// Why the id cannot be read into the pinned schema.
+    Unresolvable(String),
+}
+
+/// Resolves the writer schemas of one side (key or payload).
+#[derive(Debug)]
+pub(crate) struct Resolver {
+    is_key: bool,
+    pinned: Pinned,
+    source: Arc<dyn WriterSchemas>,
+    cache: HashMap<u32, Entry>,
+    /// The record re-encoded with the pinned Avro schema.
+    scratch: Vec<u8>,
+}
+
+fn schema_err(msg: impl std::fmt::Display) -> Error {
+    Error::new(ErrorCode::Schema, msg.to_string())
+}
+
+impl Resolver {
+    /// A resolver for a side whose pinned schema is `pinned`.
+    pub(crate) fn new(
+        pinned: &ResolvedSchema,
+        is_key: bool,
+        source: Arc<dyn WriterSchemas>,
+    ) -> Result<Resolver> {
+        let pinned = match &pinned.format {
+            SchemaFormat::Avro => Pinned::Avro(
+                apache_avro::Schema::parse_str(&pinned.text)
+                    .map_err(|e| schema_err(format!("the pinned Avro schema does not parse: {e}")))?,
+            ),
+            SchemaFormat::Protobuf { message } => {
+                let pool = crate::protobuf::load_pool(&pinned.text, &[])?;
+                let name = if message.is_empty() {
+                    crate::protobuf::first_message(&pool)?
+                } else {
+                    message.trim_start_matches('.').to_string()
+                };
+                Pinned::Protobuf(pool.get_message_by_name(&name).ok_or_else(|| {
+                    schema_err(format!("message '{name}' is not in the pinned schema"))
+                })?)
+            }
+            SchemaFormat::JsonSchema => {
+                return Err(schema_err(
+                    "schemaResolution=writer applies to Avro and Protobuf registry schemas only",
+                ))
+            }
+        };
+        Ok(Resolver {
+            is_key,
+            pinned,
+            source,
+            cache: HashMap::new(),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Why `id` could not be resolved (None when it was, or was never seen).
+    pub(crate) fn unresolvable(&self, id: u32) -> Option<&str> {
+        match self.cache.get(&id) {
+            Some(Entry::Unresolvable(why)) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// Decodes a Confluent-framed record whose schema id is not the pinned one (the framing
+    /// layer checked the magic byte and length). Returns whether the id was resolved for the
+    /// first time, and the record's outcome; `Err` when the registry cannot be asked.
+    pub(crate) fn decode(
+        &mut self,
+        record: &[u8],
+        decoder: &mut dyn RowDecoder,
+    ) -> Result<(bool, std::result::Result<(), Bad>)> {
+        let Some(id) = frame_id(record) else {
+            return Ok((
+                false,
+                Err(Bad::new(
+                    Malformed::BadMagicByte,
+                    "the record does not start with the Confluent magic byte 0 and a schema id",
+                    0,
+                )),
+            ));
+        };
+        let mut new = false;
+        if !self.cache.contains_key(&id) {
+            let entry = self.resolve(id)?;
+            match &entry {
+                Entry::Unresolvable(why) => {
+                    tracing::warn!(schema_id = id, reason = %why, "writer schema cannot be resolved; its records are malformed.unresolvableSchemaId")
+                }
+                _ => {
+                    new = true;
+                    tracing::info!(schema_id = id, "resolving records of writer schema id into the pinned schema");
+                }
+            }
+            self.cache.insert(id, entry);
+        }
+        let outcome = match self.cache.get(&id) {
+            Some(Entry::Avro(writer)) => {
+                let Pinned::Avro(reader) = &self.pinned else {
+                    return Err(schema_err("internal: an Avro writer for a non-Avro side"));
+                };
+                avro_resolve(writer, reader, &record[5..], &mut self.scratch)
+                    .and_then(|()| decoder.decode(&self.scratch))
+            }
+            Some(Entry::Protobuf(frame)) => frame.strip(record).and_then(|p| decoder.decode(p)),
+            Some(Entry::Unresolvable(_)) | None => Err(Bad::new(
+                Malformed::UnresolvableSchemaId,
+                "the record's schema id is unknown to the registry, or its writer schema cannot be read as the pinned one",
+                1,
+            )),
+        };
+        Ok((new, outcome))
+    }
+
+    fn resolve(&self, id: u32) -> Result<Entry> {
+        let writer = match self.source.fetch(id, self.is_key)? {
+            Fetched::Schema(s) => s,
+            Fetched::Unknown(why) => return Ok(Entry::Unresolvable(why)),
+        };
+        Ok(match &self.pinned {
+            Pinned::Avro(reader) => {
+                let writer = match apache_avro::Schema::parse_str(&writer.text) {
+                    Ok(w) => w,
+                    Err(e) => {
+                        return Ok(Entry::Unresolvable(format!(
+                            "schema id {id} is not a valid Avro schema: {e}"
+                        )))
+                    }
+                };
+                match SchemaCompatibility::can_read(&writer, reader) {
+                    Ok(_) => Entry::Avro(writer),
+                    Err(e) => Entry::Unresolvable(format!(
+                        "the writer schema of id {id} cannot be read as the pinned schema: {e}"
+                    )),
+                }
+            }
+            Pinned::Protobuf(reader) => match protobuf_writer(id, &writer, reader) {
+                Ok(frame) => Entry::Protobuf(frame),
+                Err(why) => Entry::Unresolvable(why),
+            },
+        })
+    }
+}
+
+/// The schema id of a Confluent-framed record.
+fn frame_id(record: &[u8]) -> Option<u32> {
+    match record {
+        [0, a, b, c, d, ..] => Some(u32::from_be_bytes([*a, *b, *c, *d])),
+        _ => None,
+    }
+}
+
+/// Reads one datum written with `writer` as `reader` (Avro schema resolution) and writes it
+/// again with `reader` into `out`.
+fn avro_resolve(
+    writer: &apache_avro::Schema,
+    reader: &apache_avro::Schema,
+    mut datum: &[u8],
+    out: &mut Vec<u8>,
+) -> std::result::Result<(), Bad> {
+    let unreadable = |_| {
+        Bad::new(
+            Malformed::BadAvro,
+            "the record cannot be read with its writer schema (or resolved into the pinned one)",
+            5,
+        )
+    };
+    let value = GenericDatumReader::builder(writer)
+        .reader_schema(reader)
+        .build()
+        .and_then(|r| r.read_value(&mut datum))
+        .map_err(unreadable)?;
+    if !datum.is_empty() {
+        return Err(Bad::new(
+            Malformed::AvroTrailingBytes,
+            "bytes left after the record (its writer schema does not describe it)",
+            5,
+        ));
+    }
+    out.clear();
+    GenericDatumWriter::builder(reader)
+        .validate(false)
+        .build()
+        .and_then(|w| w.write_value_ref(out, &value))
+        .map_err(unreadable)?;
+    Ok(())
+}
+
+/// The frame of the pinned message in a protobuf writer schema, or why it cannot be read.
+fn protobuf_writer(
+    id: u32,
+    writer: &ResolvedSchema,
+    reader: &MessageDescriptor,
+) -> std::result::Result<Frame, String> {
+    let pool: DescriptorPool = crate::protobuf::load_pool(&writer.text, &[])
+        .map_err(|e| format!("schema id {id} does not compile: {}", e.message()))?;
+    let name = reader.full_name();
+    let message = pool.get_message_by_name(name).ok_or_else(|| {
+        format!("the writer schema of id {id} does not declare the pinned message '{name}'")
+    })?;
+    let mut seen = Vec::new();
+    compatible(reader, &message, name, &mut seen)
+        .map_err(|why| format!("the writer schema of id {id} cannot be read as the pinned one: {why}"))?;
+    let indexes = message
+        .path()
+        .iter()
+        .skip(1)
+        .step_by(2)
+        .map(|i| *i as i64)
+        .collect();
+    Ok(Frame {
+        confluent: true,
+        schema_id: Some(id),
+        message_indexes: Some(indexes),
+    })
+}
+
+/// Whether every field number both messages declare has a wire-compatible type.
+fn compatible(
+    reader: &MessageDescriptor,
+    writer: &MessageDescriptor,
+    path: &str,
+    seen: &mut Vec<(String, String)>,
+) -> std::result::Result<(), String> {
+    let pair = (reader.full_name().to_string(), writer.full_name().to_string());
+    if seen.contains(&pair) {
+        return Ok(());
+    }
+    seen.push(pair);
+    for r in reader.fields() {
+        let Some(w) = writer.get_field(r.number()) else {
+            continue;
+        };
+        let at = format!("{path}.{}", r.name());
+        field_compatible(&r, &w, &at, seen)?;
+    }
+    Ok(())
+}
+
+fn field_compatible(
+    r: &FieldDescriptor,
+    w: &FieldDescriptor,
+    at: &str,
+    seen: &mut Vec<(String, String)>,
+) -> std::result::Result<(), String> {
+    if r.is_list() != w.is_list() || r.is_map() != w.is_map() {
+        return Err(format!(
+            "field '{at}' (number {}) changed between repeated/map and singular",
+            r.number()
+        ));
+    }
+    match (r.kind(), w.kind()) {
+        (Kind::Message(rm), Kind::Message(wm)) => {
+            let well_known = |m: &MessageDescriptor| m.full_name().starts_with("google.protobuf.");
+            if (well_known(&rm) || well_known(&wm)) && rm.full_name() != wm.full_name() {
+                return Err(format!(
+                    "field '{at}' changed from {} to {}",
+                    rm.full_name(),
+                    wm.full_name()
+                ));
+            }
+            compatible(&rm, &wm, at, seen)
+        }
+        (rk, wk) if wire_class(&rk) == wire_class(&wk) => Ok(()),
+        (rk, wk) => Err(format!(
+            "field '{at}' (number {}) is {} in the pinned schema but {} in the writer's",
+            r.number(),
+            kind_name(&rk),
+            kind_name(&wk)
+        )),
+    }
+}
+
+/// Types whose encodings read as each other (protobuf's compatible changes).
+fn wire_class(k: &Kind) -> u8 {
+    match k {
+        Kind::Int32 | Kind::Int64 | Kind::Uint32 | Kind::Uint64 | Kind::Bool | Kind::Enum(_) => 0,
+        Kind::Sint32 | Kind::Sint64 => 1,
+        Kind::String | Kind::Bytes => 2,
+        Kind::Fixed32 | Kind::Sfixed32 => 3,
+        Kind::Fixed64 | Kind::Sfixed64 => 4,
+        Kind::Float => 5,
+        Kind::Double => 6,
+        Kind::Message(_) => 7,
+    }
+}
+
+fn kind_name(k: &Kind) -> String {
+    match k {
+        Kind::Message(m) => m.full_name().to_string(),
+        Kind::Enum(e) => e.full_name().to_string(),
+        other => format!("{other:?}").to_ascii_lowercase(),
+    }
+}
