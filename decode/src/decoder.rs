@@ -27,12 +27,14 @@ fn missing_feature(what: &str, feature: &str) -> Error {
 }
 
 #[cfg(feature = "registry")]
-use crate::resolution::{Resolver, WriterSchemas};
+use crate::resolution::{BatchResolver, Resolver, WriterSchemas};
 
 /// Without the registry there is no writer schema to resolve.
 #[cfg(not(feature = "registry"))]
 #[derive(Debug)]
 enum Resolver {}
+#[cfg(not(feature = "registry"))]
+enum BatchResolver {}
 
 /// One side (key or payload): framing and decoder, or utf8 when there is no schema.
 #[derive(Debug)]
@@ -67,7 +69,7 @@ impl Side {
             schema_id: s.registry_id,
             message_indexes: None,
         };
-        let _ = strict;
+        let _ = (strict, protobuf);
         let decoder: Box<dyn RowDecoder> = match &s.format {
             #[cfg(feature = "json")]
             SchemaFormat::JsonSchema => Box::new(crate::json::JsonDecoder::new(&s.text, strict)?),
@@ -295,6 +297,8 @@ impl StreamDecoder {
         }
         let out_schema = self.output_schema(&schema);
         let mut columns = batch.columns().to_vec();
+        // A failed batch counts nothing: it may be applied again.
+        let counted = self.counters.clone();
         for (idx, field) in schema.fields().iter().enumerate() {
             let is_key = self.is_key(field.name());
             if !(is_key || *field.name() == self.payload_column)
@@ -302,8 +306,13 @@ impl StreamDecoder {
             {
                 continue;
             }
-            let decoded = self.decode_column(batch, idx, is_key)?;
-            columns[idx] = decoded;
+            match self.decode_column(batch, idx, is_key) {
+                Ok(decoded) => columns[idx] = decoded,
+                Err(e) => {
+                    self.counters = counted;
+                    return Err(e);
+                }
+            }
         }
         Ok(RecordBatch::try_new(out_schema, columns)?)
     }
@@ -322,7 +331,16 @@ impl StreamDecoder {
             return utf8_column(col, &mut self.counters, self.mode, batch, idx);
         };
         let rows = ByteRows::new(col);
+        let mut batch_resolver = match side.resolver.as_mut() {
+            Some(r) => {
+                let records = (0..col.len()).filter_map(|i| rows.as_ref().and_then(|r| r.get(i)));
+                prefetch(r, records)?;
+                side.resolver.as_ref().map(for_batch)
+            }
+            None => None,
+        };
         let mut decoded = 0u64;
+        let mut failure = None;
         decoder.reserve(col.len());
         for i in 0..col.len() {
             let Some(bytes) = rows.as_ref().and_then(|r| r.get(i)) else {
@@ -331,9 +349,9 @@ impl StreamDecoder {
             };
             let result = match side.frame.strip(bytes) {
                 Ok(payload) => decoder.decode(payload),
-                Err(bad) => match side.resolver.as_mut() {
+                Err(bad) => match batch_resolver.as_mut() {
                     Some(r) if bad.reason == Malformed::WrongSchemaId => {
-                        resolve_writer(r, bytes, decoder.as_mut(), &mut self.counters)?
+                        resolve_writer(r, bytes, decoder.as_mut(), &mut self.counters)
                     }
                     _ => Err(bad),
                 },
@@ -343,12 +361,19 @@ impl StreamDecoder {
                 Err(bad) => {
                     if self.mode == DecodeMode::FailFast {
                         let detail = schema_id_detail(bytes, bad.reason, side.resolver.as_ref());
-                        return Err(malformed_error(batch, idx, i, bad, detail));
+                        failure = Some(malformed_error(batch, idx, i, bad, detail));
+                        break;
                     }
                     self.counters.malformed(bad.reason);
                     decoder.push_null();
                 }
             }
+        }
+        if let Some(e) = failure {
+            // Drop the rows decoded so far: the stage may be applied again.
+            let _ = decoder.take_mismatches();
+            let _ = decoder.finish();
+            return Err(e);
         }
         self.counters.decoded(decoded);
         self.counters.mismatches(decoder.take_mismatches());
@@ -358,35 +383,64 @@ impl StreamDecoder {
     /// Counters: `malformed.<reason>` per reason, `malformedRecords` (total),
     /// `typeMismatchFields` (JSON fields nulled for having another type) and `decodedValues`.
     pub fn metrics(&self) -> SourceMetrics {
-        self.counters.to_metrics()
+        #[cfg_attr(not(feature = "registry"), allow(unused_mut))]
+        let mut m = self.counters.to_metrics();
+        #[cfg(feature = "registry")]
+        if m.contains_key("resolvedRecords") {
+            let ids: u64 = [&self.key, &self.payload]
+                .iter()
+                .filter_map(|s| s.resolver.as_ref())
+                .map(Resolver::resolved_ids)
+                .sum();
+            m.insert("resolvedSchemaIds".into(), ids.into());
+        }
+        m
     }
+}
+
+/// Fetches the writer schemas of the ids a batch carries (see [`Resolver::prefetch`]).
+#[cfg(feature = "registry")]
+fn prefetch<'r>(resolver: &mut Resolver, records: impl Iterator<Item = &'r [u8]>) -> Result<()> {
+    resolver.prefetch(records)
+}
+
+#[cfg(feature = "registry")]
+fn for_batch(resolver: &Resolver) -> BatchResolver<'_> {
+    resolver.batch()
 }
 
 /// Reads a record framed with another schema id than the pinned one with its writer schema.
 #[cfg(feature = "registry")]
 fn resolve_writer(
-    resolver: &mut Resolver,
+    resolver: &mut BatchResolver<'_>,
     record: &[u8],
     decoder: &mut dyn RowDecoder,
     counters: &mut Counters,
-) -> Result<std::result::Result<(), Bad>> {
-    let (new_id, outcome) = resolver.decode(record, decoder)?;
-    if new_id {
-        counters.resolved_id();
-    }
+) -> std::result::Result<(), Bad> {
+    let outcome = resolver.decode(record, decoder);
     if outcome.is_ok() {
         counters.resolved_record();
     }
-    Ok(outcome)
+    outcome
+}
+
+#[cfg(not(feature = "registry"))]
+fn prefetch<'r>(resolver: &mut Resolver, _: impl Iterator<Item = &'r [u8]>) -> Result<()> {
+    match *resolver {}
+}
+
+#[cfg(not(feature = "registry"))]
+fn for_batch(resolver: &Resolver) -> BatchResolver {
+    match *resolver {}
 }
 
 #[cfg(not(feature = "registry"))]
 fn resolve_writer(
-    resolver: &mut Resolver,
+    resolver: &mut BatchResolver,
     _: &[u8],
     _: &mut dyn RowDecoder,
     _: &mut Counters,
-) -> Result<std::result::Result<(), Bad>> {
+) -> std::result::Result<(), Bad> {
     match *resolver {}
 }
 
@@ -404,7 +458,9 @@ fn schema_id_detail(
     }
     let id = u32::from_be_bytes(record.get(1..5)?.try_into().ok()?);
     #[cfg(feature = "registry")]
-    let why = resolver.and_then(|r| r.unresolvable(id)).map(str::to_string);
+    let why = resolver
+        .and_then(|r| r.unresolvable(id))
+        .map(str::to_string);
     #[cfg(not(feature = "registry"))]
     let why: Option<String> = resolver.map(|r| match *r {});
     Some((id, why.unwrap_or_default()))

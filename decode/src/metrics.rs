@@ -104,8 +104,6 @@ pub(crate) struct Counters {
     /// `schemaResolution=writer`: records read with a writer schema other than the pinned one;
     /// None when writer resolution is off (the counters are then not reported).
     resolved_records: Option<u64>,
-    /// Distinct writer schema ids resolved.
-    resolved_ids: u64,
 }
 
 impl Counters {
@@ -120,15 +118,15 @@ impl Counters {
         self.decoded += n;
     }
     /// Reports `resolvedSchemaIds` and `resolvedRecords` from now on.
+    #[cfg_attr(not(feature = "registry"), allow(dead_code))]
     pub fn enable_resolution(&mut self) {
         self.resolved_records.get_or_insert(0);
     }
+    #[cfg_attr(not(feature = "registry"), allow(dead_code))]
     pub fn resolved_record(&mut self) {
         *self.resolved_records.get_or_insert(0) += 1;
     }
-    pub fn resolved_id(&mut self) {
-        self.resolved_ids += 1;
-    }
+
     pub fn to_metrics(&self) -> SourceMetrics {
         let mut m = SourceMetrics::new();
         for (reason, n) in Malformed::ALL.iter().zip(self.by_reason) {
@@ -140,7 +138,6 @@ impl Counters {
         m.insert("typeMismatchFields".into(), self.mismatches.into());
         m.insert("decodedValues".into(), self.decoded.into());
         if let Some(records) = self.resolved_records {
-            m.insert("resolvedSchemaIds".into(), self.resolved_ids.into());
             m.insert("resolvedRecords".into(), records.into());
         }
         m

@@ -157,7 +157,9 @@ impl RegistrySchemaProvider {
         };
         match self.to_resolved(loc, &what, registered).await {
             Ok(schema) => Ok(Fetched::Schema(schema)),
-            Err(e) if e.code() == ErrorCode::Schema => Ok(Fetched::Unknown(e.message().to_string())),
+            Err(e) if e.code() == ErrorCode::Schema => {
+                Ok(Fetched::Unknown(e.message().to_string()))
+            }
             Err(e) => Err(e.with_context("schema_id", id)),
         }
     }

@@ -3,10 +3,11 @@
 //! into the pinned (reader) schema's columns, instead of being nulled as `wrongSchemaId`.
 //!
 //! The pinned id stays the hot path: the framing layer accepts it as before, and only a record
-//! it refuses with `wrongSchemaId` reaches a [`Resolver`]. The resolver fetches the writer
-//! schema once per id ([`WriterSchemas`], blocking: see
-//! [`crate::registry::BlockingWriterSchemas`] for why) and caches the outcome, unknown and
-//! incompatible ids included, so each id costs one registry call per run.
+//! it refuses with `wrongSchemaId` reaches a [`BatchResolver`]. Before each batch,
+//! [`Resolver::prefetch`] reads the 5-byte frame headers, fetches the writer schema of each id
+//! never met ([`WriterSchemas`], blocking: see [`crate::registry::BlockingWriterSchemas`] for
+//! why) and caches the outcome, unknown and incompatible ids included, so each id costs one
+//! registry call per run; [`Resolver::batch`] then builds the readers of the batch's ids once.
 //!
 //! - Avro: the writer schema must be readable as the pinned one
 //!   (`apache_avro::schema_compatibility`); a record is read with Avro schema resolution (fields
@@ -29,8 +30,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use apache_avro::schema_compatibility::SchemaCompatibility;
 use apache_avro::reader::datum::GenericDatumReader;
+use apache_avro::schema_compatibility::SchemaCompatibility;
 use apache_avro::writer::datum::GenericDatumWriter;
 use prost_reflect::{DescriptorPool, FieldDescriptor, Kind, MessageDescriptor};
 use tributary_sdk::error::{Error, ErrorCode, Result};
@@ -79,11 +80,13 @@ enum Entry {
 #[derive(Debug)]
 pub(crate) struct Resolver {
     is_key: bool,
+    /// The pinned schema's registry id (its records never get here).
+    pinned_id: u32,
     pinned: Pinned,
     source: Arc<dyn WriterSchemas>,
     cache: HashMap<u32, Entry>,
-    /// The record re-encoded with the pinned Avro schema.
-    scratch: Vec<u8>,
+    /// Distinct writer ids met in the current batch (reused between batches).
+    seen: Vec<u32>,
 }
 
 fn schema_err(msg: impl std::fmt::Display) -> Error {
@@ -91,40 +94,44 @@ fn schema_err(msg: impl std::fmt::Display) -> Error {
 }
 
 impl Resolver {
-    /// A resolver for a side whose pinned schema is `pinned`.
+    /// A resolver for a side whose pinned schema is `pinned` (a registry schema).
     pub(crate) fn new(
         pinned: &ResolvedSchema,
         is_key: bool,
         source: Arc<dyn WriterSchemas>,
     ) -> Result<Resolver> {
-        let pinned = match &pinned.format {
-            SchemaFormat::Avro => Pinned::Avro(
-                apache_avro::Schema::parse_str(&pinned.text)
-                    .map_err(|e| schema_err(format!("the pinned Avro schema does not parse: {e}")))?,
-            ),
-            SchemaFormat::Protobuf { message } => {
-                let pool = crate::protobuf::load_pool(&pinned.text, &[])?;
-                let name = if message.is_empty() {
-                    crate::protobuf::first_message(&pool)?
-                } else {
-                    message.trim_start_matches('.').to_string()
-                };
-                Pinned::Protobuf(pool.get_message_by_name(&name).ok_or_else(|| {
-                    schema_err(format!("message '{name}' is not in the pinned schema"))
-                })?)
-            }
-            SchemaFormat::JsonSchema => {
-                return Err(schema_err(
+        let pinned_id = pinned
+            .registry_id
+            .ok_or_else(|| schema_err("schemaResolution=writer needs a registry schema"))?;
+        let pinned =
+            match &pinned.format {
+                SchemaFormat::Avro => {
+                    Pinned::Avro(apache_avro::Schema::parse_str(&pinned.text).map_err(|e| {
+                        schema_err(format!("the pinned Avro schema does not parse: {e}"))
+                    })?)
+                }
+                SchemaFormat::Protobuf { message } => {
+                    let pool = crate::protobuf::load_pool(&pinned.text, &[])?;
+                    let name = if message.is_empty() {
+                        crate::protobuf::first_message(&pool)?
+                    } else {
+                        message.trim_start_matches('.').to_string()
+                    };
+                    Pinned::Protobuf(pool.get_message_by_name(&name).ok_or_else(|| {
+                        schema_err(format!("message '{name}' is not in the pinned schema"))
+                    })?)
+                }
+                SchemaFormat::JsonSchema => return Err(schema_err(
                     "schemaResolution=writer applies to Avro and Protobuf registry schemas only",
-                ))
-            }
-        };
+                )),
+            };
         Ok(Resolver {
             is_key,
+            pinned_id,
             pinned,
             source,
             cache: HashMap::new(),
-            scratch: Vec::new(),
+            seen: Vec::new(),
         })
     }
 
@@ -136,54 +143,69 @@ impl Resolver {
         }
     }
 
-    /// Decodes a Confluent-framed record whose schema id is not the pinned one (the framing
-    /// layer checked the magic byte and length). Returns whether the id was resolved for the
-    /// first time, and the record's outcome; `Err` when the registry cannot be asked.
-    pub(crate) fn decode(
-        &mut self,
-        record: &[u8],
-        decoder: &mut dyn RowDecoder,
-    ) -> Result<(bool, std::result::Result<(), Bad>)> {
-        let Some(id) = frame_id(record) else {
-            return Ok((
-                false,
-                Err(Bad::new(
-                    Malformed::BadMagicByte,
-                    "the record does not start with the Confluent magic byte 0 and a schema id",
-                    0,
-                )),
-            ));
-        };
-        let mut new = false;
-        if !self.cache.contains_key(&id) {
+    /// Distinct writer ids resolved (unresolvable ones not counted).
+    pub(crate) fn resolved_ids(&self) -> u64 {
+        self.cache
+            .values()
+            .filter(|e| !matches!(e, Entry::Unresolvable(_)))
+            .count() as u64
+    }
+
+    /// Before a batch is decoded: finds the writer ids its records carry (5-byte headers only)
+    /// and fetches those never met (blocking, once per id; unknown and incompatible ids are
+    /// cached too). `Err` when the registry cannot be asked: the batch fails, nothing is cached
+    /// for that id, and the next attempt asks again.
+    pub(crate) fn prefetch<'r>(&mut self, records: impl Iterator<Item = &'r [u8]>) -> Result<()> {
+        self.seen.clear();
+        for record in records {
+            let Some(id) = frame_id(record) else { continue };
+            if id == self.pinned_id || self.seen.contains(&id) {
+                continue;
+            }
+            self.seen.push(id);
+            if self.cache.contains_key(&id) {
+                continue;
+            }
             let entry = self.resolve(id)?;
             match &entry {
                 Entry::Unresolvable(why) => {
                     tracing::warn!(schema_id = id, reason = %why, "writer schema cannot be resolved; its records are malformed.unresolvableSchemaId")
                 }
-                _ => {
-                    new = true;
-                    tracing::info!(schema_id = id, "resolving records of writer schema id into the pinned schema");
-                }
+                _ => tracing::info!(
+                    schema_id = id,
+                    "records of this writer schema id are resolved into the pinned schema"
+                ),
             }
             self.cache.insert(id, entry);
         }
-        let outcome = match self.cache.get(&id) {
-            Some(Entry::Avro(writer)) => {
-                let Pinned::Avro(reader) = &self.pinned else {
-                    return Err(schema_err("internal: an Avro writer for a non-Avro side"));
-                };
-                avro_resolve(writer, reader, &record[5..], &mut self.scratch)
-                    .and_then(|()| decoder.decode(&self.scratch))
-            }
-            Some(Entry::Protobuf(frame)) => frame.strip(record).and_then(|p| decoder.decode(p)),
-            Some(Entry::Unresolvable(_)) | None => Err(Bad::new(
-                Malformed::UnresolvableSchemaId,
-                "the record's schema id is unknown to the registry, or its writer schema cannot be read as the pinned one",
-                1,
-            )),
-        };
-        Ok((new, outcome))
+        Ok(())
+    }
+
+    /// The readers for the writer ids of the batch [`Resolver::prefetch`] saw, built once per
+    /// batch (an Avro reader borrows its schemas, so it lives as long as the batch).
+    pub(crate) fn batch(&self) -> BatchResolver<'_> {
+        let mut prepared = Vec::with_capacity(self.seen.len());
+        for id in &self.seen {
+            let ready = match (self.cache.get(id), &self.pinned) {
+                (Some(Entry::Avro(writer)), Pinned::Avro(reader)) => {
+                    let read = GenericDatumReader::builder(writer)
+                        .reader_schema(reader)
+                        .build();
+                    let write = GenericDatumWriter::builder(reader).validate(false).build();
+                    match (read, write) {
+                        (Ok(r), Ok(w)) => Ready::Avro(Box::new((r, w))),
+                        _ => Ready::Unresolvable,
+                    }
+                }
+                (Some(Entry::Protobuf(frame)), _) => Ready::Protobuf(frame),
+                _ => Ready::Unresolvable,
+            };
+            prepared.push((*id, ready));
+        }
+        BatchResolver {
+            prepared,
+            scratch: Vec::new(),
+        }
     }
 
     fn resolve(&self, id: u32) -> Result<Entry> {
@@ -216,6 +238,50 @@ impl Resolver {
     }
 }
 
+/// A writer id's reader for one batch.
+enum Ready<'a> {
+    Avro(Box<(GenericDatumReader<'a>, GenericDatumWriter<'a>)>),
+    Protobuf(&'a Frame),
+    Unresolvable,
+}
+
+/// Reads one batch's records framed with writer ids (see [`Resolver::batch`]).
+pub(crate) struct BatchResolver<'a> {
+    /// Per writer id of the batch (a handful at most: a linear search beats hashing).
+    prepared: Vec<(u32, Ready<'a>)>,
+    /// The record re-encoded with the pinned Avro schema.
+    scratch: Vec<u8>,
+}
+
+impl BatchResolver<'_> {
+    /// Decodes a Confluent-framed record whose schema id is not the pinned one (the framing
+    /// layer checked the magic byte and length).
+    pub(crate) fn decode(
+        &mut self,
+        record: &[u8],
+        decoder: &mut dyn RowDecoder,
+    ) -> std::result::Result<(), Bad> {
+        let id = frame_id(record);
+        let ready = self
+            .prepared
+            .iter()
+            .find(|(k, _)| Some(*k) == id)
+            .map(|(_, r)| r);
+        match ready {
+            Some(Ready::Avro(rw)) => {
+                avro_resolve(&rw.0, &rw.1, &record[5..], &mut self.scratch)?;
+                decoder.decode(&self.scratch)
+            }
+            Some(Ready::Protobuf(frame)) => frame.strip(record).and_then(|p| decoder.decode(p)),
+            Some(Ready::Unresolvable) | None => Err(Bad::new(
+                Malformed::UnresolvableSchemaId,
+                "the record's schema id is unknown to the registry, or its writer schema cannot be read as the pinned one",
+                1,
+            )),
+        }
+    }
+}
+
 /// The schema id of a Confluent-framed record.
 fn frame_id(record: &[u8]) -> Option<u32> {
     match record {
@@ -224,11 +290,11 @@ fn frame_id(record: &[u8]) -> Option<u32> {
     }
 }
 
-/// Reads one datum written with `writer` as `reader` (Avro schema resolution) and writes it
-/// again with `reader` into `out`.
+/// Reads one datum with Avro schema resolution and writes it again with the pinned schema
+/// into `out`.
 fn avro_resolve(
-    writer: &apache_avro::Schema,
-    reader: &apache_avro::Schema,
+    read: &GenericDatumReader<'_>,
+    write: &GenericDatumWriter<'_>,
     mut datum: &[u8],
     out: &mut Vec<u8>,
 ) -> std::result::Result<(), Bad> {
@@ -239,11 +305,7 @@ fn avro_resolve(
             5,
         )
     };
-    let value = GenericDatumReader::builder(writer)
-        .reader_schema(reader)
-        .build()
-        .and_then(|r| r.read_value(&mut datum))
-        .map_err(unreadable)?;
+    let value = read.read_value(&mut datum).map_err(unreadable)?;
     if !datum.is_empty() {
         return Err(Bad::new(
             Malformed::AvroTrailingBytes,
@@ -252,11 +314,7 @@ fn avro_resolve(
         ));
     }
     out.clear();
-    GenericDatumWriter::builder(reader)
-        .validate(false)
-        .build()
-        .and_then(|w| w.write_value_ref(out, &value))
-        .map_err(unreadable)?;
+    write.write_value_ref(out, &value).map_err(unreadable)?;
     Ok(())
 }
 
@@ -273,8 +331,9 @@ fn protobuf_writer(
         format!("the writer schema of id {id} does not declare the pinned message '{name}'")
     })?;
     let mut seen = Vec::new();
-    compatible(reader, &message, name, &mut seen)
-        .map_err(|why| format!("the writer schema of id {id} cannot be read as the pinned one: {why}"))?;
+    compatible(reader, &message, name, &mut seen).map_err(|why| {
+        format!("the writer schema of id {id} cannot be read as the pinned one: {why}")
+    })?;
     let indexes = message
         .path()
         .iter()
@@ -296,7 +355,10 @@ fn compatible(
     path: &str,
     seen: &mut Vec<(String, String)>,
 ) -> std::result::Result<(), String> {
-    let pair = (reader.full_name().to_string(), writer.full_name().to_string());
+    let pair = (
+        reader.full_name().to_string(),
+        writer.full_name().to_string(),
+    );
     if seen.contains(&pair) {
         return Ok(());
     }
