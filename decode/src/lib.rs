@@ -16,6 +16,9 @@
 //! - From a Confluent Schema Registry (feature `registry`): `payload_schema_locator` /
 //!   `key_schema_locator` with `subject=` or a subject name strategy. A subject named after the
 //!   topic (TopicNameStrategy, TopicRecordNameStrategy) needs a source of exactly one stream.
+//! - `schemaResolution=writer` (registry only): a record framed with another schema id than the
+//!   one resolved at start is read with its writer schema (fetched once per id) into the
+//!   pinned columns, instead of being nulled as `wrongSchemaId` (the default, `pinned`).
 //!
 //! See [`options`] for every option; [`decode_options`] declares them once.
 //!
@@ -135,6 +138,22 @@ pub(crate) trait RowDecoder: Send + std::fmt::Debug {
     fn decode(&mut self, bytes: &[u8]) -> std::result::Result<(), Bad>;
     /// Appends a null.
     fn push_null(&mut self);
+    /// Decodes one Avro record with a schema-resolution plan (a writer's datum into this
+    /// decoder's columns, see `avro::resolve`); on error nothing was appended. Only the Avro
+    /// decoder has plans.
+    #[cfg(feature = "registry")]
+    fn decode_avro_plan(
+        &mut self,
+        plan: &avro::ANode,
+        bytes: &[u8],
+    ) -> std::result::Result<(), Bad> {
+        let _ = (plan, bytes);
+        Err(Bad::new(
+            metrics::Malformed::BadAvro,
+            "internal: an Avro resolution plan for a non-Avro decoder",
+            0,
+        ))
+    }
     /// Makes room for `n` more records (a hint; the default does nothing).
     fn reserve(&mut self, n: usize) {
         let _ = n;

@@ -8,6 +8,10 @@
 //! (connection refused, timeouts, 5xx) is retried with exponential backoff and then reported as
 //! `CONNECTION_FAILED` (retryable) — never as malformed data; 401/403 are
 //! `AUTHENTICATION_FAILED`, an unknown subject or version is `SCHEMA_ERROR`.
+//!
+//! With `schemaResolution=writer`, `BlockingWriterSchemas` also fetches writer schemas by id
+//! (`/schemas/ids/<id>`) while batches are decoded; an id the registry does not know is not an
+//! error there but an unresolvable id (its records are malformed).
 
 use std::time::Duration;
 

@@ -10,12 +10,13 @@
 //! registry call per run; [`Resolver::batch`] then builds the readers of the batch's ids once.
 //!
 //! - Avro: the writer schema must be readable as the pinned one
-//!   (`apache_avro::schema_compatibility`); a record is read with Avro schema resolution (fields
-//!   matched by name, reader fields missing from the writer take their default, writer fields
-//!   missing from the reader are skipped, int→long→float→double and string↔bytes promotions,
-//!   enum symbols by name) into an `apache_avro` value, written again with the pinned schema and
-//!   decoded by the ordinary reader. Slower than the pinned path (a value tree per record), but
-//!   exactly the specification's rules.
+//!   (`apache_avro::schema_compatibility`). Its records are read by a plan compiled once per id
+//!   (`crate::avro::resolve`: fields matched by name, reader fields missing from the writer take
+//!   their default, writer fields missing from the reader are skipped, int→long→float→double
+//!   and string↔bytes promotions, enum symbols by name) straight into the pinned columns, about
+//!   1.5x the cost of a pinned record (`benches/resolution.rs`). What the plan does not cover
+//!   (a reader union other than `["null", T]`, ...) is read with `apache_avro`'s own resolution
+//!   into a value, written again with the pinned schema and decoded: exact but ~30x slower.
 //! - Protobuf: the wire format is self-describing by field number, so the pinned plan reads the
 //!   writer's message as is (fields unknown to the reader are skipped, fields missing from the
 //!   writer are absent). The writer schema must declare the pinned message (same full name; its
@@ -68,8 +69,12 @@ enum Pinned {
 /// What the resolver knows about one writer id.
 #[derive(Debug)]
 enum Entry {
-    /// Read with this writer schema, then written again with the pinned one.
-    Avro(apache_avro::Schema),
+    /// Read with `plan` straight into the pinned columns; without a plan, read with the writer
+    /// schema into an `apache_avro` value, written again with the pinned one and decoded.
+    Avro {
+        writer: apache_avro::Schema,
+        plan: Option<crate::avro::ANode>,
+    },
     /// Read with the pinned plan once this frame (the writer's id and message path) is stripped.
     Protobuf(Frame),
     /// Why the id cannot be read into the pinned schema.
@@ -187,7 +192,13 @@ impl Resolver {
         let mut prepared = Vec::with_capacity(self.seen.len());
         for id in &self.seen {
             let ready = match (self.cache.get(id), &self.pinned) {
-                (Some(Entry::Avro(writer)), Pinned::Avro(reader)) => {
+                (
+                    Some(Entry::Avro {
+                        plan: Some(plan), ..
+                    }),
+                    _,
+                ) => Ready::Plan(plan),
+                (Some(Entry::Avro { writer, .. }), Pinned::Avro(reader)) => {
                     let read = GenericDatumReader::builder(writer)
                         .reader_schema(reader)
                         .build();
@@ -224,7 +235,13 @@ impl Resolver {
                     }
                 };
                 match SchemaCompatibility::can_read(&writer, reader) {
-                    Ok(_) => Entry::Avro(writer),
+                    Ok(_) => {
+                        let plan = crate::avro::resolution_plan(&writer, reader);
+                        if plan.is_none() {
+                            tracing::info!(schema_id = id, "no direct resolution plan for this writer schema; its records are resolved through apache_avro values (slower)");
+                        }
+                        Entry::Avro { writer, plan }
+                    }
                     Err(e) => Entry::Unresolvable(format!(
                         "the writer schema of id {id} cannot be read as the pinned schema: {e}"
                     )),
@@ -240,6 +257,7 @@ impl Resolver {
 
 /// A writer id's reader for one batch.
 enum Ready<'a> {
+    Plan(&'a crate::avro::ANode),
     Avro(Box<(GenericDatumReader<'a>, GenericDatumWriter<'a>)>),
     Protobuf(&'a Frame),
     Unresolvable,
@@ -268,6 +286,7 @@ impl BatchResolver<'_> {
             .find(|(k, _)| Some(*k) == id)
             .map(|(_, r)| r);
         match ready {
+            Some(Ready::Plan(plan)) => decoder.decode_avro_plan(plan, &record[5..]),
             Some(Ready::Avro(rw)) => {
                 avro_resolve(&rw.0, &rw.1, &record[5..], &mut self.scratch)?;
                 decoder.decode(&self.scratch)

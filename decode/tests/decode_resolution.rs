@@ -159,6 +159,74 @@ async fn avro_writer_versions_resolve_into_the_pinned_columns() {
     assert_eq!(metric(&s.metrics(), "malformed.unresolvableSchemaId"), 4);
 }
 
+/// A reader union other than `["null", T]` has no direct plan: such ids are resolved through
+/// `apache_avro` values, with the same result.
+#[tokio::test]
+async fn avro_general_unions_resolve_through_values() {
+    const U1: &str = r#"{"type":"record","name":"U","fields":[{"name":"id","type":"long"},{"name":"v","type":["null","string","long"],"default":null}]}"#;
+    const U2: &str = r#"{"type":"record","name":"U","fields":[{"name":"v","type":["null","string","long"],"default":null},{"name":"extra","type":"int","default":0},{"name":"id","type":"int"}]}"#;
+    let registry = TestRegistry::start().unwrap();
+    let u1 = registry.register("u-value", "AVRO", U1).unwrap();
+    let u2 = registry.register("u-value", "AVRO", U2).unwrap();
+    let mut s = stage(
+        &registry,
+        "subject=u-value,format=AVRO,version=1",
+        &[("schemaResolution", "writer")],
+    )
+    .await;
+    let v = |k: u32, x: Value| Value::Union(k, Box::new(x));
+    let pinned = vec![
+        confluent_frame(
+            u1,
+            None,
+            &datum(
+                U1,
+                vec![
+                    ("id", Value::Long(1)),
+                    ("v", v(1, Value::String("s".into()))),
+                ],
+            ),
+        ),
+        confluent_frame(
+            u1,
+            None,
+            &datum(
+                U1,
+                vec![("id", Value::Long(2)), ("v", v(2, Value::Long(5)))],
+            ),
+        ),
+    ];
+    let written = vec![
+        confluent_frame(
+            u2,
+            None,
+            &datum(
+                U2,
+                vec![
+                    ("v", v(1, Value::String("s".into()))),
+                    ("extra", Value::Int(0)),
+                    ("id", Value::Int(1)),
+                ],
+            ),
+        ),
+        confluent_frame(
+            u2,
+            None,
+            &datum(
+                U2,
+                vec![
+                    ("v", v(2, Value::Long(5))),
+                    ("extra", Value::Int(0)),
+                    ("id", Value::Int(2)),
+                ],
+            ),
+        ),
+    ];
+    let expected = apply(s.as_mut(), pinned).unwrap();
+    assert_eq!(apply(s.as_mut(), written).unwrap(), expected);
+    assert_eq!(counts(&s.metrics()), [1, 2, 0, 0]);
+}
+
 #[tokio::test]
 async fn avro_pinned_nulls_other_ids_as_wrong_schema_id() {
     let a = avro_registry();

@@ -18,6 +18,8 @@
 mod reader;
 #[cfg(feature = "registry")]
 mod references;
+#[cfg(feature = "registry")]
+mod resolve;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,6 +33,8 @@ use tributary_sdk::error::{Error, ErrorCode, Result};
 pub(crate) use reader::AvroDecoder;
 #[cfg(feature = "registry")]
 pub(crate) use references::inline_references;
+#[cfg(feature = "registry")]
+pub(crate) use resolve::plan as resolution_plan;
 
 /// How one Avro value is read.
 #[derive(Debug, Clone)]
@@ -58,6 +62,55 @@ pub(crate) enum ANode {
     Nullable(u8, Box<ANode>),
     /// Other unions: branch -> child of the struct (None for the null branch).
     Union(Vec<Option<usize>>, Vec<ANode>),
+    // Schema resolution (`schemaResolution=writer`, see `resolve`): a writer's datum read into
+    // the pinned schema's columns.
+    /// A writer number promoted to the reader's wider type.
+    #[cfg_attr(not(feature = "registry"), allow(dead_code))]
+    Promote(Promotion),
+    /// A writer enum index -> the reader's symbol (None: the reader has no such symbol).
+    #[cfg_attr(not(feature = "registry"), allow(dead_code))]
+    EnumMap(Vec<Option<String>>),
+    /// A writer union: the plan of each branch into the reader's column.
+    #[cfg_attr(not(feature = "registry"), allow(dead_code))]
+    WriterUnion(Vec<ANode>),
+    /// A null into a nullable reader column (reads nothing).
+    #[cfg_attr(not(feature = "registry"), allow(dead_code))]
+    PushNull,
+    /// A writer union's null branch where the reader has no null: the record is malformed.
+    #[cfg_attr(not(feature = "registry"), allow(dead_code))]
+    RefuseNull,
+    /// A writer record read into a reader record.
+    #[cfg_attr(not(feature = "registry"), allow(dead_code))]
+    Resolved(Box<RecordPlan>),
+}
+
+/// Writer-to-reader number promotions.
+#[cfg_attr(not(feature = "registry"), allow(dead_code))]
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Promotion {
+    IntToLong,
+    IntToFloat,
+    IntToDouble,
+    LongToFloat,
+    LongToDouble,
+    FloatToDouble,
+}
+
+/// One writer field: read into reader child `k`, or skipped (the plan is the writer's).
+#[cfg_attr(not(feature = "registry"), allow(dead_code))]
+#[derive(Debug, Clone)]
+pub(crate) enum Step {
+    Read(usize, ANode),
+    Skip(ANode),
+}
+
+/// A writer record read into a reader record: the writer's fields in order, then the reader
+/// fields the writer does not have, each from its default's encoding.
+#[derive(Debug, Clone)]
+pub(crate) struct RecordPlan {
+    pub steps: Vec<Step>,
+    /// Reader child, its default encoded with its schema, and the reader's plan for it.
+    pub defaults: Vec<(usize, Vec<u8>, ANode)>,
 }
 
 impl ANode {
@@ -68,6 +121,14 @@ impl ANode {
             ANode::Record(fields) => fields.iter().map(ANode::min_size).sum(),
             ANode::Fixed(n) | ANode::DecimalFixed(n) => *n,
             ANode::UuidFixed => 16,
+            ANode::PushNull => 0,
+            ANode::Resolved(r) => r
+                .steps
+                .iter()
+                .map(|s| match s {
+                    Step::Read(_, n) | Step::Skip(n) => n.min_size(),
+                })
+                .sum(),
             _ => 1,
         }
     }

@@ -55,27 +55,12 @@ impl RowDecoder for AvroDecoder {
     }
 
     fn decode(&mut self, bytes: &[u8]) -> std::result::Result<(), Bad> {
-        let n = self.col.len();
-        let mut r = Reader {
-            b: bytes,
-            i: 0,
-            zero_size_budget: MAX_ZERO_SIZE_ITEMS,
-        };
-        let result = r.value(&self.plan, &mut self.col).and_then(|_| {
-            if r.i == bytes.len() {
-                Ok(())
-            } else {
-                Err(Bad::new(
-                    Malformed::AvroTrailingBytes,
-                    "bytes left after the record (written with another schema?)",
-                    r.i,
-                ))
-            }
-        });
-        if result.is_err() {
-            self.col.truncate(n);
-        }
-        result
+        decode_with(&self.plan, &mut self.col, bytes)
+    }
+
+    #[cfg(feature = "registry")]
+    fn decode_avro_plan(&mut self, plan: &ANode, bytes: &[u8]) -> std::result::Result<(), Bad> {
+        decode_with(plan, &mut self.col, bytes)
     }
 
     fn push_null(&mut self) {
@@ -89,6 +74,32 @@ impl RowDecoder for AvroDecoder {
     fn finish(&mut self) -> Result<ArrayRef> {
         self.col.finish()
     }
+}
+
+/// One datum read with `plan` into `col`; on error `col` is rolled back.
+#[inline(always)]
+fn decode_with(plan: &ANode, col: &mut Col, bytes: &[u8]) -> std::result::Result<(), Bad> {
+    let n = col.len();
+    let mut r = Reader {
+        b: bytes,
+        i: 0,
+        zero_size_budget: MAX_ZERO_SIZE_ITEMS,
+    };
+    let result = r.value(plan, col).and_then(|_| {
+        if r.i == bytes.len() {
+            Ok(())
+        } else {
+            Err(Bad::new(
+                Malformed::AvroTrailingBytes,
+                "bytes left after the record (written with another schema?)",
+                r.i,
+            ))
+        }
+    });
+    if result.is_err() {
+        col.truncate(n);
+    }
+    result
 }
 
 type R<T = ()> = std::result::Result<T, Bad>;
@@ -350,7 +361,162 @@ impl<'a> Reader<'a> {
                     }
                 }
             }
+            (node, col) => return self.resolved(node, col),
+        }
+        Ok(())
+    }
+
+    /// Schema-resolution nodes (`super::resolve`): a writer's datum into the reader's columns.
+    fn resolved(&mut self, node: &ANode, col: &mut Col) -> R {
+        use super::Promotion as P;
+        match (node, col) {
+            (ANode::Promote(p), col) => match (p, col) {
+                (P::IntToLong, Col::I64(c, _)) => c.push(self.int()? as i64),
+                (P::IntToFloat, Col::F32(c)) => c.push(self.int()? as f32),
+                (P::IntToDouble, Col::F64(c)) => c.push(self.int()? as f64),
+                (P::LongToFloat, Col::F32(c)) => c.push(self.long()? as f32),
+                (P::LongToDouble, Col::F64(c)) => c.push(self.long()? as f64),
+                (P::FloatToDouble, Col::F64(c)) => {
+                    let s = self.take(4)?;
+                    c.push(f32::from_le_bytes([s[0], s[1], s[2], s[3]]) as f64);
+                }
+                _ => return Err(bad("internal: plan and builder disagree", self.i)),
+            },
+            (ANode::EnumMap(symbols), Col::Utf8(b)) => {
+                let at = self.i;
+                let k = self.long()?;
+                match usize::try_from(k).ok().and_then(|k| symbols.get(k)) {
+                    Some(Some(sym)) => b.push(sym.as_bytes()),
+                    Some(None) => {
+                        return Err(bad(
+                            "enum symbol the pinned schema does not have (and no default)",
+                            at,
+                        ))
+                    }
+                    None => return Err(bad("enum index out of range", at)),
+                }
+            }
+            (ANode::WriterUnion(branches), col) => {
+                let at = self.i;
+                let branch = self.long()?;
+                let node = usize::try_from(branch)
+                    .ok()
+                    .and_then(|b| branches.get(b))
+                    .ok_or_else(|| bad("union branch out of range", at))?;
+                self.value(node, col)?;
+            }
+            (ANode::PushNull, col) => col.push_null(),
+            (ANode::RefuseNull, _) => {
+                return Err(bad(
+                    "a null where the pinned schema has no null (union branch)",
+                    self.i,
+                ))
+            }
+            (ANode::Resolved(plan), Col::Struct(s)) => {
+                for step in &plan.steps {
+                    match step {
+                        super::Step::Read(k, node) => self.value(node, &mut s.children[*k])?,
+                        super::Step::Skip(node) => self.skip(node)?,
+                    }
+                }
+                for (k, bytes, node) in &plan.defaults {
+                    let mut d = Reader {
+                        b: bytes,
+                        i: 0,
+                        zero_size_budget: MAX_ZERO_SIZE_ITEMS,
+                    };
+                    d.value(node, &mut s.children[*k])?;
+                }
+                s.valid.push(true);
+            }
             _ => return Err(bad("internal: plan and builder disagree", self.i)),
+        }
+        Ok(())
+    }
+
+    /// Reads a writer value the reader does not have.
+    fn skip(&mut self, node: &ANode) -> R {
+        match node {
+            ANode::Null => {}
+            ANode::Bool => {
+                self.take(1)?;
+            }
+            ANode::Int | ANode::Long | ANode::Enum(_) => {
+                self.long()?;
+            }
+            ANode::Float => {
+                self.take(4)?;
+            }
+            ANode::Double => {
+                self.take(8)?;
+            }
+            ANode::Bytes | ANode::Str | ANode::DecimalBytes => {
+                let n = self.len()?;
+                self.take(n)?;
+            }
+            ANode::UuidFixed => {
+                self.take(16)?;
+            }
+            ANode::Fixed(n) | ANode::DecimalFixed(n) => {
+                self.take(*n)?;
+            }
+            ANode::Record(fields) => {
+                for f in fields {
+                    self.skip(f)?;
+                }
+            }
+            ANode::Array(item) => {
+                let min = item.min_size();
+                loop {
+                    let count = self.block(min)?;
+                    if count == 0 {
+                        break;
+                    }
+                    for _ in 0..count {
+                        self.skip(item)?;
+                    }
+                }
+            }
+            ANode::Map(v) => {
+                let min = v.min_size() + 1;
+                loop {
+                    let count = self.block(min)?;
+                    if count == 0 {
+                        break;
+                    }
+                    for _ in 0..count {
+                        let n = self.len()?;
+                        self.take(n)?;
+                        self.skip(v)?;
+                    }
+                }
+            }
+            ANode::Nullable(null_at, inner) => {
+                let at = self.i;
+                let branch = self.long()?;
+                if branch == 1 - *null_at as i64 {
+                    self.skip(inner)?;
+                } else if branch != *null_at as i64 {
+                    return Err(bad("union branch out of range", at));
+                }
+            }
+            ANode::Union(branches, children) => {
+                let at = self.i;
+                let branch = self.long()?;
+                let slot = usize::try_from(branch)
+                    .ok()
+                    .and_then(|b| branches.get(b))
+                    .ok_or_else(|| bad("union branch out of range", at))?;
+                if let Some(k) = slot {
+                    self.skip(&children[*k])?;
+                }
+            }
+            _ => {
+                return Err(bad(
+                    "internal: a resolution node in a skipped value",
+                    self.i,
+                ))
+            }
         }
         Ok(())
     }
