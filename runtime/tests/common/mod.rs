@@ -1,3 +1,6 @@
+//! Shared helpers of the runtime's integration tests: the `tributary` binary, test layouts
+//! (input, checkpoint, output directories and a pipeline file), JSON input files and Parquet
+//! output ids, and the one-clear-error assertion.
 #![allow(
     dead_code,
     missing_docs,
