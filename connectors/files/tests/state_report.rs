@@ -85,7 +85,7 @@ async fn every_file_is_reported_with_the_batch_that_holds_its_seq() {
     assert!(rows[2..].iter().all(|r| !r.contains_key("commitTimeMs")));
     assert!(rows.iter().all(|r| !r.contains_key("cleanedTimeMs")));
 
-    // JSON keeps numbers (ms); the table prints the same values and a summary.
+    // JSON keeps numbers (ms); the table prints the *TimeMs columns as UTC times, and a summary.
     let json = report.to_json();
     assert_eq!(json[4]["batchId"], json!(null));
     let table = report.to_table();
