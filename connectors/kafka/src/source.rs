@@ -287,8 +287,13 @@ impl KafkaSource {
         Ok(out)
     }
 
-    fn report(&mut self, event: DataLossEvent) -> Result<()> {
-        self.tracker.report(event)
+    /// Reports a data-loss event of `topic`-`partition`; a failing one names both in its
+    /// context, as the reader's events do.
+    fn report(&mut self, topic: &str, partition: i32, event: DataLossEvent) -> Result<()> {
+        self.tracker.report(event).map_err(|e| {
+            e.with_context("topic", topic)
+                .with_context("partition", partition)
+        })
     }
 }
 
@@ -428,6 +433,8 @@ impl Source for KafkaSource {
         for (t, p, s) in start.iter() {
             if end.get(t, p).is_none() {
                 self.report(
+                    t,
+                    p,
                     DataLossEvent::new(
                         DataLossKind::PartitionDeleted,
                         location(t, p),
@@ -460,6 +467,8 @@ impl Source for KafkaSource {
                     let l = low.get(t, p).unwrap_or(0);
                     if l > 0 {
                         self.report(
+                            t,
+                            p,
                             DataLossEvent::new(
                                 DataLossKind::AddedPartitionNotFromStart,
                                 location(t, p),
@@ -474,6 +483,8 @@ impl Source for KafkaSource {
                 // (a damaged or edited offset log); nothing is read for it.
                 Some(s) if e < s && high.get(t, p).is_some_and(|h| h >= s) => {
                     self.report(
+                        t,
+                        p,
                         DataLossEvent::new(
                             DataLossKind::EndBeforeStart,
                             location(t, p),
@@ -485,6 +496,8 @@ impl Source for KafkaSource {
                 }
                 Some(s) if e < s => {
                     self.report(
+                        t,
+                        p,
                         DataLossEvent::new(
                             DataLossKind::PartitionRecreated,
                             location(t, p),
@@ -531,7 +544,8 @@ impl Source for KafkaSource {
         self.reader = Some(reader);
         let out = result?;
         for ev in out.events {
-            self.report(ev)?;
+            // Only events the reader let pass (failOnDataLoss=false) arrive here: counted.
+            self.tracker.report(ev)?;
         }
         self.window.record(out.records, out.bytes, Instant::now());
         Ok(out.batches)

@@ -64,6 +64,8 @@ async fn added_partition_not_starting_at_zero_fails_or_reads_from_its_earliest()
     );
     assert!(err.is_data_loss());
     assert_eq!(err.context_value("location"), Some("added-b-0"));
+    assert_eq!(err.context_value("topic"), Some("added-b"));
+    assert_eq!(err.context_value("partition"), Some("0"));
     assert_eq!(err.context_value("expected"), Some("0"));
     assert_eq!(err.context_value("actual"), Some("2"));
     assert!(err.message().contains("failOnDataLoss"), "{err}");
