@@ -43,11 +43,7 @@ pub(crate) fn config_error(err: KafkaError, prefix: &str) -> Error {
     match err {
         KafkaError::ClientConfig(res, desc, key, value) => {
             let option = format!("{prefix}{key}");
-            let shown = if tributary_sdk::options::is_sensitive_key(&key) {
-                "***".to_string()
-            } else {
-                value
-            };
+            let shown = tributary_sdk::options::printable_value(&key, &value).into_owned();
             match res {
                 RDKafkaConfRes::RD_KAFKA_CONF_UNKNOWN => Error::new(
                     ErrorCode::UnknownOption,

@@ -89,10 +89,10 @@ impl Options {
     /// The value of `key` as it may be printed (see the type's documentation).
     pub fn printable(&self, key: &str) -> Option<Cow<'_, str>> {
         let v = self.get(key)?;
-        Some(if self.is_sensitive(key) {
+        Some(if self.sensitive.contains(&key.to_ascii_lowercase()) {
             Cow::Borrowed("***")
         } else {
-            redact_embedded(v)
+            printable_value(key, v)
         })
     }
 
@@ -179,6 +179,18 @@ impl fmt::Debug for Options {
             m.entry(&k, &self.printable(k).unwrap_or_default());
         }
         m.finish()
+    }
+}
+
+/// How a `key = value` pair without a declaration may be printed: `***` for a key that looks
+/// sensitive ([`is_sensitive_key`]), otherwise the value with embedded credentials masked
+/// ([`redact_embedded`]). For maps of pass-through properties (`kafka.*`), which no
+/// [`OptionSpec`] declares one by one.
+pub fn printable_value<'a>(key: &str, value: &'a str) -> Cow<'a, str> {
+    if is_sensitive_key(key) {
+        Cow::Borrowed("***")
+    } else {
+        redact_embedded(value)
     }
 }
 

@@ -27,7 +27,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use rdkafka::ClientConfig;
-use tributary_sdk::options::{is_sensitive_key, redact_embedded};
+use tributary_sdk::options::printable_value;
 use tributary_sdk::secret::resolve_value;
 use tributary_sdk::{
     Authenticator, Error, ErrorCode, OptionSpec, ParsedOptions, Result, Secret, SecretRef,
@@ -126,14 +126,7 @@ impl fmt::Debug for ConnectionProfile {
         let props: Vec<(&str, String)> = self
             .pass_through
             .iter()
-            .map(|(k, v)| {
-                let shown = if is_sensitive_key(k) {
-                    "***".to_string()
-                } else {
-                    redact_embedded(v.expose()).into_owned()
-                };
-                (k.as_str(), shown)
-            })
+            .map(|(k, v)| (k.as_str(), printable_value(k, v.expose()).into_owned()))
             .collect();
         f.debug_struct("ConnectionProfile")
             .field("bootstrap_servers", &self.bootstrap_servers)

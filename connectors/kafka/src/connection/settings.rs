@@ -10,7 +10,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use tributary_sdk::options::{conflicting, is_sensitive_key, redact_embedded};
+use tributary_sdk::options::{conflicting, printable_value, redact_embedded};
 use tributary_sdk::{Error, ErrorCode, ParsedOptions, Result, SaslMechanism, Secret, SecretRef};
 
 use super::jaas::{self, LoginModule};
@@ -193,14 +193,7 @@ impl fmt::Debug for ConnectionSettings {
         let props: Vec<(&str, String)> = self
             .pass_through
             .iter()
-            .map(|(k, v)| {
-                let shown = if is_sensitive_key(k) {
-                    "***".to_string()
-                } else {
-                    redact_embedded(v).into_owned()
-                };
-                (k.as_str(), shown)
-            })
+            .map(|(k, v)| (k.as_str(), printable_value(k, v).into_owned()))
             .collect();
         f.debug_struct("ConnectionSettings")
             .field(
