@@ -8,18 +8,29 @@
 //! hold are derived by blanket impls, as Arroyo joins its typed `Connector` to `ErasedConnector`.
 //!
 //! ```
+//! use std::sync::Arc;
+//!
+//! use arrow_array::{Int64Array, RecordBatch};
+//! use arrow_schema::{DataType, Field, Schema, SchemaRef};
 //! use tributary_sdk::typed::SourceConnector;
 //! use tributary_sdk::{
-//!     ConnectorContext, OptionSpec, Options, ParsedOptions, Result, Source, SourceDescription,
-//!     SourceFactory,
+//!     ConnectorContext, Offset, OptionSpec, Options, ParsedOptions, ReadLimit, Result, Source,
+//!     SourceDescription, SourceFactory, SourceFactoryExt, SourceIdentity,
 //! };
 //!
+//! /// Numbers 0..count, one batch.
 //! #[derive(Debug, Clone)]
 //! struct Numbers;
 //!
 //! #[derive(Debug)]
 //! struct NumbersConfig {
 //!     count: i64,
+//! }
+//!
+//! #[derive(Debug)]
+//! struct NumbersSource {
+//!     config: NumbersConfig,
+//!     identity: SourceIdentity,
 //! }
 //!
 //! impl SourceConnector for Numbers {
@@ -36,8 +47,40 @@
 //!     fn describe(&self, config: &NumbersConfig) -> SourceDescription {
 //!         SourceDescription::new("numbers", format!("count={}", config.count))
 //!     }
-//!     fn build(&self, _: NumbersConfig, _: &ConnectorContext) -> Result<Box<dyn Source>> {
-//!         unimplemented!("a real connector builds its source here")
+//!     fn build(&self, config: NumbersConfig, _: &ConnectorContext) -> Result<Box<dyn Source>> {
+//!         let identity = SourceConnector::describe(self, &config).identity;
+//!         Ok(Box::new(NumbersSource { config, identity }))
+//!     }
+//! }
+//!
+//! fn position(n: i64) -> Result<Offset> {
+//!     Offset::from_typed(&n)
+//! }
+//!
+//! #[async_trait::async_trait]
+//! impl Source for NumbersSource {
+//!     fn schema(&self) -> SchemaRef {
+//!         Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]))
+//!     }
+//!     fn identity(&self) -> SourceIdentity {
+//!         self.identity.clone()
+//!     }
+//!     async fn initial_offset(&mut self) -> Result<Offset> {
+//!         position(0)
+//!     }
+//!     async fn latest_offset(&mut self, _: &Offset, _: &ReadLimit) -> Result<Offset> {
+//!         position(self.config.count)
+//!     }
+//!     async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
+//!         let (s, e): (i64, i64) = (start.to_typed()?, end.to_typed()?);
+//!         let column = Arc::new(Int64Array::from_iter_values(s..e));
+//!         Ok(vec![RecordBatch::try_new(self.schema(), vec![column])?])
+//!     }
+//!     async fn commit(&mut self, _: &Offset) -> Result<()> {
+//!         Ok(())
+//!     }
+//!     async fn stop(&mut self) -> Result<()> {
+//!         Ok(())
 //!     }
 //! }
 //!
@@ -46,6 +89,17 @@
 //! assert_eq!(prepared.description().identity.target, "count=3");
 //! let err = factory.prepare(&Options::new().with("cuont", "3")).unwrap_err();
 //! assert!(err.to_string().contains("did you mean 'count'"));
+//!
+//! let mut source = factory
+//!     .create(&Options::new().with("count", "3"), &ConnectorContext::default())
+//!     .unwrap();
+//! let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+//! let rows = rt.block_on(async {
+//!     let start = source.initial_offset().await?;
+//!     let end = source.latest_offset(&start, &ReadLimit::All).await?;
+//!     source.read(&start, &end).await
+//! });
+//! assert_eq!(rows.unwrap()[0].num_rows(), 3);
 //! ```
 
 use std::fmt::Debug;
