@@ -71,7 +71,8 @@ pub struct Pipeline {
     trigger: Trigger,
     checkpoint: Checkpoint,
     checkpoint_id: String,
-    source_name: String,
+    /// `<connector> <target>`, the source's description in progress events.
+    source_label: String,
     source: Box<dyn Source>,
     sinks: Vec<(String, Box<dyn Sink>)>,
     listeners: Vec<Box<dyn ProgressListener>>,
@@ -174,7 +175,7 @@ impl Pipeline {
             trigger: spec.trigger,
             checkpoint,
             checkpoint_id: meta.id,
-            source_name: spec.source.clone(),
+            source_label: format!("{} {}", spec.source, description.identity.target),
             source,
             sinks,
             listeners: Vec::new(),
@@ -390,7 +391,7 @@ impl Pipeline {
             processed_rows_per_second: rows as f64 / exec_s,
             duration_ms: durations,
             sources: vec![SourceProgress {
-                description: format!("{} {}", self.source_name, self.source.identity().target),
+                description: self.source_label.clone(),
                 start_offset: start.clone(),
                 end_offset: end.clone(),
                 num_input_rows: rows,
