@@ -144,6 +144,7 @@ impl Pipeline {
             state_dir: Some(checkpoint.source_state_dir()),
             secrets: secrets.clone(),
             pipeline: spec.name.clone(),
+            checkpoint_id: Some(meta.id.clone()),
         };
         let source = prepared.source.build(&source_ctx)?;
         if source.identity() != description.identity {
@@ -165,6 +166,7 @@ impl Pipeline {
             state_dir: None,
             secrets: secrets.clone(),
             pipeline: spec.name.clone(),
+            checkpoint_id: Some(meta.id.clone()),
         };
         let mut sinks = Vec::new();
         for (name, sink) in prepared.sinks {

@@ -51,6 +51,10 @@ pub struct ConnectorContext {
     pub secrets: Arc<dyn SecretStore>,
     /// The pipeline's name, for group ids and consumer names.
     pub pipeline: String,
+    /// The checkpoint's stable id (a UUID written when the checkpoint is first bound), `None` for
+    /// runs without a checkpoint. Sinks use it as their application id (Delta's `txn` action),
+    /// sources to name what they register (an enhanced fan-out consumer).
+    pub checkpoint_id: Option<String>,
 }
 
 impl Default for ConnectorContext {
@@ -59,6 +63,7 @@ impl Default for ConnectorContext {
             state_dir: None,
             secrets: Arc::new(EnvSecretStore),
             pipeline: "tributary".to_string(),
+            checkpoint_id: None,
         }
     }
 }
