@@ -298,6 +298,8 @@ pub(crate) unsafe fn parse_context(context: *const FfiContext) -> Result<Connect
         state_dir: (!state_dir.is_empty()).then(|| state_dir.into()),
         secrets: Arc::new(secrets),
         pipeline,
+        // ABI v1's context has no checkpoint id; a plugin sees none.
+        checkpoint_id: None,
     })
 }
 
