@@ -188,6 +188,7 @@ impl CaseEnv {
                 state_dir: Some(state),
                 secrets: std::sync::Arc::new(EnvSecretStore),
                 pipeline: "conformance".into(),
+                checkpoint_id: Some(format!("conformance-{}", std::process::id())),
             },
             _dir: dir,
         })
