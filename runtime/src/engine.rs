@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use arrow::array::RecordBatch;
 use tributary_sdk::{
     ConnectorContext, Delivery, Error, ErrorCode, Offset, PreparedSink, PreparedSource, ReadLimit,
-    Result, SecretStore, Sink, Source, SourceDescription, Stage, StageFactory,
+    RealTimeSupport, Result, SecretStore, Sink, Source, SourceDescription, Stage, StageFactory,
 };
 
 use crate::checkpoint::{Checkpoint, Recovery};
@@ -40,6 +40,15 @@ impl Shutdown {
     /// True once stop was asked.
     pub fn is_triggered(&self) -> bool {
         self.0 .0.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once stop is asked (at once if it already was).
+    pub(crate) async fn wait(&self) {
+        let notified = self.0 .1.notified();
+        if self.is_triggered() {
+            return;
+        }
+        notified.await
     }
 
     async fn sleep(&self, d: Duration) {
@@ -67,18 +76,18 @@ pub struct RunSummary {
 
 /// A built pipeline: a source, its sinks, a checkpoint and listeners.
 pub struct Pipeline {
-    name: String,
-    trigger: Trigger,
-    checkpoint: Checkpoint,
-    checkpoint_id: String,
+    pub(crate) name: String,
+    pub(crate) trigger: Trigger,
+    pub(crate) checkpoint: Checkpoint,
+    pub(crate) checkpoint_id: String,
     /// `<connector> <target>`, the source's description in progress events.
-    source_label: String,
-    source: Box<dyn Source>,
-    sinks: Vec<(String, Box<dyn Sink>)>,
-    listeners: Vec<Box<dyn ProgressListener>>,
-    shutdown: Shutdown,
-    idle_poll: Duration,
-    stages: Vec<Box<dyn Stage>>,
+    pub(crate) source_label: String,
+    pub(crate) source: Box<dyn Source>,
+    pub(crate) sinks: Vec<(String, Box<dyn Sink>)>,
+    pub(crate) listeners: Vec<Box<dyn ProgressListener>>,
+    pub(crate) shutdown: Shutdown,
+    pub(crate) idle_poll: Duration,
+    pub(crate) stages: Vec<Box<dyn Stage>>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -104,6 +113,18 @@ fn prepare(spec: &PipelineSpec, registry: &Registry) -> Result<Prepared> {
     let source = registry
         .source(&spec.source)?
         .prepare(&spec.source_options)?;
+    if let (Trigger::RealTime { .. }, RealTimeSupport::Unsupported { reason }) =
+        (spec.trigger, &source.description().real_time)
+    {
+        return Err(Error::new(
+            ErrorCode::InvalidPipeline,
+            format!(
+                "source '{}' cannot run with trigger kind realTime: {reason}; use processingTime or availableNow",
+                spec.source
+            ),
+        )
+        .with_context("option", "trigger.kind"));
+    }
     let mut stages = Vec::new();
     for (name, options) in &spec.stages {
         let factory = registry.stage(name)?;
@@ -197,13 +218,14 @@ impl Pipeline {
         self.shutdown.clone()
     }
 
-    /// The end-to-end guarantee: exactly-once only when every sink is idempotent.
-    pub fn delivery(&self) -> Delivery {
-        if self
-            .sinks
-            .iter()
-            .all(|(_, s)| s.delivery() == Delivery::ExactlyOnce)
-        {
+    /// The end-to-end guarantee: exactly-once only when every sink is idempotent (in real-time
+    /// mode, a sink that acknowledges records as they come is at-least-once: a replayed long batch
+    /// delivers them again).
+    pub fn delivery(&mut self) -> Delivery {
+        let real_time = matches!(self.trigger, Trigger::RealTime { .. });
+        if self.sinks.iter_mut().all(|(_, s)| {
+            s.delivery() == Delivery::ExactlyOnce && !(real_time && s.as_streaming().is_some())
+        }) {
             Delivery::ExactlyOnce
         } else {
             Delivery::AtLeastOnce
@@ -274,6 +296,15 @@ impl Pipeline {
                 (entry.batch_id + 1, entry.end)
             }
         };
+        if let Trigger::RealTime {
+            checkpoint,
+            progress,
+        } = self.trigger
+        {
+            return self
+                .run_real_time(checkpoint, progress, batch_id, start, summary)
+                .await;
+        }
         let limit = match self.trigger {
             Trigger::Once => ReadLimit::All,
             _ => self.source.default_read_limit(),
@@ -318,13 +349,13 @@ impl Pipeline {
                         .sleep(interval.saturating_sub(t0.elapsed()))
                         .await
                 }
-                Trigger::AvailableNow => {}
+                Trigger::AvailableNow | Trigger::RealTime { .. } => {}
             }
         }
     }
 
     /// Source metrics plus the stages' counters (malformed records by reason, ...).
-    fn metrics(&self) -> tributary_sdk::SourceMetrics {
+    pub(crate) fn metrics(&self) -> tributary_sdk::SourceMetrics {
         let mut m = self.source.metrics();
         for stage in &self.stages {
             m.extend(stage.metrics());
@@ -400,6 +431,8 @@ impl Pipeline {
                 metrics: self.metrics(),
             }],
             sinks: sink_progress,
+            latencies: None,
+            interim: false,
         };
         for l in &mut self.listeners {
             l.on_progress(&event);

@@ -25,9 +25,11 @@
 pub mod checkpoint;
 pub mod conformance;
 pub mod engine;
+pub mod latency;
 pub mod pipeline;
 pub mod plugin;
 pub mod progress;
+pub mod realtime;
 pub mod registry;
 pub mod state;
 pub mod trigger;

@@ -10,6 +10,8 @@ use std::time::Duration;
 use serde::Serialize;
 use tributary_sdk::{Offset, SourceMetrics};
 
+use crate::latency::Latencies;
+
 /// Durations of the phases of one batch, in milliseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -78,6 +80,13 @@ pub struct ProgressEvent {
     pub sources: Vec<SourceProgress>,
     /// Sink details.
     pub sinks: Vec<SinkProgress>,
+    /// Real-time batches: latency percentiles so far (Spark's `latencies`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latencies: Option<Latencies>,
+    /// Real-time batches: true for the events emitted every `progressInterval` while the long
+    /// batch still runs (its offsets are not committed yet).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interim: bool,
 }
 
 /// Receives progress events.
@@ -169,7 +178,9 @@ fn outstanding(metrics: &SourceMetrics) -> String {
 
 impl ProgressListener for TerminalListener {
     fn on_progress(&mut self, e: &ProgressEvent) {
-        self.total_rows += e.num_input_rows;
+        if !e.interim {
+            self.total_rows += e.num_input_rows;
+        }
         let rest = e
             .sources
             .first()
@@ -177,10 +188,16 @@ impl ProgressListener for TerminalListener {
             .filter(|s| !s.is_empty())
             .map(|s| format!(", {s}"))
             .unwrap_or_default();
+        let latency = e
+            .latencies
+            .as_ref()
+            .map(|l| format!(", e2e p99 {:.1} ms", l.e2e_latency_ms.p99))
+            .unwrap_or_default();
         let msg = format!(
-            "batch {}{}: {} rows in {} ms ({:.0} rows/s), {} rows in total{}",
+            "batch {}{}{}: {} rows in {} ms ({:.0} rows/s){latency}, {} rows in total{}",
             e.batch_id,
             if e.replayed { " (replayed)" } else { "" },
+            if e.interim { " (running)" } else { "" },
             e.num_input_rows,
             e.duration_ms.trigger_execution,
             e.processed_rows_per_second,

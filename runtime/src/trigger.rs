@@ -5,6 +5,9 @@
 //! - `availableNow`: the source fixes what exists at start, it is processed in batches that honour
 //!   the source's rate limits, then the query stops.
 //! - `once`: everything available at start in one batch (rate limits ignored), then stop.
+//! - `realTime` with an `interval` (the checkpoint interval, default `5 minutes`) and a
+//!   `progressInterval` (default `10s`): long batches in which records reach the sinks as they
+//!   arrive (Databricks' `pipelines.trigger = "RealTime"`); see `realtime.rs`.
 
 use std::time::Duration;
 
@@ -20,12 +23,25 @@ pub enum Trigger {
     AvailableNow,
     /// All data available at start in one batch, then stop.
     Once,
+    /// Long batches of `checkpoint` length, records streamed to the sinks as they arrive, an
+    /// interim progress event every `progress`.
+    RealTime {
+        /// How long one batch runs before its offsets are logged and committed.
+        checkpoint: Duration,
+        /// How often an interim progress event is emitted within a batch.
+        progress: Duration,
+    },
 }
+
+/// The default checkpoint interval of real-time mode (Databricks: 5 minutes).
+pub const REAL_TIME_CHECKPOINT: Duration = Duration::from_secs(300);
+/// The default interim progress interval of real-time mode.
+pub const REAL_TIME_PROGRESS: Duration = Duration::from_secs(10);
 
 impl Trigger {
     /// True when the query stops by itself once the data present at start is processed.
     pub fn is_bounded(&self) -> bool {
-        !matches!(self, Trigger::ProcessingTime(_))
+        !matches!(self, Trigger::ProcessingTime(_) | Trigger::RealTime { .. })
     }
 }
 
@@ -40,6 +56,13 @@ impl std::fmt::Display for Trigger {
             }
             Trigger::AvailableNow => f.write_str("availableNow"),
             Trigger::Once => f.write_str("once"),
+            Trigger::RealTime { checkpoint, .. } => {
+                write!(
+                    f,
+                    "realTime (checkpoint every {})",
+                    humantime_like(*checkpoint)
+                )
+            }
         }
     }
 }
@@ -59,18 +82,24 @@ pub struct TriggerSpec {
     /// `processingTime`, `availableNow` or `once`.
     #[serde(default)]
     pub kind: Option<String>,
-    /// For `processingTime`: `10s`, `1m`, ...
+    /// For `processingTime` and `realTime`: `10s`, `1m`, `5 minutes`, ...
     #[serde(default)]
     pub interval: Option<String>,
+    /// For `realTime`: how often an interim progress event is emitted (default `10s`).
+    #[serde(default, rename = "progressInterval")]
+    pub progress_interval: Option<String>,
 }
 
 impl TriggerSpec {
     /// Parses the table; errors name the field and the allowed values.
     pub fn parse(&self) -> Result<Trigger> {
         let kind = self.kind.as_deref().unwrap_or("processingTime");
-        let interval = || -> Result<Duration> {
-            match &self.interval {
-                None => Ok(Duration::ZERO),
+        let duration = |field: &Option<String>,
+                        name: &str,
+                        default: Duration|
+         -> Result<Duration> {
+            match field {
+                None => Ok(default),
                 Some(text) => tributary_sdk::options::parse_duration(text).ok_or_else(|| {
                     Error::new(
                         ErrorCode::InvalidPipeline,
@@ -78,30 +107,59 @@ impl TriggerSpec {
                             "invalid trigger interval '{text}': expected a duration such as 500ms, 10s or 5m"
                         ),
                     )
-                    .with_context("option", "trigger.interval")
+                    .with_context("option", format!("trigger.{name}"))
                 }),
             }
         };
+        let interval = || duration(&self.interval, "interval", Duration::ZERO);
         let trigger = match kind.to_ascii_lowercase().as_str() {
             "processingtime" => Trigger::ProcessingTime(interval()?),
             "availablenow" => Trigger::AvailableNow,
             "once" => Trigger::Once,
+            "realtime" => {
+                let checkpoint = duration(&self.interval, "interval", REAL_TIME_CHECKPOINT)?;
+                let progress =
+                    duration(&self.progress_interval, "progressInterval", REAL_TIME_PROGRESS)?;
+                if checkpoint.is_zero() || progress.is_zero() {
+                    return Err(Error::new(
+                        ErrorCode::InvalidPipeline,
+                        "trigger.interval and trigger.progressInterval of realTime must be above zero",
+                    )
+                    .with_context("option", "trigger.interval"));
+                }
+                Trigger::RealTime {
+                    checkpoint,
+                    progress,
+                }
+            }
             other => {
                 return Err(Error::new(
                     ErrorCode::InvalidPipeline,
                     format!(
-                        "invalid trigger kind '{other}': expected one of processingTime, availableNow, once"
+                        "invalid trigger kind '{other}': expected one of processingTime, availableNow, once, realTime"
                     ),
                 )
                 .with_context("option", "trigger.kind"))
             }
         };
-        if self.interval.is_some() && !matches!(trigger, Trigger::ProcessingTime(_)) {
+        if self.interval.is_some()
+            && !matches!(
+                trigger,
+                Trigger::ProcessingTime(_) | Trigger::RealTime { .. }
+            )
+        {
             return Err(Error::new(
                 ErrorCode::InvalidPipeline,
-                format!("trigger.interval only applies to processingTime, not {kind}"),
+                format!("trigger.interval only applies to processingTime and realTime, not {kind}"),
             )
             .with_context("option", "trigger.interval"));
+        }
+        if self.progress_interval.is_some() && !matches!(trigger, Trigger::RealTime { .. }) {
+            return Err(Error::new(
+                ErrorCode::InvalidPipeline,
+                format!("trigger.progressInterval only applies to realTime, not {kind}"),
+            )
+            .with_context("option", "trigger.progressInterval"));
         }
         Ok(trigger)
     }
@@ -115,6 +173,7 @@ mod tests {
         TriggerSpec {
             kind: kind.map(String::from),
             interval: interval.map(String::from),
+            progress_interval: None,
         }
     }
 
@@ -133,12 +192,38 @@ mod tests {
             Trigger::AvailableNow
         );
         assert_eq!(spec(Some("ONCE"), None).parse().unwrap(), Trigger::Once);
+        assert_eq!(
+            spec(Some("RealTime"), None).parse().unwrap(),
+            Trigger::RealTime {
+                checkpoint: REAL_TIME_CHECKPOINT,
+                progress: REAL_TIME_PROGRESS
+            }
+        );
+        assert_eq!(
+            spec(Some("realTime"), Some("5 minutes")).parse().unwrap(),
+            Trigger::RealTime {
+                checkpoint: Duration::from_secs(300),
+                progress: REAL_TIME_PROGRESS
+            }
+        );
+    }
+
+    #[test]
+    fn real_time_intervals_are_checked() {
+        let e = spec(Some("realTime"), Some("0s")).parse().unwrap_err();
+        assert!(e.message().contains("above zero"), "{e}");
+        let mut s = spec(Some("processingTime"), None);
+        s.progress_interval = Some("1s".into());
+        let e = s.parse().unwrap_err();
+        assert_eq!(e.context_value("option"), Some("trigger.progressInterval"));
     }
 
     #[test]
     fn bad_kind_and_misplaced_interval_are_refused() {
         let e = spec(Some("continuous"), None).parse().unwrap_err();
-        assert!(e.message().contains("processingTime, availableNow, once"));
+        assert!(e
+            .message()
+            .contains("processingTime, availableNow, once, realTime"));
         let e = spec(Some("once"), Some("1s")).parse().unwrap_err();
         assert_eq!(e.context_value("option"), Some("trigger.interval"));
         let e = spec(None, Some("soon")).parse().unwrap_err();

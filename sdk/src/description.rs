@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::source::SourceIdentity;
+use crate::streaming::RealTimeSupport;
 
 /// What a configured source reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,6 +30,9 @@ pub struct SourceDescription {
     /// The binary column carrying the record key, if records have one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_column: Option<String>,
+    /// Whether the configured source can run in real-time mode (and why not).
+    #[serde(default)]
+    pub real_time: RealTimeSupport,
 }
 
 impl SourceDescription {
@@ -43,12 +47,19 @@ impl SourceDescription {
             stream_pattern: None,
             payload_column: None,
             key_column: None,
+            real_time: RealTimeSupport::default(),
         }
     }
 
     /// Sets the named streams.
     pub fn with_streams(mut self, streams: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.streams = streams.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Says whether the source can run in real-time mode.
+    pub fn with_real_time(mut self, support: RealTimeSupport) -> Self {
+        self.real_time = support;
         self
     }
 

@@ -17,6 +17,8 @@
 //!   [`SinkFactory`] the host holds are derived from them.
 //! - [`Stage`]: a transformation applied to a source's batches (decoding lives in the
 //!   `tributary-decode` crate as a stage); [`StateReport`]: a connector's own checkpoint state.
+//! - [`StreamingSource`] / [`StreamingSink`]: the opt-in streaming read and acknowledged write of
+//!   real-time mode (long batches, records delivered as they arrive).
 //!
 //! Each connector owns its record schema; the SDK holds none.
 //!
@@ -58,6 +60,7 @@ pub mod sink;
 pub mod source;
 pub mod stage;
 pub mod state;
+pub mod streaming;
 pub mod typed;
 
 pub use auth::{Authenticator, Credentials, SaslMechanism, TlsMaterial};
@@ -81,6 +84,10 @@ pub use sink::{Delivery, Sink};
 pub use source::{Source, SourceIdentity, SourceMetrics};
 pub use stage::{Stage, StageFactory};
 pub use state::{LoggedBatch, StateReport, StateRequest};
+pub use streaming::{
+    chunk_queue, ChunkReceiver, ChunkSender, RealTimeSupport, StreamChunk, StreamingSink,
+    StreamingSource,
+};
 pub use typed::{SinkConnector, SourceConnector};
 
 /// The SDK version, compared by hosts when loading plugins.

@@ -41,4 +41,10 @@ pub trait Sink: Send + Debug {
 
     /// Flushes and releases resources.
     async fn stop(&mut self) -> Result<()>;
+
+    /// The acknowledged write of real-time mode (see [`crate::streaming`]). Sinks that return
+    /// `None` (the default) receive a long batch in one [`Sink::write`] at its checkpoint.
+    fn as_streaming(&mut self) -> Option<&mut dyn crate::streaming::StreamingSink> {
+        None
+    }
 }

@@ -11,6 +11,9 @@
 //! 4. [`Source::commit`] says everything up to `end` is durable downstream.
 //! 5. [`Source::stop`] releases what the source holds.
 //!
+//! A source that also supports real-time mode implements [`crate::StreamingSource`] and returns
+//! it from [`Source::as_streaming`]; the micro-batch contract above still replays its batches.
+//!
 //! Sources are object-safe and used as `Box<dyn Source>` by the runtime, the conformance suite and
 //! the plugin boundary alike.
 
@@ -77,4 +80,10 @@ pub trait Source: Send + Debug {
 
     /// Releases connections, consumers and other resources.
     async fn stop(&mut self) -> Result<()>;
+
+    /// The streaming read of real-time mode, for sources that support it (see
+    /// [`crate::streaming`]); `None` (the default) keeps the source micro-batch only.
+    fn as_streaming(&mut self) -> Option<&mut dyn crate::streaming::StreamingSource> {
+        None
+    }
 }

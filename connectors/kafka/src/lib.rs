@@ -69,6 +69,7 @@
 //! ```
 
 pub mod auth;
+mod batch_builder;
 mod client;
 pub mod config;
 pub mod connection;
@@ -80,6 +81,7 @@ mod reader;
 pub mod schema;
 pub mod sink;
 pub mod source;
+mod stream_reader;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;

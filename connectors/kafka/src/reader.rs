@@ -17,17 +17,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow_array::builder::{BinaryBuilder, ListBuilder, StringBuilder, StructBuilder};
-use arrow_array::{
-    ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
-};
-use arrow_schema::{DataType, Field, Fields, SchemaRef};
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::message::{BorrowedMessage, Headers, Message};
-use rdkafka::{Offset, Timestamp, TopicPartitionList};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
 use tributary_sdk::{DataLossEvent, DataLossKind, Error, ErrorCode, Result};
 
+use crate::batch_builder::Accum;
 use crate::client::{create_consumer, KafkaContext};
 use crate::connection::ConnectionProfile;
 use crate::planner::{group_into_tasks, OffsetRange};
@@ -216,7 +214,7 @@ fn read_task(
     let mut states: Vec<RangeState> = task
         .into_iter()
         .map(|r| RangeState {
-            acc: Accum::new(&r.topic, r.partition, s),
+            acc: Accum::new(&r.topic, r.partition, s.include_headers),
             next: r.start,
             first: true,
             done: false,
@@ -508,125 +506,4 @@ fn read_error(r: &OffsetRange, what: &str, e: KafkaError) -> Error {
     )
     .with_context("topic", &r.topic)
     .with_context("partition", r.partition)
-}
-
-/// Column builders for one range.
-struct Accum {
-    topic: String,
-    partition: i32,
-    keys: BinaryBuilder,
-    values: BinaryBuilder,
-    offsets: Vec<i64>,
-    timestamps: Vec<Option<i64>>,
-    timestamp_types: Vec<i32>,
-    headers: Option<ListBuilder<StructBuilder>>,
-    batches: Vec<RecordBatch>,
-    records: u64,
-    bytes: u64,
-}
-
-fn header_builder() -> ListBuilder<StructBuilder> {
-    let fields = Fields::from(vec![
-        Field::new("key", DataType::Utf8, false),
-        Field::new("value", DataType::Binary, true),
-    ]);
-    let sb = StructBuilder::new(
-        fields.clone(),
-        vec![
-            Box::new(StringBuilder::new()),
-            Box::new(BinaryBuilder::new()),
-        ],
-    );
-    ListBuilder::new(sb).with_field(Arc::new(Field::new(
-        "item",
-        DataType::Struct(fields),
-        false,
-    )))
-}
-
-impl Accum {
-    fn new(topic: &str, partition: i32, s: &ReadSettings) -> Self {
-        Accum {
-            topic: topic.to_string(),
-            partition,
-            keys: BinaryBuilder::new(),
-            values: BinaryBuilder::new(),
-            offsets: Vec::new(),
-            timestamps: Vec::new(),
-            timestamp_types: Vec::new(),
-            headers: s.include_headers.then(header_builder),
-            batches: Vec::new(),
-            records: 0,
-            bytes: 0,
-        }
-    }
-
-    fn rows(&self) -> usize {
-        self.offsets.len()
-    }
-
-    fn append(&mut self, msg: &BorrowedMessage<'_>, include_headers: bool) {
-        let key = msg.key();
-        let value = msg.payload();
-        self.bytes += (key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len)) as u64;
-        self.keys.append_option(key);
-        self.values.append_option(value);
-        self.offsets.push(msg.offset());
-        let (ts, kind) = match msg.timestamp() {
-            Timestamp::CreateTime(t) => (Some(t), 0),
-            Timestamp::LogAppendTime(t) => (Some(t), 1),
-            Timestamp::NotAvailable => (None, -1),
-        };
-        self.timestamps.push(ts);
-        self.timestamp_types.push(kind);
-        if include_headers {
-            if let Some(hb) = self.headers.as_mut() {
-                match msg.headers().filter(|h| h.count() > 0) {
-                    Some(hs) => {
-                        for h in hs.iter() {
-                            let sb = hb.values();
-                            if let Some(k) = sb.field_builder::<StringBuilder>(0) {
-                                k.append_value(h.key);
-                            }
-                            if let Some(v) = sb.field_builder::<BinaryBuilder>(1) {
-                                v.append_option(h.value);
-                            }
-                            sb.append(true);
-                        }
-                        hb.append(true);
-                    }
-                    None => hb.append(false),
-                }
-            }
-        }
-        self.records += 1;
-    }
-
-    fn flush(&mut self, schema: &SchemaRef) -> Result<()> {
-        let n = self.offsets.len();
-        if n == 0 {
-            return Ok(());
-        }
-        let mut cols: Vec<ArrayRef> = vec![
-            Arc::new(self.keys.finish()),
-            Arc::new(self.values.finish()),
-            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
-                self.topic.as_str(),
-                n,
-            ))),
-            Arc::new(Int32Array::from(vec![self.partition; n])),
-            Arc::new(Int64Array::from(std::mem::take(&mut self.offsets))),
-            Arc::new(
-                TimestampMillisecondArray::from(std::mem::take(&mut self.timestamps))
-                    .with_timezone("UTC"),
-            ),
-            Arc::new(Int32Array::from(std::mem::take(&mut self.timestamp_types))),
-        ];
-        if let Some(h) = self.headers.as_mut() {
-            cols.push(Arc::new(h.finish()));
-        }
-        self.batches
-            .push(RecordBatch::try_new(schema.clone(), cols)?);
-        Ok(())
-    }
 }

@@ -6,7 +6,8 @@
 //! producer is on unless `kafka.enable.idempotence=false` (no duplicates from the producer's own
 //! retries). A batch succeeds only when every record is acknowledged; any delivery failure fails
 //! the batch. A replayed batch (after a crash) is written again, so the sink is
-//! [`Delivery::AtLeastOnce`].
+//! [`Delivery::AtLeastOnce`]. In real-time mode records are produced as they arrive
+//! ([`StreamingSink`]).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use rdkafka::types::RDKafkaErrorCode;
 use tributary_sdk::typed::SinkConnector;
 use tributary_sdk::{
     ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, Options, ParsedOptions, Result, Sink,
+    StreamingSink,
 };
 
 use crate::client::KafkaContext;
@@ -312,6 +314,25 @@ impl Sink for KafkaSink {
                         .with_cause(e)
                 })?;
         }
+        Ok(())
+    }
+
+    fn as_streaming(&mut self) -> Option<&mut dyn StreamingSink> {
+        Some(self)
+    }
+}
+
+/// Real-time mode: records are produced as they come and acknowledged when the broker has
+/// them (the idempotent producer keeps its own retries free of duplicates); a replayed long
+/// batch is produced again, so delivery stays at-least-once.
+#[async_trait]
+impl StreamingSink for KafkaSink {
+    async fn write_records(&mut self, batch_id: u64, batch: &RecordBatch) -> Result<()> {
+        self.write(batch_id, std::slice::from_ref(batch)).await
+    }
+
+    async fn end_batch(&mut self, _batch_id: u64) -> Result<()> {
+        // Every write_records call waited for its acknowledgements: nothing is in flight.
         Ok(())
     }
 }

@@ -25,9 +25,9 @@ use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use tributary_sdk::typed::SourceConnector;
 use tributary_sdk::{
-    ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode, Offset,
-    OptionSpec, Options, ParsedOptions, ReadLimit, Result, Source, SourceDescription,
-    SourceIdentity, SourceMetrics,
+    ChunkSender, ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode,
+    Offset, OptionSpec, Options, ParsedOptions, ReadLimit, RealTimeSupport, Result, Source,
+    SourceDescription, SourceIdentity, SourceMetrics, StreamingSource,
 };
 
 use crate::client::{Admin, RequestPolicy};
@@ -38,6 +38,7 @@ use crate::offsets::{PartitionOffsets, EARLIEST, LATEST};
 use crate::planner::{rate_limit, split_ranges, OffsetRange};
 use crate::reader::{RangeReader, ReadSettings};
 use crate::schema::{kafka_schema, KEY_COLUMN, PAYLOAD_COLUMN};
+use crate::stream_reader::StreamReaders;
 
 /// Builds Kafka sources (connector name `kafka`).
 #[derive(Debug, Default, Clone, Copy)]
@@ -63,7 +64,8 @@ impl SourceConnector for KafkaSourceFactory {
     fn describe(&self, config: &SourceConfig) -> SourceDescription {
         let d = SourceDescription::new("kafka", config.subscription.describe())
             .with_payload_column(PAYLOAD_COLUMN)
-            .with_key_column(KEY_COLUMN);
+            .with_key_column(KEY_COLUMN)
+            .with_real_time(RealTimeSupport::Supported);
         match &config.subscription {
             Subscription::Topics(t) => d.with_streams(t.iter().cloned()),
             Subscription::Assign(a) => d.with_streams(a.keys().cloned()),
@@ -90,6 +92,8 @@ pub struct KafkaSource {
     cap: Option<PartitionOffsets>,
     window: ByteWindow,
     metrics: SourceMetrics,
+    /// The readers of the running real-time batch.
+    streaming: Option<StreamReaders>,
 }
 
 impl std::fmt::Debug for KafkaSource {
@@ -153,6 +157,7 @@ impl KafkaSource {
             last_trigger: None,
             cap: None,
             metrics: SourceMetrics::new(),
+            streaming: None,
         })
     }
 
@@ -570,6 +575,9 @@ impl Source for KafkaSource {
     }
 
     async fn stop(&mut self) -> Result<()> {
+        if let Some(readers) = self.streaming.take() {
+            readers.stop().await?;
+        }
         let admin = self.admin.take();
         let reader = self.reader.take();
         blocking(move || {
@@ -578,5 +586,47 @@ impl Source for KafkaSource {
             Ok(())
         })
         .await
+    }
+
+    fn as_streaming(&mut self) -> Option<&mut dyn StreamingSource> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl StreamingSource for KafkaSource {
+    async fn start_stream(&mut self, start: &Offset, queue: ChunkSender) -> Result<()> {
+        if let Some(previous) = self.streaming.take() {
+            previous.stop().await?;
+        }
+        let start = PartitionOffsets::from_offset(start)?;
+        let readers = StreamReaders::start(
+            self.profile.clone(),
+            self.admin()?,
+            self.config.subscription.clone(),
+            self.schema.clone(),
+            self.config.include_headers,
+            self.config.fail_on_data_loss,
+            self.group_id.clone(),
+            &start,
+            queue,
+        )?;
+        self.streaming = Some(readers);
+        Ok(())
+    }
+
+    async fn stop_stream(&mut self) -> Result<()> {
+        match self.streaming.take() {
+            Some(readers) => readers.stop().await,
+            None => Ok(()),
+        }
+    }
+
+    fn end_offset(
+        &self,
+        start: &Offset,
+        delivered: &std::collections::BTreeMap<String, serde_json::Value>,
+    ) -> Result<Offset> {
+        crate::stream_reader::end_offset(start, delivered)
     }
 }
