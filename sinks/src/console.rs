@@ -2,7 +2,8 @@
 //!
 //! Options (Spark's console sink names): `format` = `json` (JSON lines, default) or `table`;
 //! `numRows` = rows printed per batch (default 20); `truncate` = cut table cells to 20 characters
-//! (default true). A replayed batch is printed again: at-least-once.
+//! (default true). A replayed batch is printed again: at-least-once. In real-time mode records
+//! are printed as they arrive.
 
 use std::io::Write;
 
@@ -11,7 +12,7 @@ use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use tributary_sdk::{
     ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, Result, Sink,
-    SinkConnector,
+    SinkConnector, StreamingSink,
 };
 
 /// Output layout.
@@ -161,6 +162,23 @@ impl Sink for ConsoleSink {
     }
 
     async fn stop(&mut self) -> Result<()> {
+        self.out.flush()?;
+        Ok(())
+    }
+
+    fn as_streaming(&mut self) -> Option<&mut dyn StreamingSink> {
+        Some(self)
+    }
+}
+
+/// Real-time mode: each chunk of records is printed as it arrives (`numRows` per chunk).
+#[async_trait]
+impl StreamingSink for ConsoleSink {
+    async fn write_records(&mut self, batch_id: u64, batch: &RecordBatch) -> Result<()> {
+        self.write(batch_id, std::slice::from_ref(batch)).await
+    }
+
+    async fn end_batch(&mut self, _batch_id: u64) -> Result<()> {
         self.out.flush()?;
         Ok(())
     }
