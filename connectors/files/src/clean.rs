@@ -6,17 +6,23 @@
 //! size and modification time): one overwritten since is left alone. A file already gone counts
 //! as cleaned. A file that cannot be deleted or moved is logged and tried again at the next
 //! commit; cleaning never fails the stream. MOVE keeps the file's path under the source
-//! directory below `moveDestination` (same file system: rename; otherwise copy, then delete).
+//! directory below `moveDestination`.
 //!
-//! Local paths only in this build (plain `std::fs`; `object_store` cannot move a file out of
-//! the store it is rooted at).
+//! Local files: plain `std::fs` (same file system: rename; otherwise copy, sync, then delete;
+//! the store is rooted at the listed directory and cannot reach the destination). Object
+//! stores: `head` (the version check: size, and modification time to the second, the
+//! resolution of HTTP dates), then a server-side `copy` inside the bucket and a `delete`. A
+//! crash between the two leaves both; the next commit copies again (same content) and deletes.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use object_store::path::Path as ObjectPath;
+use object_store::ObjectStoreExt;
 use tributary_sdk::Result;
 
-use crate::config::CleanSource;
+use crate::config::{CleanSource, SourcePath};
+use crate::discovery::Discovery;
 use crate::state::{FileStateStore, QueuedFile};
 
 /// Counts of one clean-up pass (and running totals in the source's metrics).
@@ -31,11 +37,11 @@ pub(crate) struct Cleaned {
 }
 
 /// Cleans every file whose batch committed at least `retention` before `now_ms`.
-pub(crate) fn clean(
-    state: &FileStateStore,
+pub(crate) async fn clean(
+    state: &mut FileStateStore,
     mode: &CleanSource,
     retention: Duration,
-    root: &Path,
+    discovery: &Discovery,
     now_ms: i64,
 ) -> Result<Cleaned> {
     let mut out = Cleaned::default();
@@ -44,7 +50,11 @@ pub(crate) fn clean(
     }
     let cutoff = now_ms.saturating_sub(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX));
     for file in state.cleanable(cutoff)? {
-        match clean_one(&file, mode, root) {
+        let outcome = match discovery.local_root() {
+            Some(root) => clean_local(&file, mode, root).map_err(Into::into),
+            None => clean_object(&file, mode, discovery).await,
+        };
+        match outcome {
             Ok(true) => out.done += 1,
             Ok(false) => out.skipped += 1,
             Err(e) => {
@@ -58,8 +68,49 @@ pub(crate) fn clean(
     Ok(out)
 }
 
-/// Deletes or moves one file: Ok(true) when done, Ok(false) when it is gone or changed.
-fn clean_one(file: &QueuedFile, mode: &CleanSource, root: &Path) -> std::io::Result<bool> {
+/// Deletes or moves one object (same bucket): Ok(true) when done, Ok(false) when it is gone
+/// or changed.
+async fn clean_object(
+    file: &QueuedFile,
+    mode: &CleanSource,
+    discovery: &Discovery,
+) -> std::result::Result<bool, Box<dyn std::error::Error + Send + Sync>> {
+    let store = discovery.store();
+    let location = discovery.location(&file.path)?;
+    let meta = match store.head(&location).await {
+        Ok(m) => m,
+        Err(object_store::Error::NotFound { .. }) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    };
+    let same_second = meta.last_modified.timestamp() == file.modification_time_ms.div_euclid(1000);
+    if meta.size != file.size || !same_second {
+        return Ok(false);
+    }
+    match mode {
+        CleanSource::Off => Ok(false),
+        CleanSource::Delete => {
+            store.delete(&location).await?;
+            Ok(true)
+        }
+        CleanSource::Move(SourcePath::Cloud(dest)) => {
+            let rel = discovery.relative_key(&location);
+            let to = if dest.key.is_empty() {
+                ObjectPath::parse(rel)?
+            } else {
+                ObjectPath::parse(format!("{}/{rel}", dest.key))?
+            };
+            store.copy(&location, &to).await?;
+            store.delete(&location).await?;
+            Ok(true)
+        }
+        CleanSource::Move(SourcePath::Local(_)) => {
+            Err("a local move destination for an object-store source (refused when parsing)".into())
+        }
+    }
+}
+
+/// Deletes or moves one local file: Ok(true) when done, Ok(false) when it is gone or changed.
+fn clean_local(file: &QueuedFile, mode: &CleanSource, root: &Path) -> std::io::Result<bool> {
     let path = Path::new(&file.path);
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
@@ -77,7 +128,10 @@ fn clean_one(file: &QueuedFile, mode: &CleanSource, root: &Path) -> std::io::Res
     match mode {
         CleanSource::Off => Ok(false),
         CleanSource::Delete => std::fs::remove_file(path).map(|_| true),
-        CleanSource::Move(dest_root) => {
+        CleanSource::Move(SourcePath::Cloud(_)) => Err(std::io::Error::other(
+            "an object-store move destination for a local source (refused when parsing)",
+        )),
+        CleanSource::Move(SourcePath::Local(dest_root)) => {
             let dest = destination(path, root, dest_root);
             if let Some(parent) = dest.parent() {
                 std::fs::create_dir_all(parent)?;

@@ -1,14 +1,17 @@
-//! Discovery: listing the input directory through `object_store`.
+//! Discovery: listing the input through `object_store`.
 //!
 //! The `path` option names a directory (listed recursively), a single file, or a glob such as
 //! `/data/*/part-*.json` (the part before the first glob character is the directory listed; the
-//! rest is matched against each file's path relative to it, `*` not crossing `/`).
+//! rest is matched against each file's path relative to it, `*` not crossing `/`); the same for
+//! an object-store URL's key (`s3://bucket/data/*/part-*.json`, the "directory" a key prefix).
 //! `pathGlobFilter` is matched against the file name. As in Spark, hidden and temporary files
 //! and directories (names starting with `.` or `_`) are skipped, and `cloudFiles.maxFileAge`
 //! ignores files modified longer ago than the given age.
 //!
-//! Listing goes through [`object_store::ObjectStore`] (a `LocalFileSystem` rooted at the
-//! directory in this build), so other stores plug in here later.
+//! A local directory is listed through a `LocalFileSystem` rooted at it and its files are named
+//! by absolute path; a bucket through its client (see [`crate::store`]), its files named by URL
+//! (`s3://bucket/key`). The file state, `_metadata` and offsets are the same either way. A
+//! directory, bucket or prefix that does not exist is an error, never an empty listing.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,31 +19,76 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::TryStreamExt;
 use globset::{GlobBuilder, GlobMatcher};
-use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
-use object_store::ObjectStore;
-use tributary_sdk::{Error, ErrorCode, Result};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
+use tributary_sdk::{Error, ErrorCode, Result, SecretStore};
 
-use crate::config::{names, FilesConfig};
+use crate::config::location::split_key_glob;
+use crate::config::{names, FilesConfig, SourcePath};
 use crate::state::ListedFile;
+use crate::store::{access_error, StoreSpec};
 
 /// Where and what to list.
 #[derive(Debug, Clone)]
 pub struct Discovery {
-    root: PathBuf,
-    root_url: url::Url,
+    spec: StoreSpec,
+    store: Arc<dyn ObjectStore>,
+    /// The directory listed, as text: an absolute path, or `scheme://bucket/prefix`.
     root_text: String,
-    store: Arc<LocalFileSystem>,
+    /// Cloud: `scheme://authority/` (every file path starts with it) and the listed key prefix.
+    cloud: Option<(String, Option<ObjectPath>)>,
+    /// Local: the canonical directory and its URL.
+    local: Option<(PathBuf, url::Url)>,
     path_glob: Option<(String, GlobMatcher)>,
     name_glob: Option<(String, GlobMatcher)>,
     max_file_age: Option<Duration>,
 }
 
 impl Discovery {
-    /// Resolves the configured path (absolute already) against the file system. The directory
-    /// must exist.
-    pub fn new(config: &FilesConfig) -> Result<Discovery> {
-        let path = config.path.clone();
+    /// Resolves the configured path against its store: a local directory must exist; a bucket
+    /// and prefix must exist (checked with one listing call, credentials included).
+    pub fn new(config: &FilesConfig, secrets: &dyn SecretStore) -> Result<Discovery> {
+        let name_glob = config
+            .path_glob_filter
+            .as_deref()
+            .map(|g| glob(g, false, names::PATH_GLOB_FILTER))
+            .transpose()?;
+        match &config.path {
+            SourcePath::Local(path) => Self::local(path, name_glob, config.max_file_age),
+            SourcePath::Cloud(c) => {
+                let spec = StoreSpec::cloud(c, &config.cloud, secrets)?;
+                let (dir, pattern) = split_key_glob(&c.key);
+                let path_glob = pattern.map(|p| glob(&p, true, names::PATH)).transpose()?;
+                let root_url = format!("{}/", c.root_url());
+                let mut d = Discovery {
+                    store: spec.build()?,
+                    spec,
+                    root_text: c.to_string(),
+                    cloud: Some((
+                        root_url,
+                        (!dir.is_empty()).then(|| ObjectPath::from(dir.as_str())),
+                    )),
+                    local: None,
+                    path_glob,
+                    name_glob,
+                    max_file_age: config.max_file_age,
+                };
+                let probe = d.fresh()?;
+                if let Some(single) = crate::schema::run_io(async move { probe.probe().await })? {
+                    d.cloud = Some((format!("{}/", c.root_url()), single.0));
+                    d.path_glob = Some(glob(&single.1, true, names::PATH)?);
+                }
+                Ok(d)
+            }
+        }
+    }
+
+    fn local(
+        path: &Path,
+        name_glob: Option<(String, GlobMatcher)>,
+        max_file_age: Option<Duration>,
+    ) -> Result<Discovery> {
+        let path = path.to_path_buf();
         let (dir, pattern) = split_glob(&path);
         let (root, path_glob) = match pattern {
             Some(pattern) => (dir, Some(glob(&pattern, true, names::PATH)?)),
@@ -60,46 +108,110 @@ impl Discovery {
         if !root.is_dir() {
             return Err(path_error(&root, "is not a directory"));
         }
-        let store = LocalFileSystem::new_with_prefix(&root).map_err(|e| {
-            Error::new(
-                ErrorCode::SourceRead,
-                format!("cannot open the directory {}", root.display()),
-            )
-            .with_context("path", root.display())
-            .with_cause(e)
-        })?;
-        let name_glob = config
-            .path_glob_filter
-            .as_deref()
-            .map(|g| glob(g, false, names::PATH_GLOB_FILTER))
-            .transpose()?;
+        let spec = StoreSpec::Local(root.clone());
         let root_url = url::Url::from_directory_path(&root)
             .map_err(|_| path_error(&root, "cannot be expressed as a file URL"))?;
         Ok(Discovery {
+            store: spec.build()?,
+            spec,
             root_text: root.display().to_string(),
-            root,
-            root_url,
-            store: Arc::new(store),
+            cloud: None,
+            local: Some((root, root_url)),
             path_glob,
             name_glob,
-            max_file_age: config.max_file_age,
+            max_file_age,
         })
     }
 
-    /// The canonical directory listed.
-    pub fn root(&self) -> &Path {
-        &self.root
+    /// A copy with a new client of the same store, for I/O on another runtime (the build
+    /// step's own thread): HTTP connections belong to the runtime that opened them.
+    pub fn fresh(&self) -> Result<Discovery> {
+        let mut d = self.clone();
+        d.store = self.spec.build()?;
+        Ok(d)
+    }
+
+    /// Cloud: checks that the bucket and prefix exist. Returns `Some((parent prefix, escaped
+    /// name))` when the key names a single object rather than a prefix.
+    async fn probe(&self) -> Result<Option<(Option<ObjectPath>, String)>> {
+        let Some((_, prefix)) = &self.cloud else {
+            return Ok(None);
+        };
+        let mut listing = self.store.list(prefix.as_ref());
+        let first = listing
+            .try_next()
+            .await
+            .map_err(|e| access_error(&self.spec, &self.root_text, e))?;
+        if first.is_some() {
+            return Ok(None);
+        }
+        let Some(prefix) = prefix else {
+            return Ok(None); // an empty bucket that exists
+        };
+        if self.path_glob.is_none() {
+            match self.store.head(prefix).await {
+                Ok(_) => {
+                    let key = prefix.as_ref();
+                    let (parent, name) = key.rsplit_once('/').unwrap_or(("", key));
+                    let parent = (!parent.is_empty()).then(|| ObjectPath::from(parent));
+                    return Ok(Some((parent, globset::escape(name))));
+                }
+                Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(access_error(&self.spec, &self.root_text, e)),
+            }
+        }
+        Err(Error::new(
+            ErrorCode::InvalidOption,
+            format!(
+                "option 'path': {} does not exist (no object under this prefix; the bucket exists)",
+                self.root_text
+            ),
+        )
+        .with_context("option", names::PATH)
+        .with_context("path", &self.root_text))
+    }
+
+    /// The directory listed (absolute path or URL), for messages.
+    pub fn root_text(&self) -> &str {
+        &self.root_text
+    }
+
+    /// The canonical local directory listed (`None` for an object store).
+    pub fn local_root(&self) -> Option<&Path> {
+        self.local.as_ref().map(|(p, _)| p.as_path())
+    }
+
+    /// Cloud: `location`'s key relative to the listed prefix (its name when it is not under it).
+    pub fn relative_key<'a>(&self, location: &'a ObjectPath) -> &'a str {
+        let key = location.as_ref();
+        match self.cloud.as_ref().and_then(|(_, p)| p.as_ref()) {
+            Some(p) => key
+                .strip_prefix(p.as_ref())
+                .and_then(|r| r.strip_prefix('/'))
+                .unwrap_or_else(|| key.rsplit('/').next().unwrap_or(key)),
+            None => key,
+        }
+    }
+
+    /// `cloudFiles.maxFileAge` in milliseconds.
+    pub fn max_file_age_ms(&self) -> Option<i64> {
+        self.max_file_age.map(|a| a.as_millis() as i64)
+    }
+
+    /// The store's configuration (credentials for the notification queue).
+    pub(crate) fn spec(&self) -> &StoreSpec {
+        &self.spec
     }
 
     /// The store the files are read from.
-    pub fn store(&self) -> &Arc<LocalFileSystem> {
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
         &self.store
     }
 
-    /// The canonical directory listed and the path glob, for messages (the checkpoint identity
-    /// is [`FilesConfig::target`], computed without touching the file system).
+    /// The directory listed and the path glob, for messages (the checkpoint identity is
+    /// [`FilesConfig::target`], computed without touching the store).
     pub fn target(&self) -> String {
-        let mut t = self.root.display().to_string();
+        let mut t = self.root_text.clone();
         if let Some((g, _)) = &self.path_glob {
             t.push('/');
             t.push_str(g);
@@ -107,90 +219,151 @@ impl Discovery {
         t
     }
 
-    /// The location in the store of an absolute path produced by [`Discovery::list`].
+    /// The location in the store of a file path produced by [`Discovery::list`].
     pub fn location(&self, absolute: &str) -> Result<ObjectPath> {
         let outside = || {
             Error::new(
                 ErrorCode::Checkpoint,
                 format!(
                     "file {absolute} from the file state is not under {}",
-                    self.root.display()
+                    self.root_text
                 ),
             )
             .with_context("file", absolute)
         };
+        if let Some((root_url, _)) = &self.cloud {
+            let key = absolute
+                .strip_prefix(root_url.as_str())
+                .ok_or_else(outside)?;
+            return ObjectPath::parse(key).map_err(|e| outside().with_cause(e));
+        }
+        let Some((_, root_url)) = &self.local else {
+            return Err(outside());
+        };
         let file_url = url::Url::from_file_path(absolute).map_err(|_| outside())?;
         let rel = file_url
             .path()
-            .strip_prefix(self.root_url.path())
+            .strip_prefix(root_url.path())
             .ok_or_else(outside)?;
         ObjectPath::from_url_path(rel).map_err(|e| outside().with_cause(e))
     }
 
     /// Lists every eligible file now.
     pub async fn list(&self) -> Result<Vec<ListedFile>> {
+        let mut out = Vec::new();
+        self.list_into(None, &mut out).await?;
+        Ok(out)
+    }
+
+    /// Lists the eligible files into `out`; with `after`, only keys lexically after it (object
+    /// stores list in key order, so this is the `start_after` listing of incremental mode).
+    pub async fn list_into(
+        &self,
+        after: Option<&ObjectPath>,
+        out: &mut Vec<ListedFile>,
+    ) -> Result<()> {
         let oldest_ms = self
             .max_file_age
             .map(|age| now_ms() - age.as_millis() as i64);
-        let mut out = Vec::new();
-        let mut stream = self.store.list(None);
-        while let Some(meta) = stream.try_next().await.map_err(|e| {
+        let prefix = self.cloud.as_ref().and_then(|(_, p)| p.as_ref());
+        let mut stream = match after {
+            Some(after) => self.store.list_with_offset(prefix, after),
+            None => self.store.list(prefix),
+        };
+        while let Some(meta) = stream
+            .try_next()
+            .await
+            .map_err(|e| access_error(&self.spec, &self.root_text, e))?
+        {
+            if let Some(file) = self.eligible(&meta, oldest_ms)? {
+                out.push(file);
+            }
+        }
+        Ok(())
+    }
+
+    /// The listed file for `meta`, or `None` when a filter excludes it.
+    pub fn eligible(
+        &self,
+        meta: &ObjectMeta,
+        oldest_ms: Option<i64>,
+    ) -> Result<Option<ListedFile>> {
+        let rel_path = match self.relative(meta)? {
+            Some(rel) => rel,
+            None => return Ok(None),
+        };
+        let rel_path = rel_path.as_ref();
+        if rel_path.split('/').any(is_hidden) {
+            return Ok(None);
+        }
+        if let Some((_, g)) = &self.path_glob {
+            if !g.is_match(rel_path) {
+                return Ok(None);
+            }
+        }
+        if let Some((_, g)) = &self.name_glob {
+            let name = rel_path.rsplit('/').next().unwrap_or(rel_path);
+            if !g.is_match(name) {
+                return Ok(None);
+            }
+        }
+        let mtime = meta.last_modified.timestamp_millis();
+        if oldest_ms.is_some_and(|oldest| mtime < oldest) {
+            return Ok(None);
+        }
+        let path = match &self.cloud {
+            Some((root_url, _)) => format!("{root_url}{}", meta.location),
+            None => format!("{}/{rel_path}", self.root_text),
+        };
+        Ok(Some(ListedFile {
+            path,
+            size: meta.size,
+            modification_time_ms: mtime,
+        }))
+    }
+
+    /// `meta`'s path relative to the listed directory.
+    fn relative<'a>(&self, meta: &'a ObjectMeta) -> Result<Option<std::borrow::Cow<'a, str>>> {
+        let location = meta.location.as_ref();
+        if let Some((_, prefix)) = &self.cloud {
+            let rel = match prefix {
+                Some(p) => match location
+                    .strip_prefix(p.as_ref())
+                    .and_then(|r| r.strip_prefix('/'))
+                {
+                    Some(rel) => rel,
+                    None => return Ok(None),
+                },
+                None => location,
+            };
+            return Ok(Some(rel.into()));
+        }
+        // Local: the few names object_store had to percent-encode are decoded through the file
+        // system mapping.
+        if !location.contains('%') {
+            return Ok(Some(location.into()));
+        }
+        let Some((root, _)) = &self.local else {
+            return Ok(None);
+        };
+        let local = object_store::local::LocalFileSystem::new_with_prefix(root).map_err(|e| {
             Error::new(
                 ErrorCode::SourceRead,
-                format!("cannot list {}", self.root.display()),
+                format!("cannot open {}", root.display()),
             )
-            .with_context("path", self.root.display())
             .with_cause(e)
-        })? {
-            // Filters work on the store's relative location without allocating; the few names
-            // object_store had to percent-encode are decoded through the file system mapping.
-            let location = meta.location.as_ref();
-            if meta.location.parts().any(|p| is_hidden(p.as_ref())) {
-                continue;
-            }
-            let decoded;
-            let rel_path = if location.contains('%') {
-                let absolute = self.store.path_to_filesystem(&meta.location).map_err(|e| {
-                    Error::new(
-                        ErrorCode::SourceRead,
-                        format!("cannot map {} to a file", meta.location),
-                    )
-                    .with_cause(e)
-                })?;
-                let Ok(rel) = absolute.strip_prefix(&self.root) else {
-                    continue;
-                };
-                decoded = rel.to_string_lossy().into_owned();
-                decoded.as_str()
-            } else {
-                location
-            };
-            if let Some((_, g)) = &self.path_glob {
-                if !g.is_match(rel_path) {
-                    continue;
-                }
-            }
-            if let Some((_, g)) = &self.name_glob {
-                let name = rel_path.rsplit('/').next().unwrap_or(rel_path);
-                if !g.is_match(name) {
-                    continue;
-                }
-            }
-            let mtime = meta.last_modified.timestamp_millis();
-            if oldest_ms.is_some_and(|oldest| mtime < oldest) {
-                continue;
-            }
-            let mut path = String::with_capacity(self.root_text.len() + 1 + rel_path.len());
-            path.push_str(&self.root_text);
-            path.push('/');
-            path.push_str(rel_path);
-            out.push(ListedFile {
-                path,
-                size: meta.size,
-                modification_time_ms: mtime,
-            });
-        }
-        Ok(out)
+        })?;
+        let absolute = local.path_to_filesystem(&meta.location).map_err(|e| {
+            Error::new(
+                ErrorCode::SourceRead,
+                format!("cannot map {} to a file", meta.location),
+            )
+            .with_cause(e)
+        })?;
+        Ok(absolute
+            .strip_prefix(root)
+            .ok()
+            .map(|rel| rel.to_string_lossy().into_owned().into()))
     }
 }
 

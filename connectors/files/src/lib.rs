@@ -51,8 +51,34 @@
 //! The checkpoint identity (`files` and `<absolute path>?format=..&pathGlobFilter=..`) is
 //! computed from the options alone ([`FilesConfig::target`]), before anything is opened.
 //!
-//! This build reads local paths (or `file://` URLs) only; listing and reading go through
-//! `object_store`, where other stores will plug in.
+//! ## Where the files are
+//!
+//! `path` is a local path (or `file://` URL), or an object-store URL: `s3://bucket/prefix`
+//! (`s3a://` too), `gs://bucket/prefix`, `abfss://container@account.dfs.core.windows.net/prefix`
+//! or `az://container/prefix`. Listing and reading go through `object_store` either way
+//! (`LocalFileSystem` for local paths), so the file state, `tributary state`, `_metadata` and
+//! the exactly-once guarantee are the same. Credentials come from each cloud's standard chain
+//! (for S3 the AWS SDK's: environment, profiles, SSO, web identity, container, instance
+//! metadata), or from options Databricks documents for Auto Loader, given as
+//! `{{secrets/scope/key}}` references and never printed: `cloudFiles.awsAccessKey`/
+//! `cloudFiles.awsSecretKey` (+ `cloudFiles.roleArn`, `roleExternalId`, `roleSessionName`,
+//! `stsEndpoint`), `cloudFiles.connectionString` or `cloudFiles.clientId`/`clientSecret`/
+//! `tenantId` (Azure), `cloudFiles.clientEmail`/`privateKey`/`privateKeyId` (GCS); plus
+//! `cloudFiles.region` and `cloudFiles.endpoint` (S3-compatible stores, emulators). Missing or
+//! rejected credentials are one `AUTHENTICATION_FAILED` error naming the bucket and what was
+//! tried; a bucket or prefix that does not exist is an error, not an empty listing.
+//! `cloudFiles.cleanSource` works on object stores too (server-side copy and delete; MOVE only
+//! within the source's bucket or container).
+//!
+//! ## Discovery at scale
+//!
+//! `cloudFiles.useIncrementalListing` (auto | true | false) lists only the keys after the last
+//! one seen, with a full listing after every 7 incremental ones; `cloudFiles.backfillInterval`
+//! adds a full listing in the background. `cloudFiles.useNotifications=true` learns new files
+//! from events instead (S3 event notifications through the SQS queue `cloudFiles.queueUrl`;
+//! local directories through inotify), listing once on the first run; metric
+//! `approximateQueueSize`. Every listing or event goes through the file state, which queues a
+//! path once.
 //!
 //! ## Example
 //!
@@ -96,11 +122,15 @@ pub mod ddl;
 mod discovery;
 mod error;
 mod evolution;
+mod fetch;
 mod format;
+mod listing;
+mod notifications;
 mod schema;
 mod source;
 mod state;
 pub mod state_report;
+mod store;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;

@@ -231,7 +231,9 @@ fn with_hints(inferred: Schema, hints: Option<&Schema>) -> Schema {
 
 /// Lists the input, takes the oldest `sample_files` files and infers from them.
 fn infer(config: &FilesConfig, discovery: &Discovery) -> Result<Schema> {
+    let io = discovery.fresh()?;
     let samples = run_io(async {
+        let discovery = &io;
         let mut files = discovery.list().await?;
         files.sort_by(|a, b| {
             (a.modification_time_ms, &a.path).cmp(&(b.modification_time_ms, &b.path))
@@ -273,14 +275,21 @@ fn infer(config: &FilesConfig, discovery: &Discovery) -> Result<Schema> {
 }
 
 /// Runs async I/O from synchronous code (`SourceFactory::create` is synchronous): on a scoped
-/// plain thread, where `object_store` does its file I/O inline, so this neither needs nor blocks
-/// a tokio runtime.
+/// plain thread with its own single-threaded tokio runtime (object-store HTTP clients need
+/// one), so this neither needs nor blocks the caller's runtime. Give it a client made for it
+/// ([`Discovery::fresh`]): connections stay with the runtime that opened them.
 pub(crate) fn run_io<T: Send>(
     fut: impl std::future::Future<Output = Result<T>> + Send,
 ) -> Result<T> {
     std::thread::scope(|s| {
-        s.spawn(|| futures::executor::block_on(fut))
-            .join()
-            .unwrap_or_else(|_| Err(Error::new(ErrorCode::Internal, "schema inference panicked")))
+        s.spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Error::new(ErrorCode::Internal, "cannot start an I/O runtime").with_cause(e))?;
+            rt.block_on(fut)
+        })
+        .join()
+        .unwrap_or_else(|_| Err(Error::new(ErrorCode::Internal, "the store I/O thread panicked")))
     })
 }

@@ -13,7 +13,7 @@ use arrow_array::{
 };
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
-use object_store::ObjectStoreExt;
+use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use tributary_sdk::{
     ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode, Offset,
@@ -23,7 +23,6 @@ use tributary_sdk::{
 use crate::config::FilesConfig;
 use crate::connector::CONNECTOR;
 use crate::discovery::{now_ms, Discovery};
-use crate::error::unreadable;
 use crate::format::{self, DecodeContext};
 use crate::schema::{file_metadata_fields, output_schema, resolve_file_schema};
 use crate::state::{FileStateStore, QueuedFile};
@@ -39,6 +38,9 @@ pub(crate) fn seq_range(offset: &Offset) -> Result<u64> {
     offset.to_typed::<SeqOffset>().map(|o| o.seq)
 }
 
+/// File-state metadata key: notification mode listed the input once (its first run).
+const NOTIFICATIONS_LISTED: &str = "notifications.listed";
+
 fn offset(seq: u64) -> Result<Offset> {
     Offset::from_typed(&SeqOffset { seq })
 }
@@ -49,6 +51,9 @@ pub(crate) struct FilesSource {
     config: FilesConfig,
     identity: SourceIdentity,
     discovery: Discovery,
+    lister: crate::listing::Lister,
+    /// Notification mode's event source, opened at the first discovery.
+    notifier: Option<crate::notifications::Notifier>,
     state: FileStateStore,
     state_dir: Option<PathBuf>,
     decode: DecodeContext,
@@ -71,7 +76,7 @@ impl FilesSource {
             connector: CONNECTOR.into(),
             target: config.target(),
         };
-        let discovery = Discovery::new(&config)?;
+        let discovery = Discovery::new(&config, context.secrets.as_ref())?;
         let state_dir = context.state_dir.clone();
         let state = FileStateStore::open(state_dir.as_deref())?;
         match state.meta("identity")? {
@@ -98,11 +103,18 @@ impl FilesSource {
             config.csv,
         )
         .with_multi_line(config.multi_line)
-        .with_schema_evolution(config.schema_evolution);
+        .with_schema_evolution(config.schema_evolution)
+        .with_options(config.format_options.clone());
         let schema = output_schema(&decode.decoded_schema);
         Ok(FilesSource {
             identity,
             data_loss: DataLossTracker::new(!config.ignore_missing_files),
+            lister: crate::listing::Lister::new(
+                config.incremental_listing,
+                config.path.as_cloud().is_some(),
+                config.backfill_interval,
+            ),
+            notifier: None,
             config,
             discovery,
             state,
@@ -119,25 +131,69 @@ impl FilesSource {
 
     /// Lists the input and queues the new files (durably) before any offset covers them.
     async fn discover(&mut self) -> Result<usize> {
-        let listed = self.discovery.list().await?;
+        let Some(kind) = self.config.notifications.clone() else {
+            let listed = self.lister.list(&self.discovery, &mut self.state).await?;
+            return self.record(listed);
+        };
+        // Notification mode: watch first, then list (first run; every start for inotify), so
+        // nothing lands unseen in between.
+        let mut listed = Vec::new();
+        if self.notifier.is_none() {
+            let notifier = crate::notifications::Notifier::open(&kind, &self.discovery).await?;
+            let first_run = self.state.meta(NOTIFICATIONS_LISTED)?.is_none();
+            if first_run || notifier.lists_at_every_start() {
+                self.lister.full(&self.discovery, &mut listed).await?;
+            }
+            self.notifier = Some(notifier);
+        }
+        let mut polled = match self.notifier.as_mut() {
+            Some(n) => n.poll(&self.discovery).await?,
+            None => Default::default(),
+        };
+        listed.append(&mut polled.files);
+        self.lister.backfill(&self.discovery, &mut listed).await?;
+        let n = self.record(listed)?;
+        self.state.set_meta(NOTIFICATIONS_LISTED, "true")?;
+        if let Some(notifier) = self.notifier.as_mut() {
+            // Recorded durably: the queue may forget these events now.
+            notifier.ack(polled.receipts).await?;
+        }
+        Ok(n)
+    }
+
+    /// Queues the new files of a listing (or of events) durably.
+    fn record(&mut self, listed: Vec<crate::state::ListedFile>) -> Result<usize> {
         let n = self
             .state
             .record_listing(listed, self.config.allow_overwrites, now_ms())?;
         if n > 0 {
-            tracing::debug!(new_files = n, path = %self.discovery.root().display(), "files discovered");
+            tracing::debug!(new_files = n, path = %self.discovery.root_text(), "files discovered");
         }
         Ok(n)
     }
 
     async fn read_file(&mut self, file: &QueuedFile, out: &mut Vec<RecordBatch>) -> Result<()> {
         let location = self.discovery.location(&file.path)?;
-        let bytes = match self.discovery.store().get(&location).await {
-            Ok(r) => r.bytes().await.map_err(|e| unreadable(&file.path, e))?,
-            Err(object_store::Error::NotFound { .. }) => return self.vanished(file),
-            Err(e) => return Err(unreadable(&file.path, e)),
+        let Some(body) = crate::fetch::open(self.discovery.store(), &location, &file.path).await?
+        else {
+            return self.vanished(file);
         };
-        let mut decoded = format::decode(self.config.format, bytes, &file.path, &self.decode)?;
-        if !decoded.new_columns.is_empty() || !decoded.new_fields.is_empty() {
+        // The file's bytes are decoded as they arrive: batches fill and leave one by one.
+        let mut chunks = body.into_stream();
+        let info = format::FileInfo {
+            path: &file.path,
+            size: file.size,
+            modification_time_ms: file.modification_time_ms,
+        };
+        let mut decoder = format::decoder(self.config.format, info, &self.decode)?;
+        let mut batches = Vec::new();
+        while let Some(chunk) = chunks.try_next().await? {
+            decoder.push(&chunk, &mut batches)?;
+            self.with_metadata(file, &mut batches, out)?;
+        }
+        let mut decoded = decoder.finish(&mut batches)?;
+        self.with_metadata(file, &mut batches, out)?;
+        if decoded.has_new_columns() {
             let mut added = std::mem::take(&mut decoded.new_fields);
             let mut names: Vec<String> = added.iter().map(|f| f.name().clone()).collect();
             if !decoded.new_columns.is_empty() {
@@ -166,7 +222,17 @@ impl FilesSource {
             )?);
         }
         self.malformed += decoded.malformed;
-        for batch in decoded.batches {
+        Ok(())
+    }
+
+    /// Moves decoded batches to `out` with the `_metadata` column added (empty ones dropped).
+    fn with_metadata(
+        &self,
+        file: &QueuedFile,
+        batches: &mut Vec<RecordBatch>,
+        out: &mut Vec<RecordBatch>,
+    ) -> Result<()> {
+        for batch in batches.drain(..) {
             if batch.num_rows() == 0 {
                 continue;
             }
@@ -300,12 +366,13 @@ impl Source for FilesSource {
         let now = now_ms();
         self.state.commit(end, now)?;
         let pass = crate::clean::clean(
-            &self.state,
+            &mut self.state,
             &self.config.clean_source,
             self.config.clean_retention,
-            self.discovery.root(),
+            &self.discovery,
             now,
-        )?;
+        )
+        .await?;
         self.cleaned.done += pass.done;
         self.cleaned.skipped += pass.skipped;
         self.cleaned.failed += pass.failed;
@@ -324,6 +391,15 @@ impl Source for FilesSource {
             m.insert("numFilesCleanFailed".into(), self.cleaned.failed.into());
         }
         m.insert("numFilesTracked".into(), (self.state.next_seq()).into());
+        let listings = self.lister.counts;
+        m.insert("numFullListings".into(), listings.full.into());
+        m.insert("numIncrementalListings".into(), listings.incremental.into());
+        if let Some(n) = &self.notifier {
+            m.insert("approximateQueueSize".into(), n.approximate_queue_size().into());
+        }
+        if self.config.backfill_interval.is_some() {
+            m.insert("numBackfillListings".into(), listings.backfill.into());
+        }
         self.data_loss.write_metrics(&mut m);
         m
     }

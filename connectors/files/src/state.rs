@@ -158,6 +158,11 @@ impl FileStateStore {
         })
     }
 
+    /// True when `path` was queued before.
+    pub fn is_known(&self, path: &str) -> bool {
+        self.known.contains_key(path)
+    }
+
     /// The sequence number the next new file will get.
     pub fn next_seq(&self) -> u64 {
         self.next_seq
@@ -196,6 +201,11 @@ impl FileStateStore {
             None => true,
             Some(mtime) => allow_overwrites && *mtime != f.modification_time_ms,
         });
+        // One path once per call, even when listings and events overlap (the newest version).
+        listed.sort_unstable_by(|a, b| {
+            (&a.path, b.modification_time_ms).cmp(&(&b.path, a.modification_time_ms))
+        });
+        listed.dedup_by(|later, first| later.path == first.path);
         if listed.is_empty() {
             return Ok(0);
         }
@@ -475,6 +485,21 @@ mod tests {
         );
         assert_eq!(s.next_seq(), 4);
         assert_eq!(s.files_in(3, 4).unwrap()[0].path, "/a");
+    }
+
+    #[test]
+    fn a_path_listed_twice_in_one_call_is_queued_once() {
+        let mut s = FileStateStore::open(None).unwrap();
+        let n = s
+            .record_listing(vec![f("/a", 1, 10), f("/b", 1, 5), f("/a", 2, 12)], true, 0)
+            .unwrap();
+        assert_eq!(n, 2);
+        let e = s.entries().unwrap();
+        assert_eq!(
+            (e[1].path.as_str(), e[1].size),
+            ("/a", 2),
+            "the newest version"
+        );
     }
 
     #[test]

@@ -5,46 +5,24 @@
 //! conflict or would be ignored (`CONFLICTING_OPTIONS` naming both). Parsing is pure: the path is made absolute by name and
 //! resolved against the file system only when the source is built.
 
+mod cloud;
+pub mod location;
 mod options;
 mod path;
 #[cfg(test)]
 mod tests;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use tributary_sdk::options::conflicting;
 use tributary_sdk::{Error, ErrorCode, ParsedOptions, ReadLimit, Result};
 
+pub use self::cloud::CloudOptions;
+pub use self::location::{Cloud, CloudPath, SourcePath};
 pub use self::options::{names, option_specs};
 use crate::discovery::{glob, split_glob};
 
-/// The file formats the source decodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// JSON lines.
-    Json,
-    /// Comma (or `sep`) separated values.
-    Csv,
-    /// Apache Parquet.
-    Parquet,
-}
-
-impl Format {
-    /// The option value naming this format.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Format::Json => "json",
-            Format::Csv => "csv",
-            Format::Parquet => "parquet",
-        }
-    }
-
-    /// True when the format has a rescued data column.
-    pub fn has_rescued_column(&self) -> bool {
-        !matches!(self, Format::Parquet)
-    }
-}
+pub use crate::format::Format;
 
 /// What columns that are not in the schema do (`cloudFiles.schemaEvolutionMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,8 +58,17 @@ pub struct CsvOptions {
 /// The validated configuration of one files source.
 #[derive(Debug, Clone)]
 pub struct FilesConfig {
-    /// The path: absolute and normalized by name (a `file://` URL resolved to a path).
-    pub path: PathBuf,
+    /// The path: a local path, absolute and normalized by name (a `file://` URL resolved to
+    /// a path), or an object-store URL.
+    pub path: SourcePath,
+    /// Object-store access (endpoint, region, credentials).
+    pub cloud: CloudOptions,
+    /// `cloudFiles.useIncrementalListing`.
+    pub incremental_listing: IncrementalListing,
+    /// `cloudFiles.backfillInterval`.
+    pub backfill_interval: Option<Duration>,
+    /// `cloudFiles.useNotifications` (with `cloudFiles.queueUrl` for S3).
+    pub notifications: Option<Notifications>,
     /// File format.
     pub format: Format,
     /// DDL schema, if given.
@@ -110,6 +97,8 @@ pub struct FilesConfig {
     pub rescued_column: String,
     /// CSV options.
     pub csv: CsvOptions,
+    /// Format-specific options (text: `wholeText`, `lineSep`), parsed in `crate::format::options`.
+    pub format_options: crate::format::FormatOptions,
     /// Skip vanished files.
     pub ignore_missing_files: bool,
     /// JSON: one document per file.
@@ -124,6 +113,63 @@ pub struct FilesConfig {
     pub clean_retention: Duration,
 }
 
+/// Where change notifications come from (`cloudFiles.useNotifications=true`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notifications {
+    /// inotify on the local directory.
+    Local,
+    /// S3 event notifications in this SQS queue.
+    Sqs(String),
+}
+
+/// `cloudFiles.useNotifications` and `cloudFiles.queueUrl`.
+fn parse_notifications(p: &ParsedOptions, path: &SourcePath) -> Result<Option<Notifications>> {
+    use names::*;
+    let on = defaulted(p.bool(USE_NOTIFICATIONS), USE_NOTIFICATIONS)?;
+    p.refuse_ignored(QUEUE_URL, on, USE_NOTIFICATIONS, "is only used when cloudFiles.useNotifications is true")?;
+    p.refuse_ignored(QUEUE_URL, path.as_cloud().is_some_and(|c| c.cloud == Cloud::S3), PATH, "names an SQS queue, which only s3:// paths use")?;
+    p.refuse_ignored(USE_INCREMENTAL_LISTING, !on, USE_NOTIFICATIONS, "chooses how the input is listed at each trigger; with notifications it is not listed")?;
+    if !on {
+        return Ok(None);
+    }
+    match path {
+        SourcePath::Local(_) => Ok(Some(Notifications::Local)),
+        SourcePath::Cloud(c) if c.cloud == Cloud::S3 => match p.string(QUEUE_URL)? {
+            Some(url) => Ok(Some(Notifications::Sqs(url))),
+            None => Err(Error::new(
+                ErrorCode::MissingOption,
+                format!(
+                    "option '{QUEUE_URL}' is required with {USE_NOTIFICATIONS}=true on s3:// paths \
+                     in this build: create an SQS queue, add an s3:ObjectCreated:* event \
+                     notification of the bucket to it, and give its URL"
+                ),
+            )
+            .with_context("option", QUEUE_URL)),
+        },
+        SourcePath::Cloud(c) => Err(Error::new(
+            ErrorCode::InvalidOption,
+            format!(
+                "option '{USE_NOTIFICATIONS}': notifications from {} are not supported in this \
+                 build (S3 through SQS and local directories are); use directory listing with \
+                 {BACKFILL_INTERVAL} instead",
+                c.cloud.name()
+            ),
+        )
+        .with_context("option", USE_NOTIFICATIONS)),
+    }
+}
+
+/// `cloudFiles.useIncrementalListing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncrementalListing {
+    /// On while file names arrive in lexical order (object stores only).
+    Auto,
+    /// Always (a full listing after every 7 incremental ones).
+    On,
+    /// Never.
+    Off,
+}
+
 /// What happens to ingested files (`cloudFiles.cleanSource`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CleanSource {
@@ -131,8 +177,8 @@ pub enum CleanSource {
     Off,
     /// Deleted.
     Delete,
-    /// Moved under this directory.
-    Move(PathBuf),
+    /// Moved under this directory (local) or prefix (same bucket or container).
+    Move(SourcePath),
 }
 
 impl FilesConfig {
@@ -141,21 +187,24 @@ impl FilesConfig {
     /// file is touched (a relative path is made absolute against the current directory).
     pub fn parse(p: &ParsedOptions) -> Result<FilesConfig> {
         use names::*;
-        let path = path::resolve(&p.required_string(PATH)?)?;
-        if let (_, Some(pattern)) = split_glob(&path) {
+        let path = location::parse(PATH, &p.required_string(PATH)?)?;
+        let pattern = match &path {
+            SourcePath::Local(local) => split_glob(local).1,
+            SourcePath::Cloud(c) => location::split_key_glob(&c.key).1,
+        };
+        if let Some(pattern) = pattern {
             glob(&pattern, true, PATH)?;
         }
+        let cloud = cloud::parse(p, &path)?;
+        let notifications = parse_notifications(p, &path)?;
         let path_glob_filter = p.string(PATH_GLOB_FILTER)?;
         if let Some(g) = &path_glob_filter {
             glob(g, false, PATH_GLOB_FILTER)?;
         }
-        // Required, and validated as one of these three words.
-        let format = match p.word(FORMAT)?.as_deref() {
-            Some("csv") => Format::Csv,
-            Some("parquet") => Format::Parquet,
-            _ => Format::Json,
-        };
+        // Required, and validated as one of `Format::NAMES`.
+        let format = Format::from_word(p.word(FORMAT)?.as_deref());
         let csv = parse_csv(p, format)?;
+        let format_options = crate::format::options::parse(p, format)?;
         p.refuse_ignored(
             MULTI_LINE,
             format == Format::Json,
@@ -212,6 +261,7 @@ impl FilesConfig {
             },
             rescued_column,
             csv,
+            format_options,
             ignore_missing_files: defaulted(p.bool(IGNORE_MISSING), IGNORE_MISSING)?,
             multi_line: defaulted(p.bool(MULTI_LINE), MULTI_LINE)?,
             schema_evolution,
@@ -219,6 +269,14 @@ impl FilesConfig {
             clean_source,
             clean_retention,
             path,
+            cloud,
+            incremental_listing: match p.word(USE_INCREMENTAL_LISTING)?.as_deref() {
+                Some("true") => IncrementalListing::On,
+                Some("false") => IncrementalListing::Off,
+                _ => IncrementalListing::Auto,
+            },
+            backfill_interval: p.duration(BACKFILL_INTERVAL)?,
+            notifications,
         })
     }
 
@@ -239,7 +297,7 @@ impl FilesConfig {
     pub fn target(&self) -> String {
         format!(
             "{}?format={}&pathGlobFilter={}",
-            self.path.display(),
+            self.path,
             self.format.as_str(),
             self.path_glob_filter.as_deref().unwrap_or("")
         )
@@ -299,7 +357,7 @@ fn parse_inference(
     ] {
         p.refuse_ignored(option, inferred, SCHEMA, not_inferred)?;
     }
-    let parquet = format == Format::Parquet;
+    let parquet = format.is_self_describing();
     p.refuse_ignored(
         INFER_COLUMN_TYPES,
         !parquet,
@@ -345,10 +403,10 @@ fn parse_schema_evolution(
         Some("failonnewcolumns") => SchemaEvolution::FailOnNewColumns,
         Some(_) => SchemaEvolution::None,
         None if inferred && format != Format::Csv => SchemaEvolution::AddNewColumns,
-        None if format == Format::Parquet => SchemaEvolution::None,
+        None if format.is_self_describing() => SchemaEvolution::None,
         None => SchemaEvolution::Rescue,
     };
-    if format == Format::Parquet && mode == SchemaEvolution::Rescue {
+    if format.is_self_describing() && mode == SchemaEvolution::Rescue {
         return Err(conflicting(
             SCHEMA_EVOLUTION_MODE,
             FORMAT,
@@ -369,10 +427,7 @@ fn parse_schema_evolution(
 
 /// `cloudFiles.cleanSource` with its destination and retention, each refused when the mode
 /// does not use it.
-fn parse_clean_source(
-    p: &ParsedOptions,
-    path: &std::path::Path,
-) -> Result<(CleanSource, Duration)> {
+fn parse_clean_source(p: &ParsedOptions, path: &SourcePath) -> Result<(CleanSource, Duration)> {
     use names::*;
     let clean_source = match p.word(CLEAN_SOURCE)?.as_deref() {
         Some("delete") => CleanSource::Delete,
@@ -386,24 +441,7 @@ fn parse_clean_source(
                 )
                 .with_context("option", CLEAN_MOVE_DESTINATION)
             })?;
-            let dest = path::parse_path(CLEAN_MOVE_DESTINATION, &dest)?;
-            // Moved files must never be listed again: not under the directory that is listed.
-            let (listed, _) = split_glob(path);
-            let absolute = dest.is_absolute();
-            let dest = path::normalize(&dest);
-            if !absolute || dest.starts_with(&listed) {
-                return Err(Error::new(
-                    ErrorCode::InvalidOption,
-                    format!(
-                        "option '{CLEAN_MOVE_DESTINATION}' must be an absolute directory outside \
-                         the listed directory {} (moved files would be listed again), got {}",
-                        listed.display(),
-                        dest.display()
-                    ),
-                )
-                .with_context("option", CLEAN_MOVE_DESTINATION));
-            }
-            CleanSource::Move(dest)
+            CleanSource::Move(move_destination(path, &dest)?)
         }
         _ => CleanSource::Off,
     };
@@ -423,6 +461,79 @@ fn parse_clean_source(
         clean_source,
         defaulted(p.duration(CLEAN_RETENTION), CLEAN_RETENTION)?,
     ))
+}
+
+/// `cloudFiles.cleanSource.moveDestination`: outside the listed directory (moved files would be
+/// listed again) and, for object stores, in the same bucket or container (a move there is a
+/// server-side copy and a delete; across buckets every file would be downloaded and uploaded
+/// again, which the reference refuses for the same reason).
+fn move_destination(path: &SourcePath, raw: &str) -> Result<SourcePath> {
+    use names::*;
+    let invalid = |msg: String| {
+        Err(Error::new(ErrorCode::InvalidOption, msg)
+            .with_context("option", CLEAN_MOVE_DESTINATION))
+    };
+    let dest = location::parse(CLEAN_MOVE_DESTINATION, raw)?;
+    let written = raw.trim();
+    if dest.as_local().is_some()
+        && !written.starts_with("file:")
+        && !std::path::Path::new(written).is_absolute()
+    {
+        return invalid(format!(
+            "option '{CLEAN_MOVE_DESTINATION}' must be an absolute directory, got {written}"
+        ));
+    }
+    match (path, &dest) {
+        (SourcePath::Local(path), SourcePath::Local(dest)) => {
+            let (listed, _) = split_glob(path);
+            if dest.starts_with(&listed) {
+                return invalid(format!(
+                    "option '{CLEAN_MOVE_DESTINATION}' must be a directory outside the listed \
+                     directory {} (moved files would be listed again), got {}",
+                    listed.display(),
+                    dest.display()
+                ));
+            }
+        }
+        (SourcePath::Cloud(src), SourcePath::Cloud(to)) => {
+            if !src.same_bucket(to) {
+                return invalid(format!(
+                    "option '{CLEAN_MOVE_DESTINATION}' must be in the same {word} as the source \
+                     ({src_root}): {store} moves a file by copying it inside the {word} and \
+                     deleting the original; a move to another {word} would download and upload \
+                     every file again. Got {to}",
+                    word = src.cloud.bucket_word(),
+                    src_root = src.root_url(),
+                    store = src.cloud.name(),
+                ));
+            }
+            let (listed, _) = location::split_key_glob(&src.key);
+            let inside =
+                listed.is_empty() || to.key == listed || to.key.starts_with(&format!("{listed}/"));
+            if inside {
+                return invalid(format!(
+                    "option '{CLEAN_MOVE_DESTINATION}' must be a prefix outside the listed prefix \
+                     {src} (moved files would be listed again), got {to}"
+                ));
+            }
+        }
+        (SourcePath::Local(_), SourcePath::Cloud(to)) => {
+            return invalid(format!(
+                "option '{CLEAN_MOVE_DESTINATION}' is an object-store URL ({to}) but the source \
+                 path is local; files move within one file system or bucket"
+            ))
+        }
+        (SourcePath::Cloud(src), SourcePath::Local(to)) => {
+            return invalid(format!(
+                "option '{CLEAN_MOVE_DESTINATION}' is a local path ({}) but the source is {src}; \
+                 give a prefix in the same {} (e.g. {}/archive)",
+                to.display(),
+                src.cloud.bucket_word(),
+                src.root_url()
+            ))
+        }
+    }
+    Ok(dest)
 }
 
 fn parse_delimiter(option: &str, value: &str) -> Result<u8> {

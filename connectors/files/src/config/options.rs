@@ -59,6 +59,44 @@ pub mod names {
     pub const CLEAN_MOVE_DESTINATION: &str = "cloudFiles.cleanSource.moveDestination";
     /// How long after its batch committed a file is cleaned.
     pub const CLEAN_RETENTION: &str = "cloudFiles.cleanSource.retentionDuration";
+    /// Incremental (lexical `start_after`) listing: auto, true or false.
+    pub const USE_INCREMENTAL_LISTING: &str = "cloudFiles.useIncrementalListing";
+    /// Interval of the asynchronous full (backfill) listing.
+    pub const BACKFILL_INTERVAL: &str = "cloudFiles.backfillInterval";
+    /// Discover files from change notifications instead of listings.
+    pub const USE_NOTIFICATIONS: &str = "cloudFiles.useNotifications";
+    /// The SQS queue receiving the bucket's event notifications.
+    pub const QUEUE_URL: &str = "cloudFiles.queueUrl";
+    /// Object-store endpoint URL (S3-compatible stores, emulators).
+    pub const ENDPOINT: &str = "cloudFiles.endpoint";
+    /// Cloud region.
+    pub const REGION: &str = "cloudFiles.region";
+    /// AWS access key id.
+    pub const AWS_ACCESS_KEY: &str = "cloudFiles.awsAccessKey";
+    /// AWS secret access key.
+    pub const AWS_SECRET_KEY: &str = "cloudFiles.awsSecretKey";
+    /// IAM role to assume.
+    pub const ROLE_ARN: &str = "cloudFiles.roleArn";
+    /// External id for the role.
+    pub const ROLE_EXTERNAL_ID: &str = "cloudFiles.roleExternalId";
+    /// Session name for the role.
+    pub const ROLE_SESSION_NAME: &str = "cloudFiles.roleSessionName";
+    /// STS endpoint for the role.
+    pub const STS_ENDPOINT: &str = "cloudFiles.stsEndpoint";
+    /// Azure storage connection string.
+    pub const CONNECTION_STRING: &str = "cloudFiles.connectionString";
+    /// Azure service principal (application) id.
+    pub const CLIENT_ID: &str = "cloudFiles.clientId";
+    /// Azure service principal secret.
+    pub const CLIENT_SECRET: &str = "cloudFiles.clientSecret";
+    /// Azure tenant id.
+    pub const TENANT_ID: &str = "cloudFiles.tenantId";
+    /// GCP service account e-mail.
+    pub const CLIENT_EMAIL: &str = "cloudFiles.clientEmail";
+    /// GCP service account private key (PEM).
+    pub const PRIVATE_KEY: &str = "cloudFiles.privateKey";
+    /// GCP service account private key id.
+    pub const PRIVATE_KEY_ID: &str = "cloudFiles.privateKeyId";
 }
 
 /// Every option the files source accepts.
@@ -67,11 +105,13 @@ pub fn option_specs() -> Vec<OptionSpec> {
     vec![
         OptionSpec::string(
             PATH,
-            "Directory to ingest (recursively), a single file, or a glob such as /data/*/*.json. \
-             A local path or file:// URL; s3://, gs:// and abfss:// are not supported in this build.",
+            "Directory to ingest (recursively), a single file, or a glob such as /data/*/*.json: \
+             a local path or file:// URL, or an object-store URL (s3://bucket/prefix, \
+             gs://bucket/prefix, abfss://container@account.dfs.core.windows.net/prefix, \
+             az://container/prefix).",
         )
         .required(),
-        OptionSpec::one_of(FORMAT, &["json", "csv", "parquet"], "File format: json (JSON lines), csv or parquet.")
+        OptionSpec::one_of(FORMAT, crate::format::Format::NAMES, "File format: json (JSON lines), csv, parquet, avro, text (one row per line) or binaryFile (one row per file).")
             .required(),
         OptionSpec::string(
             SCHEMA,
@@ -181,5 +221,103 @@ pub fn option_specs() -> Vec<OptionSpec> {
              with CLOUD_FILES_FILE_NOT_FOUND.",
         )
         .default_value(false),
+    ]
+    .into_iter()
+    .chain(cloud_option_specs())
+    .chain(crate::format::options::specs())
+    .collect()
+}
+
+/// The options of object-store access (credentials as `{{secrets/scope/key}}` references or
+/// literal values, never printed). Names are those Databricks documents for Auto Loader
+/// (`cloudFiles.awsAccessKey`, `cloudFiles.connectionString`, `cloudFiles.clientEmail`, ...);
+/// without them each cloud's standard credential chain is used.
+fn cloud_option_specs() -> Vec<OptionSpec> {
+    use names::*;
+    vec![
+        OptionSpec::one_of(
+            USE_INCREMENTAL_LISTING,
+            &["auto", "true", "false"],
+            "Object stores: list only the keys after the last one seen (file names arriving in \
+             lexical order), with a full listing after every 7 incremental ones. auto (default) \
+             turns it on while the new files of each full listing sort after every file seen \
+             before; local directories are always listed in full under auto.",
+        )
+        .default_value("auto"),
+        OptionSpec::bool(
+            USE_NOTIFICATIONS,
+            "Discover new files from change notifications instead of listing the input at each \
+             trigger: S3 event notifications read from the SQS queue cloudFiles.queueUrl, local \
+             directories through inotify. The input is listed once on the first run (and at \
+             each start for local directories); cloudFiles.backfillInterval adds periodic full \
+             listings.",
+        )
+        .default_value(false),
+        OptionSpec::string(
+            QUEUE_URL,
+            "With cloudFiles.useNotifications on s3:// paths: the URL of the SQS queue that \
+             receives the bucket's s3:ObjectCreated:* event notifications.",
+        ),
+        OptionSpec::duration(
+            BACKFILL_INTERVAL,
+            "Also run a full listing in the background at this interval (e.g. 1 day), finding \
+             files that incremental listing or notifications missed; never a duplicate.",
+        ),
+        OptionSpec::string(
+            ENDPOINT,
+            "Object-store endpoint URL, for S3-compatible stores and emulators (e.g. \
+             http://127.0.0.1:9000); for Azure the Blob endpoint including the account.",
+        ),
+        OptionSpec::string(
+            REGION,
+            "S3: the bucket's region (default: from the AWS configuration, else us-east-1).",
+        ),
+        OptionSpec::string(
+            AWS_ACCESS_KEY,
+            "S3: AWS access key id (with cloudFiles.awsSecretKey); default: the AWS credential \
+             chain (environment, profile, web identity, container, instance metadata).",
+        )
+        .sensitive(),
+        OptionSpec::string(
+            AWS_SECRET_KEY,
+            "S3: AWS secret access key (with cloudFiles.awsAccessKey).",
+        )
+        .sensitive(),
+        OptionSpec::string(
+            ROLE_ARN,
+            "S3: an IAM role to assume with the credentials found.",
+        ),
+        OptionSpec::string(
+            ROLE_EXTERNAL_ID,
+            "S3: external id when assuming cloudFiles.roleArn.",
+        ),
+        OptionSpec::string(
+            ROLE_SESSION_NAME,
+            "S3: session name when assuming cloudFiles.roleArn.",
+        ),
+        OptionSpec::string(
+            STS_ENDPOINT,
+            "S3: the STS endpoint used to assume cloudFiles.roleArn.",
+        ),
+        OptionSpec::string(
+            CONNECTION_STRING,
+            "Azure: a storage account connection string (AccountName, AccountKey or \
+             SharedAccessSignature, BlobEndpoint, QueueEndpoint).",
+        )
+        .sensitive(),
+        OptionSpec::string(
+            CLIENT_ID,
+            "Azure: service principal (application) id, with clientSecret and tenantId.",
+        ),
+        OptionSpec::string(CLIENT_SECRET, "Azure: service principal secret.").sensitive(),
+        OptionSpec::string(TENANT_ID, "Azure: the service principal's tenant id."),
+        OptionSpec::string(
+            CLIENT_EMAIL,
+            "GCS: service account e-mail, with privateKey and privateKeyId.",
+        ),
+        OptionSpec::string(PRIVATE_KEY, "GCS: the service account's private key (PEM).")
+            .sensitive(),
+        OptionSpec::string(PRIVATE_KEY_ID, "GCS: the service account's private key id.")
+            .sensitive(),
     ]
 }

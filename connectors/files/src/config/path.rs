@@ -1,25 +1,24 @@
-//! The `path` option: a local path or `file://` URL, made absolute and normalized without
-//! touching the file system, so the source's identity is known before anything is opened.
+//! Local path options: a plain path or `file://` URL, made absolute and normalized without
+//! touching the file system, so the source's identity is known before anything is opened
+//! (object-store URLs are [`super::location`]'s).
 
 use std::path::{Component, Path, PathBuf};
 
 use tributary_sdk::{Error, ErrorCode, Result};
 
-use super::names;
-
 /// The `path` option as an absolute, lexically normalized path (`.` and `..` resolved by name;
 /// symbolic links are left for the build step to follow).
-pub(super) fn resolve(raw: &str) -> Result<PathBuf> {
-    let path = parse_path(names::PATH, raw)?;
+pub(super) fn resolve(option: &str, raw: &str) -> Result<PathBuf> {
+    let path = parse_path(option, raw)?;
     let absolute = std::path::absolute(&path).map_err(|e| {
         Error::new(
             ErrorCode::InvalidOption,
             format!(
-                "option 'path': {} cannot be made absolute (the current directory is unknown)",
+                "option '{option}': {} cannot be made absolute (the current directory is unknown)",
                 path.display()
             ),
         )
-        .with_context("option", names::PATH)
+        .with_context("option", option)
         .with_cause(e)
     })?;
     Ok(normalize(&absolute))
@@ -47,7 +46,7 @@ pub(super) fn normalize(path: &Path) -> PathBuf {
 }
 
 /// Turns a path option (`option` names it in errors) into a local path: a plain path or a
-/// `file://` URL. Any other URL scheme is refused: only local paths are supported in this build.
+/// `file://` URL. Any other URL scheme is refused here ([`super::location`] reads object-store URLs).
 pub(super) fn parse_path(option: &str, raw: &str) -> Result<PathBuf> {
     let text = raw.trim();
     let bad = |msg: String| {
@@ -72,8 +71,8 @@ pub(super) fn parse_path(option: &str, raw: &str) -> Result<PathBuf> {
             });
         }
         return Err(bad(format!(
-            "option '{option}' uses the scheme '{scheme}://', but only local paths (or file:// URLs) \
-             are supported in this build of the files source"
+            "option '{option}' uses the scheme '{scheme}://', but a local path (or file:// URL) \
+             is expected here"
         )));
     }
     Ok(PathBuf::from(text))
@@ -97,10 +96,16 @@ mod tests {
 
     #[test]
     fn paths_are_made_absolute_and_normalized_by_name() {
-        assert_eq!(resolve("/a/./b/../c/").unwrap(), PathBuf::from("/a/c"));
-        assert_eq!(resolve("/../x").unwrap(), PathBuf::from("/x"));
-        assert_eq!(resolve("file:///tmp/in").unwrap(), PathBuf::from("/tmp/in"));
-        let rel = resolve("in/*.json").unwrap();
+        assert_eq!(
+            resolve("path", "/a/./b/../c/").unwrap(),
+            PathBuf::from("/a/c")
+        );
+        assert_eq!(resolve("path", "/../x").unwrap(), PathBuf::from("/x"));
+        assert_eq!(
+            resolve("path", "file:///tmp/in").unwrap(),
+            PathBuf::from("/tmp/in")
+        );
+        let rel = resolve("path", "in/*.json").unwrap();
         assert!(
             rel.is_absolute() && rel.ends_with("in/*.json"),
             "{}",

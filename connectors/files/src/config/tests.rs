@@ -79,22 +79,171 @@ fn format_is_required_and_checked() {
 }
 
 #[test]
-fn remote_schemes_are_refused_and_file_urls_accepted() {
-    for p in [
-        "s3://bucket/x",
-        "gs://b/x",
-        "abfss://c@a.dfs.core.windows.net/x",
+fn object_store_urls_and_file_urls_are_accepted() {
+    for (p, target) in [
+        (
+            "s3://landing-bucket/x/",
+            "s3://landing-bucket/x?format=json&pathGlobFilter=",
+        ),
+        ("gs://b1/x", "gs://b1/x?format=json&pathGlobFilter="),
+        (
+            "abfss://c@a.dfs.core.windows.net/x",
+            "abfss://c@a.dfs.core.windows.net/x?format=json&pathGlobFilter=",
+        ),
     ] {
-        let e = parse(&opts(&[("path", p), ("cloudFiles.format", "json")])).unwrap_err();
-        assert_eq!(e.code(), ErrorCode::InvalidOption, "{p}");
-        assert!(e.message().contains("only local paths"), "{}", e.message());
+        let c = parse(&opts(&[("path", p), ("cloudFiles.format", "json")])).unwrap();
+        assert!(c.path.as_cloud().is_some(), "{p}");
+        assert_eq!(c.target(), target);
     }
+    let e = parse(&opts(&[
+        ("path", "hdfs://nn/x"),
+        ("cloudFiles.format", "json"),
+    ]))
+    .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidOption);
+    assert!(e.message().contains("s3://"), "{}", e.message());
     let c = parse(&opts(&[
         ("path", "file:///tmp/in"),
         ("cloudFiles.format", "csv"),
     ]))
     .unwrap();
-    assert_eq!(c.path, PathBuf::from("/tmp/in"));
+    assert_eq!(c.path, SourcePath::Local(PathBuf::from("/tmp/in")));
+}
+
+#[test]
+fn cloud_options_of_another_store_or_a_local_path_are_refused() {
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+    let cases: &[Case] = &[
+        (
+            &[("path", "/d"), ("cloudFiles.endpoint", "http://x")],
+            "cloudFiles.endpoint",
+            "path",
+        ),
+        (
+            &[
+                ("path", "gs://b1/x"),
+                ("cloudFiles.awsAccessKey", "k"),
+                ("cloudFiles.awsSecretKey", "s"),
+            ],
+            "cloudFiles.awsAccessKey",
+            "path",
+        ),
+        (
+            &[
+                ("path", "s3://b1/x"),
+                ("cloudFiles.connectionString", "AccountName=a"),
+            ],
+            "cloudFiles.connectionString",
+            "path",
+        ),
+        (
+            &[("path", "s3://b1/x"), ("cloudFiles.awsAccessKey", "k")],
+            "cloudFiles.awsAccessKey",
+            "cloudFiles.awsSecretKey",
+        ),
+        (
+            &[("path", "s3://b1/x"), ("cloudFiles.roleExternalId", "e")],
+            "cloudFiles.roleExternalId",
+            "cloudFiles.roleArn",
+        ),
+        (
+            &[
+                ("path", "abfss://c@a.dfs.core.windows.net/x"),
+                ("cloudFiles.clientId", "id"),
+            ],
+            "cloudFiles.clientId",
+            "cloudFiles.clientSecret",
+        ),
+        (
+            &[("path", "gs://b1/x"), ("cloudFiles.clientEmail", "a@b")],
+            "cloudFiles.clientEmail",
+            "cloudFiles.privateKey",
+        ),
+    ];
+    for (pairs, option, other) in cases {
+        let mut all = pairs.to_vec();
+        all.push(("cloudFiles.format", "json"));
+        let e = parse(&opts(&all)).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ConflictingOptions, "{pairs:?}: {e}");
+        assert!(
+            e.message().contains(option) && e.message().contains(other),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn credential_options_never_print() {
+    let c = parse(&opts(&[
+        ("path", "s3://landing-bucket/in"),
+        ("cloudFiles.format", "json"),
+        ("cloudFiles.awsAccessKey", "AKIAEXAMPLEKEYID"),
+        ("cloudFiles.awsSecretKey", "{{secrets/env/TOP_SECRET}}"),
+    ]))
+    .unwrap();
+    let debug = format!("{c:?}");
+    assert!(
+        !debug.contains("AKIAEXAMPLEKEYID") && !debug.contains("TOP_SECRET"),
+        "{debug}"
+    );
+    let specs = option_specs();
+    for name in [
+        "cloudFiles.awsAccessKey",
+        "cloudFiles.awsSecretKey",
+        "cloudFiles.connectionString",
+        "cloudFiles.clientSecret",
+        "cloudFiles.privateKey",
+        "cloudFiles.privateKeyId",
+    ] {
+        assert!(
+            specs.iter().any(|s| s.name == name && s.sensitive),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn object_store_moves_stay_in_the_bucket_and_outside_the_prefix() {
+    let base = [
+        ("path", "s3://landing-bucket/in"),
+        ("cloudFiles.format", "json"),
+        ("cloudFiles.cleanSource", "MOVE"),
+    ];
+    for (dest, why) in [
+        ("s3://other-bucket/archive", "same bucket"),
+        (
+            "s3://landing-bucket/in/archive",
+            "outside the listed prefix",
+        ),
+        ("/archive", "local path"),
+    ] {
+        let mut all = base.to_vec();
+        all.push(("cloudFiles.cleanSource.moveDestination", dest));
+        let e = parse(&opts(&all)).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidOption, "{dest}");
+        assert!(e.message().contains(why), "{dest}: {e}");
+    }
+    let mut all = base.to_vec();
+    all.push((
+        "cloudFiles.cleanSource.moveDestination",
+        "s3://landing-bucket/archive",
+    ));
+    let c = parse(&opts(&all)).unwrap();
+    assert!(
+        matches!(c.clean_source, CleanSource::Move(SourcePath::Cloud(ref d)) if d.key == "archive")
+    );
+    // A local source cannot move into a bucket.
+    let e = parse(&opts(&[
+        ("path", "/d"),
+        ("cloudFiles.format", "json"),
+        ("cloudFiles.cleanSource", "MOVE"),
+        (
+            "cloudFiles.cleanSource.moveDestination",
+            "s3://landing-bucket/archive",
+        ),
+    ]))
+    .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidOption);
 }
 
 #[test]
@@ -350,7 +499,10 @@ fn clean_source_options_without_their_mode_are_refused() {
         ("cloudFiles.cleanSource.retentionDuration", "1h"),
     ]))
     .unwrap();
-    assert_eq!(c.clean_source, CleanSource::Move(PathBuf::from("/archive")));
+    assert_eq!(
+        c.clean_source,
+        CleanSource::Move(SourcePath::Local(PathBuf::from("/archive")))
+    );
     assert_eq!(c.clean_retention, std::time::Duration::from_secs(3600));
     let e = parse(&opts(&[
         base[0],

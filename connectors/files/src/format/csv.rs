@@ -1,17 +1,22 @@
 //! CSV, decoded with `arrow-csv`; columns are matched by position, as Spark does with a schema.
 //!
-//! Fast path: the whole file through `arrow-csv` with the stream's schema. Only when that fails,
-//! the file is re-read record by record with the `csv` crate (flexible field counts) into string
-//! columns, which are then cast to the schema's types with safe casts:
+//! Records are streamed: the file's bytes are framed into windows of [`BATCH_SIZE`] records as
+//! they arrive (a newline inside double quotes does not end a record), so memory is bounded by
+//! the batch size. Fast path: each window through `arrow-csv` with the stream's schema. Only when
+//! that fails, the window is re-read record by record with the `csv` crate (flexible field
+//! counts) into string columns, which are then cast to the schema's types with safe casts:
 //!
-//! - a record with the wrong number of fields is malformed: nulls, and its raw text in the
+//! - a record with fewer fields than the schema is malformed: nulls, and its raw text in the
 //!   rescued data column;
-//! - a value that does not cast (`abc` in an INT column) becomes null, and the record's rescued
-//!   data column holds a JSON object of the failed values plus `_file_path`, as Auto Loader does;
-//!   the record counts as malformed.
+//! - fields beyond the schema are rescued, as Auto Loader does: the record's columns are read as
+//!   usual and its rescued data column holds a JSON object of the extra values, named after the
+//!   header (or `_c<index>` without one), plus `_file_path`;
+//! - a value that does not cast (`abc` in an INT column) becomes null and goes to the same JSON
+//!   object under its column's name.
 //!
-//! In FAILFAST mode the first such record stops the read with `MALFORMED_RECORD` naming file
-//! and line. Empty fields are nulls on both paths.
+//! A record with rescued values counts as malformed. In FAILFAST mode the first such record
+//! stops the read with `MALFORMED_RECORD` naming file and line. Empty fields are nulls on both
+//! paths.
 
 use std::io::Cursor;
 use std::sync::Arc;
@@ -24,40 +29,152 @@ use arrow_schema::{DataType, Field, Schema};
 use bytes::Bytes;
 use tributary_sdk::{Error, ErrorCode, Result};
 
+use super::decoder::{FileDecoder, FileEnd};
+use super::framing::{Framer, Separator};
 use super::{null_as_string, rescued_array, with_rescued, DecodeContext, Decoded, BATCH_SIZE};
 use crate::config::{CsvOptions, Mode};
 use crate::error::{excerpt, malformed, unreadable};
 
-/// Decodes one CSV file.
-pub fn decode(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
-    let fast = ReaderBuilder::new(ctx.file_schema.clone())
-        .with_header(ctx.csv.header)
-        .with_delimiter(ctx.csv.delimiter)
-        .with_batch_size(BATCH_SIZE)
-        .build(Cursor::new(bytes))
-        .and_then(|r| r.collect::<Result<Vec<_>, _>>());
-    if let Ok(batches) = fast {
-        let batches = batches
-            .into_iter()
-            .map(|b| with_rescued(b, None, ctx))
-            .collect::<Result<Vec<_>>>()?;
-        return Ok(Decoded {
-            batches,
-            ..Decoded::default()
-        });
-    }
-    slow_path(bytes, path, ctx)
+/// The push decoder of one CSV file: windows of [`BATCH_SIZE`] records (a newline inside quotes
+/// does not end one), each through the fast path or, when that fails, the slow path.
+pub(crate) fn decoder(path: &str, ctx: &DecodeContext) -> Box<dyn FileDecoder> {
+    Box::new(CsvDecoder {
+        framer: Framer::new(Separator::Newline, Some(b'"'), BATCH_SIZE),
+        window: Window {
+            path: path.to_string(),
+            ctx: ctx.clone(),
+            header_pending: ctx.csv.header,
+            header: None,
+            malformed: 0,
+        },
+    })
 }
 
-fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
+/// Decodes one whole CSV file (tests; the source streams through [`decoder`]).
+#[cfg(test)]
+pub fn decode(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
+    let mut d = decoder(path, ctx);
+    let mut batches = Vec::new();
+    d.push(bytes, &mut batches)?;
+    let end = d.finish(&mut batches)?;
+    Ok(Decoded {
+        batches,
+        malformed: end.malformed,
+        ..Decoded::default()
+    })
+}
+
+struct CsvDecoder {
+    framer: Framer,
+    window: Window,
+}
+
+/// What decoding a window needs across windows: whether the header is still to come, its names.
+struct Window {
+    path: String,
+    ctx: DecodeContext,
+    header_pending: bool,
+    header: Option<Vec<String>>,
+    malformed: u64,
+}
+
+impl Window {
+    fn decode(&mut self, bytes: &[u8], first_line: u64, out: &mut Vec<RecordBatch>) -> Result<()> {
+        let header = std::mem::take(&mut self.header_pending);
+        if header {
+            self.header = header_names(bytes, &self.ctx);
+        }
+        let ctx = &self.ctx;
+        let fast = ReaderBuilder::new(ctx.file_schema.clone())
+            .with_header(header)
+            .with_delimiter(ctx.csv.delimiter)
+            .with_batch_size(BATCH_SIZE)
+            .build(Cursor::new(bytes))
+            .and_then(|r| r.collect::<Result<Vec<_>, _>>());
+        if let Ok(batches) = fast {
+            for b in batches {
+                out.push(with_rescued(b, None, ctx)?);
+            }
+            return Ok(());
+        }
+        let d = slow_path(
+            bytes,
+            header,
+            self.header.as_deref(),
+            first_line,
+            &self.path,
+            ctx,
+        )?;
+        self.malformed += d.malformed;
+        out.extend(d.batches);
+        Ok(())
+    }
+}
+
+impl FileDecoder for CsvDecoder {
+    fn push(&mut self, chunk: &[u8], out: &mut Vec<RecordBatch>) -> Result<()> {
+        let window = &mut self.window;
+        self.framer
+            .push(chunk, &mut |w, line| window.decode(w, line, out))
+    }
+
+    fn finish(mut self: Box<Self>, out: &mut Vec<RecordBatch>) -> Result<FileEnd> {
+        let window = &mut self.window;
+        self.framer
+            .finish(&mut |w, line| window.decode(w, line, out))?;
+        Ok(FileEnd {
+            malformed: self.window.malformed,
+            ..FileEnd::default()
+        })
+    }
+}
+
+/// The names in the header record at the start of `bytes`.
+fn header_names(bytes: &[u8], ctx: &DecodeContext) -> Option<Vec<String>> {
+    let mut reader = ::csv::ReaderBuilder::new()
+        .has_headers(true)
+        .delimiter(ctx.csv.delimiter)
+        .flexible(true)
+        .from_reader(bytes);
+    let headers = reader.byte_headers().ok()?;
+    Some(
+        headers
+            .iter()
+            .map(|h| String::from_utf8_lossy(h).into_owned())
+            .collect(),
+    )
+}
+
+/// The rescued name of field `i` beyond the schema: its header name, else `_c<i>` as Spark
+/// names columns without a header.
+fn extra_name(header: Option<&[String]>, i: usize) -> String {
+    header
+        .and_then(|h| h.get(i))
+        .filter(|n| !n.is_empty())
+        .cloned()
+        .unwrap_or_else(|| format!("_c{i}"))
+}
+
+/// Record by record. `header`: the first record is the header (skipped); `names`: the header's
+/// names (for extra fields); `first_line`: the file line of the window's first line.
+fn slow_path(
+    bytes: &[u8],
+    header: bool,
+    names: Option<&[String]>,
+    first_line: u64,
+    path: &str,
+    ctx: &DecodeContext,
+) -> Result<Decoded> {
     let fields = ctx.file_schema.fields();
     let n = fields.len();
     let mut raw: Vec<Vec<Option<String>>> = vec![Vec::new(); n];
     let mut rescued: Vec<Option<String>> = Vec::new();
+    // Per row: values rescued as `name -> text` (extra fields now, failed casts below).
+    let mut failed: Vec<Vec<(String, String)>> = Vec::new();
     let mut line_of_row: Vec<u64> = Vec::new();
     let mut malformed_rows = 0u64;
     let mut reader = ::csv::ReaderBuilder::new()
-        .has_headers(ctx.csv.header)
+        .has_headers(header)
         .delimiter(ctx.csv.delimiter)
         .flexible(true)
         .from_reader(bytes);
@@ -71,8 +188,9 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
         }
         let end = reader.position().byte() as usize;
         let start = record.position().map_or(end, |p| p.byte() as usize);
-        let line = record.position().map_or(0, |p| p.line());
-        if record.len() != n {
+        let line = record.position().map_or(0, |p| p.line()) + first_line - 1;
+        let mut extra = Vec::new();
+        if record.len() < n {
             let text = record_text(bytes, start, end);
             let reason = format!("{} fields where the schema has {n}", record.len());
             if ctx.mode == Mode::FailFast {
@@ -88,11 +206,33 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
             rescued.push(Some(text));
             malformed_rows += 1;
         } else {
+            if record.len() > n {
+                if ctx.mode == Mode::FailFast {
+                    let text = record_text(bytes, start, end);
+                    return Err(malformed(
+                        path,
+                        line,
+                        format!(
+                            "{} fields where the schema has {n}; record: {}",
+                            record.len(),
+                            excerpt(&text)
+                        ),
+                    ));
+                }
+                // Fields beyond the schema are rescued by name, the others read as usual.
+                for (i, value) in record.iter().enumerate().skip(n) {
+                    extra.push((
+                        extra_name(names, i),
+                        String::from_utf8_lossy(value).into_owned(),
+                    ));
+                }
+            }
             for (col, value) in raw.iter_mut().zip(record.iter()) {
                 col.push((!value.is_empty()).then(|| String::from_utf8_lossy(value).into_owned()));
             }
             rescued.push(None);
         }
+        failed.push(extra);
         line_of_row.push(line);
     }
 
@@ -100,9 +240,8 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
         safe: true,
         ..Default::default()
     };
-    let mut failed: Vec<Vec<(usize, String)>> = vec![Vec::new(); rescued.len()];
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(n);
-    for (c, (field, values)) in fields.iter().zip(raw.iter()).enumerate() {
+    for (field, values) in fields.iter().zip(raw.iter()) {
         let strings: ArrayRef =
             Arc::new(StringArray::from_iter(values.iter().map(|v| v.as_deref())));
         let cast = cast_with_options(&strings, field.data_type(), &options).map_err(|e| {
@@ -120,35 +259,31 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
         for (row, value) in values.iter().enumerate() {
             if let Some(v) = value {
                 if cast.is_null(row) {
-                    failed[row].push((c, v.clone()));
+                    if ctx.mode == Mode::FailFast {
+                        return Err(malformed(
+                            path,
+                            line_of_row[row],
+                            format!(
+                                "value '{}' does not fit column '{}' of type {}",
+                                excerpt(v),
+                                field.name(),
+                                field.data_type()
+                            ),
+                        ));
+                    }
+                    failed[row].push((field.name().clone(), v.clone()));
                 }
             }
         }
         columns.push(cast);
     }
-    for (row, fails) in failed.iter().enumerate() {
+    for (row, fails) in failed.into_iter().enumerate() {
         if fails.is_empty() {
             continue;
         }
-        if ctx.mode == Mode::FailFast {
-            let (c, v) = &fails[0];
-            return Err(malformed(
-                path,
-                line_of_row[row],
-                format!(
-                    "value '{}' does not fit column '{}' of type {}",
-                    excerpt(v),
-                    fields[*c].name(),
-                    fields[*c].data_type()
-                ),
-            ));
-        }
         // Keys in name order whatever serde_json's `preserve_order` feature says.
-        let mut obj = std::collections::BTreeMap::new();
-        for (c, v) in fails {
-            obj.insert(fields[*c].name().as_str(), v.as_str());
-        }
-        obj.insert("_file_path", path);
+        let mut obj: std::collections::BTreeMap<String, String> = fails.into_iter().collect();
+        obj.insert("_file_path".into(), path.to_string());
         rescued[row] = Some(serde_json::to_string(&obj).map_err(|e| {
             Error::new(ErrorCode::Internal, "cannot encode rescued data").with_cause(e)
         })?);

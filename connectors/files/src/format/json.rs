@@ -2,9 +2,11 @@
 //! one JSON document (an object, or an array of objects) whose records are turned into lines
 //! first (serde_json parses the document; arrow-json has no reader for a top-level array).
 //!
-//! Fast path: the whole file through one strict decoder (unknown fields are an error, numbers
-//! and booleans are accepted into string columns as Spark does). Only when that fails, each
-//! line is checked on its own:
+//! Lines are streamed ([`LinesDecoder`]): the file's bytes are framed into windows of
+//! [`BATCH_SIZE`] lines as they arrive, so memory is bounded by the batch size. Fast path: each
+//! window through one strict decoder, reused from window to window (unknown fields are an error,
+//! numbers and booleans are accepted into string columns as Spark does). Only when a window
+//! fails, each of its lines is checked on its own:
 //!
 //! - it decodes strictly: kept as is;
 //! - it decodes once unknown fields are allowed: kept, and its unknown top-level fields go to
@@ -14,7 +16,7 @@
 //!   PERMISSIVE mode the row is all nulls with the raw line in the rescued data column and it
 //!   is counted; in FAILFAST mode the read stops with `MALFORMED_RECORD` naming file and line.
 //!
-//! The cleaned text (malformed lines replaced by `{}`) is then decoded in one go, so the rows
+//! The cleaned window (malformed lines replaced by `{}`) is then decoded in one go, so the rows
 //! stay in file order and every line yields exactly one row.
 
 use std::io::Cursor;
@@ -25,6 +27,8 @@ use arrow_schema::{ArrowError, DataType, Schema};
 use bytes::Bytes;
 use tributary_sdk::{Error, ErrorCode, Result};
 
+use super::decoder::{Buffered, FileDecoder, FileEnd};
+use super::framing::{Framer, Separator};
 use super::unknown_fields::{merge_sample, unknown_fields};
 use super::{
     leaves_as_strings, null_as_string, rescued_array, with_rescued, DecodeContext, Decoded,
@@ -40,12 +44,117 @@ fn builder(ctx: &DecodeContext, strict: bool) -> ReaderBuilder {
         .with_strict_mode(strict)
 }
 
-/// Decodes one JSON file: JSON lines, or with `multiLine` one document per file.
+/// Decodes one whole JSON file: JSON lines, or with `multiLine` one document per file.
 pub fn decode(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
     if ctx.multi_line {
         return decode_document(bytes, path, ctx);
     }
-    decode_lines(bytes, path, ctx)
+    let mut decoder = LinesDecoder::new(path, ctx);
+    let mut batches = Vec::new();
+    decoder.push(bytes, &mut batches)?;
+    let end = Box::new(decoder).finish(&mut batches)?;
+    Ok(Decoded {
+        batches,
+        malformed: end.malformed,
+        new_columns: end.new_columns,
+        new_fields: end.new_fields,
+    })
+}
+
+/// The push decoder of one JSON file (lines streamed; a `multiLine` document buffered).
+pub(crate) fn decoder(path: &str, size: u64, ctx: &DecodeContext) -> Box<dyn FileDecoder> {
+    if ctx.multi_line {
+        let (path, ctx) = (path.to_string(), ctx.clone());
+        return Box::new(Buffered::new(size, move |bytes| {
+            decode_document(&bytes, &path, &ctx)
+        }));
+    }
+    Box::new(LinesDecoder::new(path, ctx))
+}
+
+/// JSON lines decoded window by window ([`BATCH_SIZE`] lines): each window through one strict
+/// decoder (reused while windows decode), and only a window that fails goes line by line.
+pub(crate) struct LinesDecoder {
+    framer: Framer,
+    windows: Windows,
+}
+
+/// What decoding windows keeps from one to the next.
+struct Windows {
+    path: String,
+    ctx: DecodeContext,
+    strict: Option<Decoder>,
+    malformed: u64,
+    new_columns: serde_json::Map<String, serde_json::Value>,
+}
+
+impl LinesDecoder {
+    pub(crate) fn new(path: &str, ctx: &DecodeContext) -> LinesDecoder {
+        LinesDecoder {
+            framer: Framer::new(Separator::Newline, None, BATCH_SIZE),
+            windows: Windows {
+                path: path.to_string(),
+                ctx: ctx.clone(),
+                strict: None,
+                malformed: 0,
+                new_columns: serde_json::Map::new(),
+            },
+        }
+    }
+}
+
+impl Windows {
+    fn decode(&mut self, window: &[u8], first_line: u64, out: &mut Vec<RecordBatch>) -> Result<()> {
+        match self.fast(window) {
+            Ok(Some(batch)) => out.push(with_rescued(batch, None, &self.ctx)?),
+            Ok(None) => {}
+            Err(()) => {
+                let d = slow_path(window, first_line, &self.path, &self.ctx)?;
+                self.malformed += d.malformed;
+                merge_sample(&mut self.new_columns, d.new_columns);
+                out.extend(d.batches);
+            }
+        }
+        Ok(())
+    }
+
+    /// The window through the strict decoder: its rows, `None` for blank lines only, or an error
+    /// (the decoder is dropped: its state after an error is not reused).
+    fn fast(&mut self, window: &[u8]) -> std::result::Result<Option<RecordBatch>, ()> {
+        let decoder = match &mut self.strict {
+            Some(d) => d,
+            None => self
+                .strict
+                .insert(builder(&self.ctx, true).build_decoder().map_err(|_| ())?),
+        };
+        let result = match decoder.decode(window) {
+            Ok(read) if read == window.len() => decoder.flush().map_err(|_| ()),
+            _ => Err(()),
+        };
+        if result.is_err() {
+            self.strict = None;
+        }
+        result
+    }
+}
+
+impl FileDecoder for LinesDecoder {
+    fn push(&mut self, chunk: &[u8], out: &mut Vec<RecordBatch>) -> Result<()> {
+        let windows = &mut self.windows;
+        self.framer
+            .push(chunk, &mut |w, line| windows.decode(w, line, out))
+    }
+
+    fn finish(mut self: Box<Self>, out: &mut Vec<RecordBatch>) -> Result<FileEnd> {
+        let windows = &mut self.windows;
+        self.framer
+            .finish(&mut |w, line| windows.decode(w, line, out))?;
+        Ok(FileEnd {
+            malformed: self.windows.malformed,
+            new_columns: std::mem::take(&mut self.windows.new_columns),
+            ..FileEnd::default()
+        })
+    }
 }
 
 /// A `multiLine` file: the document's records become JSON lines (an array's elements, or the
@@ -54,7 +163,7 @@ pub fn decode(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> 
 /// PERMISSIVE mode a row of nulls with the file's text rescued, as Spark does.
 fn decode_document(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
     match document_lines(bytes) {
-        Ok(lines) => decode_lines(&lines, path, ctx),
+        Ok(lines) => decode(&lines, path, &ctx.clone().with_multi_line(false)),
         Err(reason) => {
             let text = String::from_utf8_lossy(bytes).into_owned();
             if ctx.mode == Mode::FailFast {
@@ -93,21 +202,6 @@ fn document_lines(bytes: &[u8]) -> std::result::Result<Vec<u8>, String> {
         other => push(other),
     }
     Ok(out)
-}
-
-/// Decodes JSON lines.
-fn decode_lines(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
-    if let Ok(batches) = read_all(ctx, true, bytes) {
-        let batches = batches
-            .into_iter()
-            .map(|b| with_rescued(b, None, ctx))
-            .collect::<Result<Vec<_>>>()?;
-        return Ok(Decoded {
-            batches,
-            ..Decoded::default()
-        });
-    }
-    slow_path(bytes, path, ctx)
 }
 
 fn read_all(
@@ -186,16 +280,16 @@ impl LineChecker<'_> {
     }
 }
 
-/// Non-blank lines with their 1-based line numbers.
-fn lines(bytes: &[u8]) -> impl Iterator<Item = (u64, &[u8])> {
+/// Non-blank lines with their 1-based line numbers, the first being `first`.
+fn lines(bytes: &[u8], first: u64) -> impl Iterator<Item = (u64, &[u8])> {
     bytes
         .split(|b| *b == b'\n')
         .enumerate()
-        .map(|(i, l)| (i as u64 + 1, l.strip_suffix(b"\r").unwrap_or(l)))
+        .map(move |(i, l)| (i as u64 + first, l.strip_suffix(b"\r").unwrap_or(l)))
         .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
 }
 
-fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
+fn slow_path(bytes: &[u8], first_line: u64, path: &str, ctx: &DecodeContext) -> Result<Decoded> {
     let mut checker = LineChecker {
         ctx,
         strict: None,
@@ -205,7 +299,7 @@ fn slow_path(bytes: &[u8], path: &str, ctx: &DecodeContext) -> Result<Decoded> {
     let mut rescued: Vec<Option<String>> = Vec::new();
     let mut malformed_rows = 0u64;
     let mut new_columns = serde_json::Map::new();
-    for (no, line) in lines(bytes) {
+    for (no, line) in lines(bytes, first_line) {
         match checker.classify(line) {
             Outcome::Good => {
                 cleaned.extend_from_slice(line);
@@ -288,7 +382,7 @@ pub fn infer(
         } else {
             bytes
         };
-        for (_, line) in lines(bytes) {
+        for (_, line) in lines(bytes, 1) {
             if values.len() >= max_records {
                 break 'files;
             }

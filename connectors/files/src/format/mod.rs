@@ -1,15 +1,34 @@
 //! File formats: decoding one file's bytes into Arrow batches with the stream's schema, and
 //! inferring a schema from sample files.
 //!
-//! Each format keeps its fast path fast (the whole file through the Arrow reader) and only when
-//! that fails looks record by record, so a malformed record costs nothing for the files that
-//! have none. JSON and CSV add the rescued data column (values and records that did not fit);
-//! Parquet files are aligned to the schema by column name.
+//! Decoding is push-based ([`FileDecoder`], made by [`decoder`]): the bytes of a file go in as
+//! they are fetched and batches come out as they fill, so a large JSON, CSV or text file is read
+//! with memory bounded by the batch size. Each record format keeps its fast path fast (a window
+//! of [`BATCH_SIZE`] records through the Arrow reader) and only when that fails looks record by
+//! record, so a malformed record costs nothing for the windows that have none. JSON and CSV add
+//! the rescued data column (values and records that did not fit); Parquet and Avro files are
+//! aligned to the schema by column name; text and binaryFile have fixed columns.
 
+pub mod avro;
+pub mod binary;
 pub mod csv;
+pub(crate) mod decoder;
+pub(crate) mod framing;
 pub mod json;
+mod kind;
+pub mod options;
 pub mod parquet;
+mod pull;
+#[cfg(test)]
+mod rss;
+pub mod text;
+#[cfg(test)]
+mod throughput;
 pub(crate) mod unknown_fields;
+
+pub use decoder::{FileDecoder, FileInfo};
+pub use kind::Format;
+pub use options::FormatOptions;
 
 use std::sync::Arc;
 
@@ -18,7 +37,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use tributary_sdk::Result;
 
-use crate::config::{CsvOptions, Format, Mode, SchemaEvolution};
+use crate::config::{CsvOptions, Mode, SchemaEvolution};
 
 /// Rows per Arrow batch the readers produce.
 pub const BATCH_SIZE: usize = 8192;
@@ -39,6 +58,8 @@ pub struct DecodeContext {
     pub multi_line: bool,
     /// JSON: what fields that are not columns do.
     pub evolution: SchemaEvolution,
+    /// The format-specific options (text).
+    pub options: FormatOptions,
 }
 
 impl DecodeContext {
@@ -65,7 +86,14 @@ impl DecodeContext {
             csv,
             multi_line: false,
             evolution: SchemaEvolution::Rescue,
+            options: FormatOptions::default(),
         }
+    }
+
+    /// With these format-specific options (`wholeText`, `lineSep`).
+    pub fn with_options(mut self, options: FormatOptions) -> DecodeContext {
+        self.options = options;
+        self
     }
 
     /// With this schema evolution mode (JSON).
@@ -96,16 +124,52 @@ pub struct Decoded {
     pub new_fields: Vec<Field>,
 }
 
-/// Decodes one file. `path` names the file in errors.
-pub fn decode(format: Format, bytes: Bytes, path: &str, ctx: &DecodeContext) -> Result<Decoded> {
-    match format {
-        Format::Json => json::decode(&bytes, path, ctx),
-        Format::Csv => csv::decode(&bytes, path, ctx),
-        Format::Parquet => parquet::decode(bytes, path, ctx),
-    }
+/// The push decoder of one file in `format` (see [`FileDecoder`]).
+pub fn decoder(
+    format: Format,
+    file: FileInfo<'_>,
+    ctx: &DecodeContext,
+) -> Result<Box<dyn FileDecoder>> {
+    let (path, size) = (file.path.to_string(), file.size);
+    Ok(match format {
+        Format::Json => json::decoder(file.path, size, ctx),
+        Format::Csv => csv::decoder(file.path, ctx),
+        Format::Text => text::decoder(size, ctx),
+        Format::BinaryFile => binary::decoder(file, ctx),
+        Format::Avro => avro::decoder(file.path, ctx)?,
+        // The footer at the end says where the columns are: the file is needed whole.
+        Format::Parquet => {
+            let ctx = ctx.clone();
+            Box::new(decoder::Buffered::new(size, move |bytes| {
+                parquet::decode(bytes, &path, &ctx)
+            }))
+        }
+    })
 }
 
-/// Infers the file columns from sample files `(path, bytes)`.
+/// Decodes one whole file held in memory. `path` names the file in errors (binaryFile's
+/// modification time is unknown here: 0). The source streams through [`decoder`] instead.
+#[allow(dead_code)] // for callers holding a whole file
+pub fn decode(format: Format, bytes: Bytes, path: &str, ctx: &DecodeContext) -> Result<Decoded> {
+    let file = FileInfo {
+        path,
+        size: bytes.len() as u64,
+        modification_time_ms: 0,
+    };
+    let mut d = decoder(format, file, ctx)?;
+    let mut batches = Vec::new();
+    d.push(&bytes, &mut batches)?;
+    let end = d.finish(&mut batches)?;
+    Ok(Decoded {
+        batches,
+        malformed: end.malformed,
+        new_columns: end.new_columns,
+        new_fields: end.new_fields,
+    })
+}
+
+/// Infers the file columns from sample files `(path, bytes)` (text and binaryFile: their fixed
+/// columns, whatever the samples).
 pub fn infer(
     format: Format,
     samples: &[(String, Bytes)],
@@ -118,6 +182,9 @@ pub fn infer(
         Format::Json => json::infer(samples, max_records, infer_types, multi_line),
         Format::Csv => csv::infer(samples, max_records, infer_types, csv),
         Format::Parquet => parquet::infer(samples),
+        Format::Avro => avro::infer(samples),
+        Format::Text => Ok(text::schema()),
+        Format::BinaryFile => Ok(binary::schema()),
     }
 }
 

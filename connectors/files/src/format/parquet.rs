@@ -55,7 +55,7 @@ pub fn decode(bytes: Bytes, path: &str, ctx: &DecodeContext) -> Result<Decoded> 
     })
 }
 
-fn align(batch: &RecordBatch, schema: &SchemaRef, path: &str) -> Result<RecordBatch> {
+pub(crate) fn align(batch: &RecordBatch, schema: &SchemaRef, path: &str) -> Result<RecordBatch> {
     if batch.schema().fields() == schema.fields() {
         return Ok(RecordBatch::try_new(
             schema.clone(),

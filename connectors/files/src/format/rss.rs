@@ -1,0 +1,219 @@
+//! Peak memory reading a large JSON-lines file (default 2 GB, `FORMAT_RSS_BYTES` to change),
+//! generated in the system temp directory and deleted afterwards. An ignored test; run it with
+//!
+//! `cargo test --release -p tributary-files --lib format::rss -- --ignored --nocapture`
+//!
+//! Each way of reading runs in its own child process (this test binary again), which reports its
+//! peak resident set (`VmHWM`), so one measurement cannot inflate the next:
+//!
+//! - `stream`: the file's `object_store` byte stream through [`super::decoder`], each batch
+//!   dropped when it is out (what the source does per file; memory bounded by the batch size);
+//! - `arrow`: `arrow-json`'s own reader over a buffered file, batches dropped (the library's
+//!   floor);
+//! - `source`: the files source's `read` of the one-file micro-batch, which returns every batch
+//!   of the range (bounded by the decoded size of the micro-batch);
+//! - `whole`: the whole file in memory, then decoded (the former path).
+
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::TryStreamExt;
+use object_store::local::LocalFileSystem;
+use object_store::ObjectStoreExt;
+
+use super::{DecodeContext, FileInfo, Format};
+use crate::config::{CsvOptions, Mode};
+
+const DDL: &str =
+    "id BIGINT, user STRING, price DOUBLE, qty INT, ts TIMESTAMP, ok BOOLEAN, tag STRING";
+
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn generate(path: &Path, bytes: u64) -> u64 {
+    let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path).unwrap());
+    let (mut written, mut id) = (0u64, 0u64);
+    while written < bytes {
+        let line = format!(
+            "{{\"id\": {id}, \"user\": \"user-{u}\", \"price\": {p:.2}, \"qty\": {q}, \
+             \"ts\": \"2024-05-{d:02}T10:{m:02}:00Z\", \"ok\": {ok}, \"tag\": \"tag{t}\"}}\n",
+            u = id % 9973,
+            p = (id % 1000) as f64 * 1.25,
+            q = id % 17,
+            d = 1 + id % 28,
+            m = id % 60,
+            ok = id % 3 == 0,
+            t = id % 11,
+        );
+        w.write_all(line.as_bytes()).unwrap();
+        written += line.len() as u64;
+        id += 1;
+    }
+    w.flush().unwrap();
+    id
+}
+
+fn ctx() -> DecodeContext {
+    let schema = Arc::new(crate::ddl::parse_ddl(DDL).unwrap());
+    DecodeContext::new(
+        Format::Json,
+        schema,
+        "_rescued_data",
+        Mode::Permissive,
+        CsvOptions {
+            header: false,
+            delimiter: b',',
+        },
+    )
+}
+
+/// Reads `file` the way `mode` says; returns the rows.
+fn run(mode: &str, file: &Path) -> u64 {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = file.parent().unwrap();
+    let name = file.file_name().unwrap().to_string_lossy().into_owned();
+    let path = file.display().to_string();
+    match mode {
+        "stream" => rt.block_on(async {
+            let store = LocalFileSystem::new_with_prefix(dir).unwrap();
+            let location = object_store::path::Path::from(name.as_str());
+            let meta = store.head(&location).await.unwrap();
+            let mut chunks = store.get(&location).await.unwrap().into_stream();
+            let info = FileInfo {
+                path: &path,
+                size: meta.size,
+                modification_time_ms: 0,
+            };
+            let mut decoder = super::decoder(Format::Json, info, &ctx()).unwrap();
+            let (mut out, mut rows) = (Vec::new(), 0u64);
+            while let Some(chunk) = chunks.try_next().await.unwrap() {
+                decoder.push(&chunk, &mut out).unwrap();
+                rows += out.drain(..).map(|b| b.num_rows() as u64).sum::<u64>();
+            }
+            let end = decoder.finish(&mut out).unwrap();
+            assert_eq!(end.malformed, 0);
+            rows + out.iter().map(|b| b.num_rows() as u64).sum::<u64>()
+        }),
+        "arrow" => {
+            let f = std::io::BufReader::new(std::fs::File::open(file).unwrap());
+            let reader = arrow_json::ReaderBuilder::new(ctx().file_schema)
+                .with_batch_size(super::BATCH_SIZE)
+                .build(f)
+                .unwrap();
+            reader.map(|b| b.unwrap().num_rows() as u64).sum()
+        }
+        "whole" => rt.block_on(async {
+            let store = LocalFileSystem::new_with_prefix(dir).unwrap();
+            let location = object_store::path::Path::from(name.as_str());
+            let bytes = store.get(&location).await.unwrap().bytes().await.unwrap();
+            let d = super::decode(Format::Json, bytes, &path, &ctx()).unwrap();
+            d.batches.iter().map(|b| b.num_rows() as u64).sum()
+        }),
+        "source" => rt.block_on(async {
+            use tributary_sdk::{ConnectorContext, Options, ReadLimit, SourceFactoryExt};
+            let options: Options = [
+                ("path", path.as_str()),
+                ("cloudFiles.format", "json"),
+                ("schema", DDL),
+            ]
+            .into_iter()
+            .collect();
+            let mut src = crate::FilesSourceFactory
+                .create(&options, &ConnectorContext::default())
+                .unwrap();
+            let start = src.initial_offset().await.unwrap();
+            let end = src.latest_offset(&start, &ReadLimit::All).await.unwrap();
+            let batches = src.read(&start, &end).await.unwrap();
+            batches.iter().map(|b| b.num_rows() as u64).sum()
+        }),
+        other => panic!("unknown mode {other}"),
+    }
+}
+
+#[test]
+#[ignore = "generates a 2 GB file; run with --release --ignored (see the module docs)"]
+fn child() {
+    let (Ok(mode), Ok(file)) = (
+        std::env::var("FORMAT_RSS_MODE"),
+        std::env::var("FORMAT_RSS_FILE"),
+    ) else {
+        return;
+    };
+    let started = std::time::Instant::now();
+    let rows = run(&mode, Path::new(&file));
+    println!(
+        "RSS {mode} rows={rows} peak_kb={} secs={:.1}",
+        peak_rss_kb(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+#[ignore = "generates a 2 GB file; run with --release --ignored (see the module docs)"]
+fn peak_rss_of_a_large_json_lines_file() {
+    if std::env::var("FORMAT_RSS_MODE").is_ok() {
+        return;
+    }
+    let bytes: u64 = std::env::var("FORMAT_RSS_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2 << 30);
+    let dir = tempfile::Builder::new()
+        .prefix("tributary-rss")
+        .tempdir_in(std::env::temp_dir())
+        .unwrap();
+    let file = dir.path().join("big.json");
+    let rows = generate(&file, bytes);
+    let size = std::fs::metadata(&file).unwrap().len();
+    println!("file {} bytes, {rows} rows", size);
+    let exe = std::env::current_exe().unwrap();
+    let mut peaks = std::collections::BTreeMap::new();
+    let modes: Vec<String> = std::env::var("FORMAT_RSS_MODES")
+        .map(|m| m.split(',').map(str::to_string).collect())
+        .unwrap_or_else(|_| {
+            ["stream", "arrow", "source", "whole"]
+                .map(String::from)
+                .to_vec()
+        });
+    for mode in &modes {
+        let out = std::process::Command::new(&exe)
+            .args(["--ignored", "--exact", "format::rss::child", "--nocapture"])
+            .env("FORMAT_RSS_MODE", mode)
+            .env("FORMAT_RSS_FILE", &file)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("RSS "))
+            .unwrap_or_else(|| panic!("{mode}: {text}{}", String::from_utf8_lossy(&out.stderr)));
+        println!("{line} file_ratio={:.3}", {
+            let kb: f64 = line
+                .split("peak_kb=")
+                .nth(1)
+                .and_then(|v| v.split(' ').next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.0);
+            peaks.insert(mode.clone(), kb);
+            kb * 1024.0 / size as f64
+        });
+        assert!(line.contains(&format!("rows={rows}")), "{line}");
+    }
+    if let Some(stream) = peaks.get("stream") {
+        assert!(
+            stream * 1024.0 < 256.0 * 1024.0 * 1024.0,
+            "streaming peak {stream} kB is not bounded by the batch size"
+        );
+    }
+    drop(dir);
+}
