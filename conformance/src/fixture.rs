@@ -8,7 +8,7 @@
 
 use arrow::array::RecordBatch;
 use async_trait::async_trait;
-use tributary_sdk::{DataLossKind, Error, ErrorCode, Options, Result};
+use tributary_sdk::{DataLossKind, Error, ErrorCode, Options, Result, SourceMetrics};
 
 use crate::capability::{Capability, LimitUnit, RateLimit};
 
@@ -45,10 +45,26 @@ pub enum DecodeMode {
 /// EFO consumer settings for a read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EfoSetup {
-    /// The consumer name to register or reuse.
+    /// The consumer name to register or reuse (ignored when `prefix` is set).
     pub consumer_name: String,
     /// Deregister the consumer when the source stops.
     pub deregister_on_stop: bool,
+    /// Name the consumer with this prefix + the pipeline id instead (the connector's prefix
+    /// option, e.g. `consumerNamePrefix`); the leak report covers consumers under it.
+    pub prefix: Option<String>,
+}
+
+/// One EFO consumer as the server describes it ([`Fixture::describe_efo_consumer`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EfoConsumer {
+    /// The consumer name.
+    pub name: String,
+    /// The server's id of this registration (the ARN): a new registration has a new one.
+    pub id: String,
+    /// When it was registered (Unix ms).
+    pub created_ms: i64,
+    /// It can receive records (ACTIVE).
+    pub active: bool,
 }
 
 /// What a case asks a source to do; the fixture turns it into connector options.
@@ -179,6 +195,20 @@ pub trait Fixture: Send + Sync {
     async fn list_efo_consumers(&self, target: &str) -> Result<Vec<String>> {
         let _ = target;
         Err(unsupported(self.name(), "list EFO consumers"))
+    }
+
+    /// The consumer `name` of `target` as the server describes it, `None` when there is none
+    /// ([`Capability::EfoConsumers`]).
+    async fn describe_efo_consumer(&self, target: &str, name: &str) -> Result<Option<EfoConsumer>> {
+        let _ = (target, name);
+        Err(unsupported(self.name(), "describe EFO consumers"))
+    }
+
+    /// The consumer names a started source reported as leaked (its leak report, read from the
+    /// source's metrics) ([`Capability::EfoConsumers`]).
+    fn efo_leak_report(&self, metrics: &SourceMetrics) -> Result<Vec<String>> {
+        let _ = metrics;
+        Err(unsupported(self.name(), "read the EFO leak report"))
     }
 
     /// Releases everything the fixture created.

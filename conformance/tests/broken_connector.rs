@@ -280,6 +280,10 @@ impl Source for BrokenSource {
     async fn stop(&mut self) -> Result<()> {
         self.inner.stop().await
     }
+
+    fn as_streaming(&mut self) -> Option<&mut dyn tributary_sdk::StreamingSource> {
+        self.inner.as_streaming()
+    }
 }
 
 async fn report(connector: &dyn SourceFactory) -> Report {

@@ -236,6 +236,10 @@ impl Sink for BrokenSink {
     async fn stop(&mut self) -> Result<()> {
         self.inner.stop().await
     }
+
+    fn as_streaming(&mut self) -> Option<&mut dyn tributary_sdk::StreamingSink> {
+        self.inner.as_streaming()
+    }
 }
 
 async fn report(connector: &dyn SinkFactory) -> Report {

@@ -131,6 +131,9 @@ fn prepare(spec: &PipelineSpec, registry: &Registry) -> Result<Prepared> {
         factory.validate(options, source.description())?;
         stages.push((factory, options.clone()));
     }
+    if let Some(section) = &spec.transform {
+        crate::transform::validate(section, &spec.origin)?;
+    }
     let mut sinks = Vec::new();
     for (name, options) in &spec.sinks {
         sinks.push((name.clone(), registry.sink(name)?.prepare(options)?));
@@ -182,6 +185,9 @@ impl Pipeline {
         let mut stages = Vec::new();
         for (factory, options) in &prepared.stages {
             stages.push(factory.create(options, &description, secrets.as_ref())?);
+        }
+        if let Some(section) = &spec.transform {
+            stages.push(crate::transform::stage(section, &spec.origin)?);
         }
         let sink_ctx = ConnectorContext {
             state_dir: None,

@@ -32,4 +32,6 @@ pub mod progress;
 pub mod realtime;
 pub mod registry;
 pub mod state;
+pub mod streams;
+pub mod transform;
 pub mod trigger;

@@ -20,6 +20,9 @@
 //! kind = "availableNow"
 //! ```
 //!
+//! An optional `[transform]` runs stateless SQL on every batch after decoding (`sql = "SELECT
+//! ... FROM source"`, static tables in `[[transform.table]]`; cargo feature `sql`).
+//!
 //! Unknown keys are refused. Option values may be strings, numbers or booleans; they reach the
 //! connector as strings (Spark-style option maps). Relative paths are relative to the working
 //! directory, as with Spark.
@@ -79,6 +82,10 @@ pub struct PipelineFile {
     /// The trigger.
     #[serde(default)]
     pub trigger: TriggerSpec,
+    /// Stateless SQL between the source (after decoding) and the sinks: `sql` and
+    /// `[[transform.table]]` static tables (see `crate::transform`).
+    #[serde(default)]
+    pub transform: Option<toml::Value>,
 }
 
 /// A pipeline ready to build: options as Spark-style maps, trigger parsed.
@@ -101,6 +108,10 @@ pub struct PipelineSpec {
     pub sinks: Vec<(String, Options)>,
     /// Trigger.
     pub trigger: Trigger,
+    /// The `[transform]` section, if any (applied after the stages).
+    pub transform: Option<toml::Value>,
+    /// Where the pipeline came from (the file), for messages.
+    pub origin: String,
 }
 
 fn to_options(section: &str, table: &BTreeMap<String, toml::Value>) -> Result<Options> {
@@ -188,6 +199,8 @@ impl PipelineSpec {
                 Error::new(e.code(), format!("{origin}: {}", e.message()))
                     .with_context("file", origin)
             })?,
+            transform: file.transform.clone(),
+            origin: origin.to_string(),
         })
     }
 

@@ -4,9 +4,10 @@
 //!
 //! 1. The source's streaming read starts at the batch's start offset, with a bounded queue of
 //!    [`QUEUE_CHUNKS`] chunks between its readers and this loop (back-pressure).
-//! 2. Each chunk goes through the stages, then to every sink: a streaming sink writes and
-//!    acknowledges it at once, any other sink gets it at the checkpoint (step 4). The chunk's
-//!    position then counts as delivered, and its latencies are recorded.
+//! 2. Each chunk goes through the stages, then to every sink: a streaming sink takes it at once
+//!    and returns its acknowledgement (up to [`IN_FLIGHT_CHUNKS`] chunks are in flight, awaited
+//!    in order), any other sink gets it at the checkpoint (step 4). When every sink acknowledged
+//!    it, the chunk's position counts as delivered and its latencies are recorded.
 //! 3. Every `progressInterval` an interim progress event reports the rows, the offsets delivered
 //!    so far and the latency percentiles.
 //! 4. At the end of the interval, or on a clean stop (Ctrl-C ends the batch early), the readers
@@ -27,6 +28,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
+use futures::future::{BoxFuture, FutureExt};
+use futures::stream::{FuturesOrdered, StreamExt};
 use tributary_sdk::{chunk_queue, Error, ErrorCode, Offset, Result, StreamChunk};
 
 use crate::engine::{Pipeline, RunSummary};
@@ -35,6 +38,18 @@ use crate::progress::{Durations, ProgressEvent, SinkProgress, SourceProgress};
 
 /// Chunks queued between the source's readers and the sinks.
 pub const QUEUE_CHUNKS: usize = 64;
+/// Chunks written to the sinks and not acknowledged yet; more waits (back-pressure).
+pub const IN_FLIGHT_CHUNKS: usize = 64;
+
+/// What is known of a chunk once its records are handed to the sinks.
+struct ChunkMeta {
+    partition: String,
+    position: serde_json::Value,
+    rows: usize,
+    read_at_us: i64,
+    appended_ms: Vec<i64>,
+    created_ms: Vec<i64>,
+}
 
 /// What one long batch has delivered so far.
 struct LongBatch {
@@ -49,6 +64,30 @@ struct LongBatch {
     latencies: LatencyRecorder,
     /// For staged-only pipelines the acknowledgement is the checkpoint: chunk times wait here.
     pending_times: Vec<(usize, i64, Vec<i64>, Vec<i64>)>,
+    /// Chunks whose acknowledgements are awaited, in order.
+    in_flight: FuturesOrdered<BoxFuture<'static, Result<ChunkMeta>>>,
+}
+
+impl LongBatch {
+    /// A chunk every sink acknowledged: its position counts as delivered.
+    fn acknowledged(&mut self, meta: ChunkMeta) {
+        self.delivered.insert(meta.partition, meta.position);
+        self.latencies.record_chunk(
+            meta.rows,
+            meta.read_at_us,
+            now_us(),
+            &meta.appended_ms,
+            &meta.created_ms,
+        );
+    }
+
+    /// Waits for every acknowledgement in flight.
+    async fn drain_acks(&mut self) -> Result<()> {
+        while let Some(done) = self.in_flight.next().await {
+            self.acknowledged(done?);
+        }
+        Ok(())
+    }
 }
 
 fn now_us() -> i64 {
@@ -97,6 +136,7 @@ impl Pipeline {
                 sink_ms: 0,
                 latencies: LatencyRecorder::new(),
                 pending_times: Vec::new(),
+                in_flight: FuturesOrdered::new(),
             };
             let (tx, mut rx) = chunk_queue(QUEUE_CHUNKS);
             self.source
@@ -118,7 +158,11 @@ impl Pipeline {
                             break Err(e);
                         }
                     }
-                    chunk = rx.recv() => match chunk {
+                    Some(done) = long.in_flight.next(), if !long.in_flight.is_empty() => match done {
+                        Ok(meta) => long.acknowledged(meta),
+                        Err(e) => break Err(e),
+                    },
+                    chunk = rx.recv(), if long.in_flight.len() < IN_FLIGHT_CHUNKS => match chunk {
                         Some(Ok(chunk)) => {
                             if let Err(e) = self.deliver(&mut long, chunk, staged_only).await {
                                 break Err(e);
@@ -141,6 +185,7 @@ impl Pipeline {
             while let Some(chunk) = rx.try_recv() {
                 self.deliver(&mut long, chunk?, staged_only).await?;
             }
+            long.drain_acks().await?;
             if long.rows == 0 && long.delivered.is_empty() {
                 continue;
             }
@@ -153,7 +198,8 @@ impl Pipeline {
         Ok(summary)
     }
 
-    /// Step 2: stages, sinks, delivered position, latencies.
+    /// Step 2: stages, then the sinks: streaming sinks get the records now and their
+    /// acknowledgements join the in-flight queue; staged sinks get them at the checkpoint.
     async fn deliver(
         &mut self,
         long: &mut LongBatch,
@@ -167,9 +213,10 @@ impl Pipeline {
         let rows = batch.num_rows();
         let t = Instant::now();
         let mut staged = false;
+        let mut acks = Vec::new();
         for (_, sink) in &mut self.sinks {
             match sink.as_streaming() {
-                Some(s) => s.write_records(long.batch_id, &batch).await?,
+                Some(s) => acks.push(s.write_records(long.batch_id, &batch).await?),
                 None => staged = true,
             }
         }
@@ -178,17 +225,25 @@ impl Pipeline {
             long.staged.push(batch);
         }
         long.rows += rows as u64;
-        long.delivered.insert(chunk.partition, chunk.position);
+        let meta = ChunkMeta {
+            partition: chunk.partition,
+            position: chunk.position,
+            rows,
+            read_at_us: chunk.read_at_us,
+            appended_ms: chunk.appended_ms,
+            created_ms: chunk.created_ms,
+        };
         if staged_only {
             long.pending_times
-                .push((rows, chunk.read_at_us, chunk.appended_ms, chunk.created_ms));
+                .push((rows, meta.read_at_us, meta.appended_ms, meta.created_ms));
+            long.delivered.insert(meta.partition, meta.position);
         } else {
-            long.latencies.record_chunk(
-                rows,
-                chunk.read_at_us,
-                now_us(),
-                &chunk.appended_ms,
-                &chunk.created_ms,
+            long.in_flight.push_back(
+                async move {
+                    futures::future::try_join_all(acks).await?;
+                    Ok(meta)
+                }
+                .boxed(),
             );
         }
         Ok(())

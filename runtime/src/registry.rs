@@ -25,8 +25,11 @@ pub const BUILTINS: &[(&str, &str, &str)] = &[
     ("source", "files", "files"),
     ("source", "kafka", "kafka"),
     ("sink", "kafka", "kafka"),
+    ("source", "kinesis", "kinesis"),
+    ("sink", "kinesis", "kinesis"),
     ("sink", "console", "sinks"),
     ("sink", "parquet", "sinks"),
+    ("sink", "delta", "delta"),
     ("stage", "decode", "decode"),
 ];
 
@@ -47,11 +50,18 @@ impl Registry {
             r.add_source(Arc::new(tributary_kafka::KafkaSourceFactory));
             r.add_sink(Arc::new(tributary_kafka::KafkaSinkFactory));
         }
+        #[cfg(feature = "kinesis")]
+        {
+            r.add_source(Arc::new(tributary_kinesis::KinesisSourceFactory));
+            r.add_sink(Arc::new(tributary_kinesis::KinesisSinkFactory));
+        }
         #[cfg(feature = "sinks")]
         {
             r.add_sink(Arc::new(tributary_sinks::ConsoleSinkFactory));
             r.add_sink(Arc::new(tributary_sinks::ParquetSinkFactory));
         }
+        #[cfg(feature = "delta")]
+        r.add_sink(Arc::new(tributary_sinks::DeltaSinkFactory));
         #[cfg(feature = "decode")]
         r.add_stage(Arc::new(tributary_decode::DecodeStageFactory));
         r
@@ -125,12 +135,20 @@ impl Registry {
 
 /// The conformance fixtures of the built-in connectors and of the suite's reference connectors,
 /// by name (for `tributary conformance --fixture <name>`).
-pub const SOURCE_FIXTURES: &[(&str, &str)] =
-    &[("files", "files"), ("kafka", "kafka"), ("generator", "")];
+pub const SOURCE_FIXTURES: &[(&str, &str)] = &[
+    ("files", "files"),
+    ("kafka", "kafka"),
+    ("kinesis", "kinesis"),
+    ("generator", ""),
+];
 
 /// The sink fixtures, by name.
-pub const SINK_FIXTURES: &[(&str, &str)] =
-    &[("parquet", "sinks"), ("jsonlines", ""), ("kafka", "kafka")];
+pub const SINK_FIXTURES: &[(&str, &str)] = &[
+    ("parquet", "sinks"),
+    ("jsonlines", ""),
+    ("kafka", "kafka"),
+    ("kinesis", "kinesis"),
+];
 
 fn unknown_fixture(kind: &str, name: &str, known: &[(&str, &str)]) -> Error {
     let hint = known
@@ -159,6 +177,10 @@ pub fn source_fixture(name: &str) -> Result<Box<dyn tributary_conformance::Fixtu
         "kafka" => Ok(Box::new(
             tributary_kafka::conformance::KafkaFixture::from_env()?,
         )),
+        #[cfg(feature = "kinesis")]
+        "kinesis" => Ok(Box::new(
+            tributary_kinesis::conformance::KinesisFixture::from_env()?,
+        )),
         "generator" => Ok(Box::new(
             tributary_conformance::fixtures::GeneratorFixture::new(1000)?,
         )),
@@ -176,6 +198,10 @@ pub fn sink_fixture(name: &str) -> Result<Box<dyn tributary_conformance::SinkFix
         #[cfg(feature = "kafka")]
         "kafka" => Ok(Box::new(
             tributary_kafka::conformance::KafkaSinkFixture::from_env()?,
+        )),
+        #[cfg(feature = "kinesis")]
+        "kinesis" => Ok(Box::new(
+            tributary_kinesis::conformance::KinesisSinkFixture::from_env()?,
         )),
         "jsonlines" => Ok(Box::new(
             tributary_conformance::fixtures::JsonLinesSinkFixture::new()?,

@@ -243,6 +243,57 @@ async fn records_reach_the_sink_before_the_checkpoint_with_latency_percentiles()
     assert_eq!(total, 200, "end offsets {end}");
 }
 
+/// A topic created while the pipeline runs, matching its `subscribePattern`, gets a reader
+/// (discovery lists partitions every 5 s) and its records reach the sink in the same long batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_topic_created_while_running_is_picked_up() {
+    let Some(bootstrap) = bootstrap() else { return };
+    let prefix = unique("rtpat");
+    let (first, output) = (format!("{prefix}-a"), unique("rt-pat-out"));
+    // The sink keeps each record's `partition`: the output has as many as the widest input.
+    create_topics(&bootstrap, &[&first, &output], 2).await;
+    let l = Layout::new();
+    let text = pipeline_text(&l, &bootstrap, &first, &output, "1 minute").replace(
+        &format!("subscribe = \"{first}\""),
+        &format!("subscribePattern = \"{prefix}-.*\""),
+    );
+    assert!(text.contains("subscribePattern"), "{text}");
+    let spec = PipelineSpec::parse(&text, "rt.toml").unwrap();
+    let mut p = Pipeline::build(
+        &spec,
+        &Registry::builtin(),
+        Arc::new(tributary_sdk::EnvSecretStore),
+    )
+    .unwrap();
+    let stop = p.shutdown_handle();
+    let run = tokio::spawn(async move { p.run().await });
+    let prod = producer(&bootstrap);
+    produce(&prod, &first, 0..10).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let second = format!("{prefix}-b");
+    create_topics(&bootstrap, &[&second], 2).await;
+    produce(&prod, &second, 10..30).await;
+    let (b, o) = (bootstrap.clone(), output.clone());
+    let ids = tokio::task::spawn_blocking(move || read_ids(&b, &o, 2, 30, Duration::from_secs(25)))
+        .await
+        .unwrap();
+    if run.is_finished() {
+        panic!("the pipeline stopped: {:?}", run.await.unwrap());
+    }
+    assert_eq!(
+        ids.iter().copied().collect::<BTreeSet<_>>(),
+        (0..30).collect::<BTreeSet<_>>(),
+        "records of the new topic reached the sink"
+    );
+    assert!(!l.checkpoint().join("commits").join("0").exists());
+    stop.trigger();
+    tokio::time::timeout(Duration::from_secs(20), run)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
+
 #[test]
 fn sources_without_a_streaming_read_are_refused_at_start() {
     let l = Layout::new();

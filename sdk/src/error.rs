@@ -223,6 +223,13 @@ impl Error {
         self
     }
 
+    /// Puts `prefix: ` before the message (the file an error was found in), keeping the code,
+    /// context and cause.
+    pub fn prefixed(mut self, prefix: impl std::fmt::Display) -> Self {
+        self.message = format!("{prefix}: {}", self.message);
+        self
+    }
+
     /// Overrides the retry hint.
     pub fn with_retry(mut self, retry: Retry) -> Self {
         self.retry = retry;

@@ -85,7 +85,7 @@ pub use source::{Source, SourceIdentity, SourceMetrics};
 pub use stage::{Stage, StageFactory};
 pub use state::{LoggedBatch, StateReport, StateRequest};
 pub use streaming::{
-    chunk_queue, ChunkReceiver, ChunkSender, RealTimeSupport, StreamChunk, StreamingSink,
+    chunk_queue, Ack, ChunkReceiver, ChunkSender, RealTimeSupport, StreamChunk, StreamingSink,
     StreamingSource,
 };
 pub use typed::{SinkConnector, SourceConnector};

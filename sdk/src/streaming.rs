@@ -9,8 +9,9 @@
 //!    per partition or shard, all at once — and returns. Readers push [`StreamChunk`]s into the
 //!    bounded [`ChunkSender`]; a full queue blocks them (back-pressure). A partition that appears
 //!    while running gets a reader too.
-//! 2. The runtime hands each chunk to the sinks and, once every sink acknowledged it, records the
-//!    chunk's `position` as delivered for its partition.
+//! 2. The runtime hands each chunk to the sinks ([`StreamingSink::write_records`] returns an
+//!    [`Ack`] at once; a bounded number of chunks is in flight) and, once every sink
+//!    acknowledged it, records the chunk's `position` as delivered for its partition.
 //! 3. At the end of the interval (or on a clean stop) [`StreamingSource::stop_stream`] stops the
 //!    readers; the runtime delivers what is still queued.
 //! 4. [`StreamingSource::end_offset`] turns the start offset and the delivered positions into
@@ -33,6 +34,8 @@
 //! [`Sink::write`]: crate::Sink::write
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 
 use arrow_array::RecordBatch;
 use async_trait::async_trait;
@@ -130,12 +133,18 @@ pub trait StreamingSource: Send {
     ) -> Result<Offset>;
 }
 
+/// Resolves once the records of one [`StreamingSink::write_records`] call are acknowledged
+/// (durable as far as the sink's [`crate::Delivery`] goes).
+pub type Ack = Pin<Box<dyn Future<Output = Result<()>> + Send + 'static>>;
+
 /// The streaming write of a sink that acknowledges records as they come.
 #[async_trait]
 pub trait StreamingSink: Send {
-    /// Writes records of the running long batch `batch_id`; returns once they are acknowledged
-    /// (durable as far as the sink's [`crate::Delivery`] goes).
-    async fn write_records(&mut self, batch_id: u64, batch: &RecordBatch) -> Result<()>;
+    /// Hands records of the running long batch `batch_id` to the sink and returns at once with
+    /// their acknowledgement, so that the next records can be written while these are in
+    /// flight. The runtime awaits acknowledgements in order (a bounded number in flight) and
+    /// counts a chunk as delivered only when its acknowledgement resolved.
+    async fn write_records(&mut self, batch_id: u64, batch: &RecordBatch) -> Result<Ack>;
 
     /// The long batch ends: everything written is flushed before `commits/N` is written.
     async fn end_batch(&mut self, batch_id: u64) -> Result<()>;

@@ -11,7 +11,7 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use tributary_sdk::{
-    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, Result, Sink,
+    Ack, ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, Result, Sink,
     SinkConnector, StreamingSink,
 };
 
@@ -174,8 +174,9 @@ impl Sink for ConsoleSink {
 /// Real-time mode: each chunk of records is printed as it arrives (`numRows` per chunk).
 #[async_trait]
 impl StreamingSink for ConsoleSink {
-    async fn write_records(&mut self, batch_id: u64, batch: &RecordBatch) -> Result<()> {
-        self.write(batch_id, std::slice::from_ref(batch)).await
+    async fn write_records(&mut self, batch_id: u64, batch: &RecordBatch) -> Result<Ack> {
+        self.write(batch_id, std::slice::from_ref(batch)).await?;
+        Ok(Box::pin(std::future::ready(Ok(()))))
     }
 
     async fn end_batch(&mut self, _batch_id: u64) -> Result<()> {

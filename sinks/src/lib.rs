@@ -7,6 +7,9 @@
 //! - [`parquet`]: a directory of Parquet files, one file per micro-batch, committed atomically
 //!   (temp file, fsync, rename) and named after the batch id, so a replayed batch replaces its
 //!   earlier attempt: exactly-once end to end with a deterministic source.
+//! - `delta` (feature `delta`): Delta Lake tables on deltalake 1.1, one commit per micro-batch
+//!   with a `txn` action keyed by the checkpoint id and batch id (exactly-once), plus the backfill
+//!   MERGE of named streams.
 //!
 //! ## Example
 //!
@@ -36,7 +39,11 @@
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod console;
+#[cfg(feature = "delta")]
+pub mod delta;
 pub mod parquet;
 
 pub use console::{ConsoleConfig, ConsoleSink, ConsoleSinkFactory};
+#[cfg(feature = "delta")]
+pub use delta::{DeltaSink, DeltaSinkFactory};
 pub use parquet::{ParquetConfig, ParquetSink, ParquetSinkFactory};

@@ -33,3 +33,36 @@ async fn runner_report_for_parquet() {
     let xml = report.to_junit_xml();
     assert!(xml.contains("testsuite name=\"parquet/parquet\""), "{xml}");
 }
+
+/// The same suite against the Delta sink (feature `delta`).
+#[cfg(feature = "delta")]
+mod delta {
+    use super::*;
+    use tributary_sinks::conformance::DeltaSinkFixture;
+
+    async fn setup() -> Option<SinkSetup> {
+        Some(SinkSetup {
+            connector: Arc::new(tributary_sinks::DeltaSinkFactory),
+            fixture: Box::new(DeltaSinkFixture::new().expect("temp dir")),
+        })
+    }
+
+    tributary_conformance::sink_conformance_tests!(setup);
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn runner_report_for_delta() {
+        let mut fixture = DeltaSinkFixture::new().expect("temp dir");
+        let report = tributary_conformance::run_sinks(
+            &tributary_sinks::DeltaSinkFactory,
+            &mut fixture,
+            &Default::default(),
+        )
+        .await;
+        println!("{}", report.to_table());
+        assert!(report.is_success(), "{}", report.to_table());
+        // The secrets case is skipped: the only sensitive option is the storage.* prefix, and
+        // the suite checks named options.
+        assert_eq!(report.passed(), 5, "{}", report.summary());
+        assert_eq!(report.skipped(), 1, "{}", report.summary());
+    }
+}

@@ -1,2 +1,38 @@
-//! Stateless SQL transforms (`[transform] sql = "SELECT ... FROM source"`) run with DataFusion:
-//! planned once at start, fed batch by batch.
+//! Stateless SQL between a source and its sinks (`[transform] sql = "SELECT ... FROM source"`),
+//! run with DataFusion: planned once at start, fed batch by batch.
+//!
+//! The stream is the table `source` (its schema is the source's, after decoding: a decoded
+//! `value` struct is addressable as `value.field` or `value['field']`). Static tables declared
+//! with `[[transform.table]]` (Parquet, CSV, Delta) are read once at start and joined as
+//! broadcast tables. Only stateless operators are allowed (see `allowlist`): projections,
+//! casts, filters, UNNEST, UNION ALL of the stream with itself, and joins of the stream with
+//! static tables that preserve the stream's rows; aggregations, windows, DISTINCT, ORDER BY,
+//! LIMIT and stream-stream joins are refused at start with the operator named.
+//! `CAST(binary AS STRING)` never fails, as in Spark: invalid UTF-8 becomes U+FFFD.
+//!
+//! ```no_run
+//! # async fn demo(input: arrow_schema::SchemaRef, batch: arrow_array::RecordBatch) -> tributary_sdk::Result<()> {
+//! use tributary_sdk::Stage;
+//! use tributary_transform::{SqlTransform, TableFormat, TransformSpec};
+//!
+//! let spec = TransformSpec::new("SELECT CAST(key AS STRING) AS k, d.name FROM source JOIN dim d ON d.id = CAST(key AS STRING)")
+//!     .with_table("dim", "dim.parquet", TableFormat::Parquet);
+//! let mut transform = SqlTransform::new(spec)?; // no I/O: the SQL parses, tables are named
+//! let output_schema = transform.open(input).await?; // planned once, dim loaded once
+//! let out = transform.apply(&batch)?; // per batch: the same plan executed again
+//! # let _ = (output_schema, out); Ok(()) }
+//! ```
+
+mod allowlist;
+mod error;
+mod lossy_cast;
+mod source_table;
+mod spec;
+mod static_tables;
+mod transform;
+
+pub use spec::{StaticTable, TableFormat, TransformSpec};
+pub use transform::SqlTransform;
+
+/// The name of the stream in the query.
+pub const SOURCE_TABLE: &str = "source";

@@ -286,10 +286,17 @@ pub(crate) fn run_io<T: Send>(
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
-                .map_err(|e| Error::new(ErrorCode::Internal, "cannot start an I/O runtime").with_cause(e))?;
+                .map_err(|e| {
+                    Error::new(ErrorCode::Internal, "cannot start an I/O runtime").with_cause(e)
+                })?;
             rt.block_on(fut)
         })
         .join()
-        .unwrap_or_else(|_| Err(Error::new(ErrorCode::Internal, "the store I/O thread panicked")))
+        .unwrap_or_else(|_| {
+            Err(Error::new(
+                ErrorCode::Internal,
+                "the store I/O thread panicked",
+            ))
+        })
     })
 }

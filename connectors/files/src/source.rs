@@ -395,7 +395,10 @@ impl Source for FilesSource {
         m.insert("numFullListings".into(), listings.full.into());
         m.insert("numIncrementalListings".into(), listings.incremental.into());
         if let Some(n) = &self.notifier {
-            m.insert("approximateQueueSize".into(), n.approximate_queue_size().into());
+            m.insert(
+                "approximateQueueSize".into(),
+                n.approximate_queue_size().into(),
+            );
         }
         if self.config.backfill_interval.is_some() {
             m.insert("numBackfillListings".into(), listings.backfill.into());

@@ -24,8 +24,8 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 use tributary_sdk::typed::SinkConnector;
 use tributary_sdk::{
-    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, Options, ParsedOptions, Result, Sink,
-    StreamingSink,
+    Ack, ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, Options, ParsedOptions, Result,
+    Sink, StreamingSink,
 };
 
 use crate::client::KafkaContext;
@@ -198,25 +198,22 @@ fn delivery_error(batch_id: u64, row: usize, topic: &str, e: &KafkaError) -> Err
     .with_context("topic", topic)
 }
 
-#[async_trait]
-impl Sink for KafkaSink {
-    fn delivery(&self) -> Delivery {
-        Delivery::AtLeastOnce
-    }
+/// Deliveries in flight: the row, its topic and the producer's future.
+type InFlight = VecDeque<(usize, String, DeliveryFuture)>;
 
-    async fn open(&mut self, schema: SchemaRef) -> Result<()> {
-        check_schema(&schema, self.config.topic.is_some())?;
-        self.producer()?;
-        Ok(())
-    }
-
-    async fn write(&mut self, batch_id: u64, batches: &[RecordBatch]) -> Result<()> {
+impl KafkaSink {
+    /// Hands every row to the producer (waiting for the oldest acknowledgements only when its
+    /// queue is full) and returns the deliveries still in flight.
+    async fn produce(
+        &mut self,
+        batch_id: u64,
+        batches: &[RecordBatch],
+        deadline: tokio::time::Instant,
+    ) -> Result<InFlight> {
         let topic_option = self.config.topic.clone();
-        let timeout = self.config.flush_timeout;
         let producer = self.producer()?.clone();
-        let mut in_flight: VecDeque<(usize, String, DeliveryFuture)> = VecDeque::new();
+        let mut in_flight: InFlight = VecDeque::new();
         let mut row_base = 0usize;
-        let deadline = tokio::time::Instant::now() + timeout;
         for batch in batches {
             check_schema(&batch.schema(), topic_option.is_some())?;
             let col = |n: &str| batch.column_by_name(n);
@@ -297,10 +294,38 @@ impl Sink for KafkaSink {
             }
             row_base += batch.num_rows();
         }
-        while let Some((row, t, fut)) = in_flight.pop_front() {
-            await_delivery(batch_id, row, &t, fut, deadline).await?;
-        }
+        Ok(in_flight)
+    }
+}
+
+/// Waits for every delivery, the oldest first.
+async fn await_all(
+    batch_id: u64,
+    mut in_flight: InFlight,
+    deadline: tokio::time::Instant,
+) -> Result<()> {
+    while let Some((row, t, fut)) = in_flight.pop_front() {
+        await_delivery(batch_id, row, &t, fut, deadline).await?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl Sink for KafkaSink {
+    fn delivery(&self) -> Delivery {
+        Delivery::AtLeastOnce
+    }
+
+    async fn open(&mut self, schema: SchemaRef) -> Result<()> {
+        check_schema(&schema, self.config.topic.is_some())?;
+        self.producer()?;
         Ok(())
+    }
+
+    async fn write(&mut self, batch_id: u64, batches: &[RecordBatch]) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + self.config.flush_timeout;
+        let in_flight = self.produce(batch_id, batches, deadline).await?;
+        await_all(batch_id, in_flight, deadline).await
     }
 
     async fn stop(&mut self) -> Result<()> {
@@ -327,12 +352,16 @@ impl Sink for KafkaSink {
 /// batch is produced again, so delivery stays at-least-once.
 #[async_trait]
 impl StreamingSink for KafkaSink {
-    async fn write_records(&mut self, batch_id: u64, batch: &RecordBatch) -> Result<()> {
-        self.write(batch_id, std::slice::from_ref(batch)).await
+    async fn write_records(&mut self, batch_id: u64, batch: &RecordBatch) -> Result<Ack> {
+        let deadline = tokio::time::Instant::now() + self.config.flush_timeout;
+        let in_flight = self
+            .produce(batch_id, std::slice::from_ref(batch), deadline)
+            .await?;
+        Ok(Box::pin(await_all(batch_id, in_flight, deadline)))
     }
 
     async fn end_batch(&mut self, _batch_id: u64) -> Result<()> {
-        // Every write_records call waited for its acknowledgements: nothing is in flight.
+        // The runtime awaited every acknowledgement before ending the batch.
         Ok(())
     }
 }

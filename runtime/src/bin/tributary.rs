@@ -106,6 +106,11 @@ enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
         format: OutputFormat,
     },
+    /// Named streams (catalog.schema.stream): create, get, list, delete and run their
+    /// ingestion pipelines into Delta tables.
+    ///
+    /// Example: tributary streams create orders.toml && tributary streams run main.sales.orders
+    Streams(tributary_runtime::streams::cli::StreamsArgs),
 }
 
 #[derive(Subcommand)]
@@ -156,6 +161,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
+        Command::Streams(args) => tributary_runtime::streams::cli::dispatch(args),
         Command::Run {
             pipeline,
             progress_json,

@@ -15,7 +15,8 @@ use tributary_sdk::plugin::abi::{FFI_ArrowSchema, FfiBytes, FfiSlice, FfiSource,
 use tributary_sdk::plugin::batches::{empty_batches, import_batches, import_schema};
 use tributary_sdk::{
     ConnectorContext, Error, ErrorCode, Offset, OptionSpec, Options, PreparedSource, ReadLimit,
-    Result, Source, SourceDescription, SourceFactory, SourceIdentity, SourceMetrics,
+    RealTimeSupport, Result, Source, SourceDescription, SourceFactory, SourceIdentity,
+    SourceMetrics,
 };
 
 use crate::plugin::call::{blocking, PluginShared};
@@ -66,7 +67,12 @@ impl SourceFactory for ForeignSourceFactory {
             )
             .with_context("plugin", &self.plugin.name));
         }
-        let description: SourceDescription = self.plugin.json("source description", &bytes)?;
+        let mut description: SourceDescription = self.plugin.json("source description", &bytes)?;
+        // ABI v1 carries no streaming read: whatever the plugin's source implements, the host
+        // cannot stream it, so real-time mode is refused at `check` with the reason.
+        description.real_time = RealTimeSupport::Unsupported {
+            reason: "plugin sources cannot stream records across the plugin ABI (v1) yet".into(),
+        };
         Ok(Box::new(PreparedForeignSource {
             plugin: self.plugin.clone(),
             manifest: self.manifest,

@@ -262,6 +262,9 @@ pub fn is_sensitive_key(key: &str) -> bool {
         "apikey",
         "api.key",
         "api_key",
+        "accesskey",
+        "access.key",
+        "access_key",
     ]
     .iter()
     .any(|s| k.contains(s))

@@ -126,9 +126,24 @@ pub enum Notifications {
 fn parse_notifications(p: &ParsedOptions, path: &SourcePath) -> Result<Option<Notifications>> {
     use names::*;
     let on = defaulted(p.bool(USE_NOTIFICATIONS), USE_NOTIFICATIONS)?;
-    p.refuse_ignored(QUEUE_URL, on, USE_NOTIFICATIONS, "is only used when cloudFiles.useNotifications is true")?;
-    p.refuse_ignored(QUEUE_URL, path.as_cloud().is_some_and(|c| c.cloud == Cloud::S3), PATH, "names an SQS queue, which only s3:// paths use")?;
-    p.refuse_ignored(USE_INCREMENTAL_LISTING, !on, USE_NOTIFICATIONS, "chooses how the input is listed at each trigger; with notifications it is not listed")?;
+    p.refuse_ignored(
+        QUEUE_URL,
+        on,
+        USE_NOTIFICATIONS,
+        "is only used when cloudFiles.useNotifications is true",
+    )?;
+    p.refuse_ignored(
+        QUEUE_URL,
+        path.as_cloud().is_some_and(|c| c.cloud == Cloud::S3),
+        PATH,
+        "names an SQS queue, which only s3:// paths use",
+    )?;
+    p.refuse_ignored(
+        USE_INCREMENTAL_LISTING,
+        !on,
+        USE_NOTIFICATIONS,
+        "chooses how the input is listed at each trigger; with notifications it is not listed",
+    )?;
     if !on {
         return Ok(None);
     }

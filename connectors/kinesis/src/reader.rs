@@ -1,0 +1,293 @@
+//! Reading one shard with GetRecords: from a position, until a stop condition.
+//!
+//! A [`ShardReader`] keeps, per shard, the iterator for where the last fetch ended (so the
+//! next batch continues without GetShardIterator), the time of its last call (`minFetchPeriod`
+//! apart) and the current fetch size. `ProvisionedThroughputExceeded` halves the fetch size,
+//! logs exactly "Hit rate limit. Sleeping for 5 seconds." and retries after 5 s; each
+//! successful call afterwards doubles the size back towards `maxRecordsPerFetch`. An expired
+//! iterator is re-acquired from the last sequence number read. The SDK's own retries are off for
+//! GetRecords so that throttling is handled here, once.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aws_sdk_kinesis::config::retry::RetryConfig;
+use aws_sdk_kinesis::primitives::DateTime;
+use aws_sdk_kinesis::types::ShardIteratorType;
+use aws_sdk_kinesis::Client;
+use tributary_sdk::{Error, Result};
+
+use crate::error::{ApiError, ApiFailure};
+use crate::offsets::{compare_sequence, ShardPosition};
+use crate::planner::{with_stream, StreamRef};
+
+/// The message logged on throttling (the Databricks connector's text).
+pub const RATE_LIMIT_MESSAGE: &str = "Hit rate limit. Sleeping for 5 seconds.";
+
+/// One record as fetched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchedRecord {
+    /// Partition key.
+    pub partition_key: String,
+    /// Data.
+    pub data: Vec<u8>,
+    /// Sequence number.
+    pub sequence: String,
+    /// Approximate arrival time (ms).
+    pub arrival_ms: Option<i64>,
+}
+
+/// When a fetch stops (besides the shard's end).
+#[derive(Debug, Clone)]
+pub(crate) struct Stop {
+    /// Shared record budget (all shards of a batch); `i64::MAX` for none.
+    pub records: Arc<AtomicI64>,
+    /// Shared byte budget (fetchBufferSize).
+    pub bytes: Arc<AtomicI64>,
+    /// Planning deadline (maxFetchDuration); `None` when replaying a logged range.
+    pub deadline: Option<Instant>,
+    /// Replay: stop after this sequence number (inclusive).
+    pub until: Option<String>,
+    /// availableNow: records that arrived after this time (ms) are not read in this run.
+    pub arrival_cutoff: Option<i64>,
+}
+
+/// What one fetch produced.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Fetched {
+    /// The records, in shard order.
+    pub records: Vec<FetchedRecord>,
+    /// The position after them.
+    pub position: Option<ShardPosition>,
+    /// The shard is closed and every record was read.
+    pub finished: bool,
+    /// MillisBehindLatest of the last call.
+    pub millis_behind: Option<i64>,
+    /// Replay reached `until`.
+    pub reached_until: bool,
+    /// The shard is gone (stream or shard not found).
+    pub not_found: bool,
+}
+
+/// Per-shard fetch state that outlives one batch.
+#[derive(Debug)]
+pub(crate) struct ShardReader {
+    /// The stream.
+    pub stream: StreamRef,
+    /// The shard id.
+    pub shard: String,
+    fetch_size: i32,
+    max_fetch_size: i32,
+    min_fetch_period: Duration,
+    last_call: Option<Instant>,
+    cached: Option<(ShardPosition, String)>,
+    /// Times throttled (metric).
+    pub throttled: u64,
+    /// Throttle pause (5 s; shorter in tests).
+    pub throttle_pause: Duration,
+}
+
+impl ShardReader {
+    /// A reader for one shard.
+    pub fn new(
+        stream: StreamRef,
+        shard: String,
+        max_fetch_size: i32,
+        min_fetch_period: Duration,
+    ) -> Self {
+        ShardReader {
+            stream,
+            shard,
+            fetch_size: max_fetch_size,
+            max_fetch_size,
+            min_fetch_period,
+            last_call: None,
+            cached: None,
+            throttled: 0,
+            throttle_pause: Duration::from_secs(5),
+        }
+    }
+
+    async fn iterator(
+        &mut self,
+        client: &Client,
+        from: &ShardPosition,
+    ) -> std::result::Result<String, ApiError> {
+        if let Some((pos, it)) = self.cached.take() {
+            if &pos == from {
+                return Ok(it);
+            }
+        }
+        let req = with_stream!(client.get_shard_iterator(), &self.stream).shard_id(&self.shard);
+        let req = match from {
+            ShardPosition::TrimHorizon => req.shard_iterator_type(ShardIteratorType::TrimHorizon),
+            ShardPosition::AtTimestamp(ms) => req
+                .shard_iterator_type(ShardIteratorType::AtTimestamp)
+                .timestamp(DateTime::from_millis(*ms)),
+            ShardPosition::After(seq) => req
+                .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
+                .starting_sequence_number(seq),
+        };
+        let out = req.send().await.map_err(ApiError::from_sdk)?;
+        Ok(out.shard_iterator().unwrap_or_default().to_string())
+    }
+
+    async fn pace(&mut self) {
+        if let Some(last) = self.last_call {
+            let next = last + self.min_fetch_period;
+            let now = Instant::now();
+            if next > now {
+                tokio::time::sleep(next - now).await;
+            }
+        }
+        self.last_call = Some(Instant::now());
+    }
+
+    /// Reads from `from` until `stop` (or the shard's end).
+    pub async fn fetch(
+        &mut self,
+        client: &Client,
+        from: &ShardPosition,
+        stop: &Stop,
+    ) -> Result<Fetched> {
+        let mut out = Fetched::default();
+        let mut position = from.clone();
+        let mut iterator: Option<String> = None;
+        let stream_id = self.stream.id.clone();
+        let fail = |e: ApiError, what: &str| -> Error { e.into_error(what, &stream_id, true) };
+        loop {
+            let it = match iterator.take() {
+                Some(it) => it,
+                None => match self.iterator(client, &position).await {
+                    Ok(it) => it,
+                    Err(e) if e.failure == ApiFailure::NotFound => {
+                        out.not_found = true;
+                        break;
+                    }
+                    Err(e) if e.is_throttled() => {
+                        self.throttle().await;
+                        continue;
+                    }
+                    Err(e) => return Err(fail(e, "GetShardIterator")),
+                },
+            };
+            let budget = stop.records.load(Ordering::Relaxed);
+            if budget <= 0 && stop.until.is_none() {
+                self.cached = Some((position.clone(), it));
+                break;
+            }
+            self.pace().await;
+            let limit = if stop.until.is_some() {
+                self.fetch_size
+            } else {
+                self.fetch_size.min(budget.min(i32::MAX as i64) as i32)
+            };
+            let result = client
+                .get_records()
+                .shard_iterator(&it)
+                .limit(limit.max(1))
+                .customize()
+                .config_override(
+                    aws_sdk_kinesis::config::Builder::default()
+                        .retry_config(RetryConfig::disabled()),
+                )
+                .send()
+                .await;
+            let page = match result {
+                Ok(p) => p,
+                Err(e) => {
+                    let e = ApiError::from_sdk(e);
+                    match e.failure {
+                        ApiFailure::Throttled => {
+                            self.throttle().await;
+                            iterator = Some(it);
+                            continue;
+                        }
+                        ApiFailure::ExpiredIterator => {
+                            tracing::info!(stream = %self.stream.id, shard = %self.shard, "shard iterator expired; acquiring a new one from {position:?}");
+                            continue;
+                        }
+                        ApiFailure::NotFound => {
+                            out.not_found = true;
+                            break;
+                        }
+                        _ => return Err(fail(e, "GetRecords")),
+                    }
+                }
+            };
+            if self.fetch_size < self.max_fetch_size {
+                self.fetch_size = (self.fetch_size.saturating_mul(2)).min(self.max_fetch_size);
+            }
+            out.millis_behind = page.millis_behind_latest();
+            let records = page.records();
+            let mut stopped = false;
+            for r in records {
+                let seq = r.sequence_number().to_string();
+                let arrival_ms = r
+                    .approximate_arrival_timestamp()
+                    .and_then(|t| t.to_millis().ok());
+                if let Some(until) = &stop.until {
+                    if compare_sequence(&seq, until) == std::cmp::Ordering::Greater {
+                        stopped = true;
+                        break;
+                    }
+                }
+                if let (Some(cut), Some(at)) = (stop.arrival_cutoff, arrival_ms) {
+                    if at > cut {
+                        stopped = true;
+                        break;
+                    }
+                }
+                let data = r.data().as_ref().to_vec();
+                let size = (data.len() + r.partition_key().map_or(0, str::len)) as i64;
+                stop.records.fetch_sub(1, Ordering::Relaxed);
+                stop.bytes.fetch_sub(size, Ordering::Relaxed);
+                out.records.push(FetchedRecord {
+                    partition_key: r.partition_key().unwrap_or_default().to_string(),
+                    data,
+                    sequence: seq.clone(),
+                    arrival_ms,
+                });
+                position = ShardPosition::After(seq.clone());
+                if stop.until.as_deref() == Some(seq.as_str()) {
+                    out.reached_until = true;
+                    stopped = true;
+                    break;
+                }
+            }
+            if stopped {
+                // The rest of this page is read again next time from `position`.
+                break;
+            }
+            let next = page.next_shard_iterator().map(str::to_string);
+            let Some(next) = next else {
+                out.finished = true;
+                break;
+            };
+            let caught_up = records.is_empty() && out.millis_behind.unwrap_or(0) == 0;
+            let over_budget = stop.until.is_none()
+                && (stop.records.load(Ordering::Relaxed) <= 0
+                    || stop.bytes.load(Ordering::Relaxed) <= 0);
+            let late = stop.deadline.is_some_and(|d| Instant::now() >= d);
+            if caught_up || over_budget || late {
+                self.cached = Some((position.clone(), next));
+                break;
+            }
+            iterator = Some(next);
+        }
+        if out.records.is_empty() && position == *from {
+            out.position = None;
+        } else {
+            out.position = Some(position);
+        }
+        Ok(out)
+    }
+
+    async fn throttle(&mut self) {
+        self.throttled += 1;
+        self.fetch_size = (self.fetch_size / 2).max(1);
+        tracing::warn!(stream = %self.stream.id, shard = %self.shard, fetch_size = self.fetch_size, "{RATE_LIMIT_MESSAGE}");
+        tokio::time::sleep(self.throttle_pause).await;
+    }
+}

@@ -1,0 +1,692 @@
+//! The Kinesis source (polling): plans a batch by reading ahead with GetRecords, bounded by
+//! `fetchBufferSize`, `maxFetchDuration` and the read limit, and reads `[start, end)` exactly.
+//!
+//! `latest_offset` fetches from every readable shard (parents before children) and keeps the
+//! records of that one planned batch; `read` of the same range returns them after checking
+//! the streams were not recreated, and any other range (a replay after a restart) is fetched
+//! again from the start positions up to the end sequence numbers. A range that cannot be read
+//! to its end (trimmed records, expired shards, a recreated stream) is
+//! `KINESIS_COULD_NOT_READ_SHARD_UNTIL_END_OFFSET`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::AtomicI64;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow_array::{ArrayRef, BinaryArray, RecordBatch, StringArray, TimestampMillisecondArray};
+use arrow_schema::SchemaRef;
+use async_trait::async_trait;
+use aws_sdk_kinesis::Client;
+use futures::future::join_all;
+use tributary_sdk::{
+    ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode, Offset,
+    ReadLimit, Result, SecretStore, Source, SourceIdentity, SourceMetrics,
+};
+
+use crate::client::LazyClient;
+use crate::config::{SourceConfig, StreamKeying};
+use crate::metrics::KinesisMetrics;
+use crate::offsets::{KinesisOffsets, ShardPosition};
+use crate::planner::{self, StreamRef};
+use crate::position::InitialPosition;
+use crate::reader::{FetchedRecord, ShardReader, Stop};
+use crate::schema::kinesis_schema;
+
+/// How often the shard list and stream identity are refreshed while planning.
+const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Records of one shard in a planned batch.
+#[derive(Debug, Clone)]
+struct ShardRecords {
+    stream: String,
+    shard: String,
+    records: Vec<FetchedRecord>,
+}
+
+#[derive(Debug)]
+struct Planned {
+    start: KinesisOffsets,
+    end: KinesisOffsets,
+    records: Vec<ShardRecords>,
+}
+
+/// The Kinesis source.
+#[derive(Debug)]
+pub struct KinesisSource {
+    config: SourceConfig,
+    identity: SourceIdentity,
+    secrets: Arc<dyn SecretStore>,
+    client: LazyClient,
+    readers: BTreeMap<(String, String), ShardReader>,
+    planned: Option<Planned>,
+    tracker: DataLossTracker,
+    metrics: KinesisMetrics,
+    cutoff: Option<i64>,
+    restart_checked: bool,
+    last_refresh: BTreeMap<String, Instant>,
+    recreations_reported: BTreeSet<(String, i64)>,
+    schema: SchemaRef,
+    throttle_pause: Duration,
+    /// consumerMode = efo: plans batches from SubscribeToShard (kinesis-efo helper's hook).
+    efo: Option<crate::efo::EfoReader>,
+}
+
+impl KinesisSource {
+    /// A source for a parsed config (nothing is contacted yet).
+    pub fn new(
+        config: SourceConfig,
+        identity: SourceIdentity,
+        secrets: Arc<dyn SecretStore>,
+        context: &ConnectorContext,
+    ) -> Self {
+        let tracker = DataLossTracker::new(config.fail_on_data_loss);
+        let efo = crate::efo::EfoReader::for_config(&config, context);
+        KinesisSource {
+            config,
+            identity,
+            secrets,
+            client: LazyClient::default(),
+            readers: BTreeMap::new(),
+            planned: None,
+            tracker,
+            metrics: KinesisMetrics::default(),
+            cutoff: None,
+            restart_checked: false,
+            last_refresh: BTreeMap::new(),
+            recreations_reported: BTreeSet::new(),
+            schema: kinesis_schema(),
+            throttle_pause: Duration::from_secs(5),
+            efo,
+        }
+    }
+
+    /// Uses this client instead of building one from the connection options (a client with
+    /// its own interceptors, HTTP settings or credentials).
+    pub fn with_client(mut self, client: Client) -> Self {
+        self.client = LazyClient::ready(client);
+        self
+    }
+
+    /// Shortens the pause after throttling (tests only; the real pause is 5 s).
+    #[doc(hidden)]
+    pub fn set_throttle_pause(&mut self, pause: Duration) {
+        self.throttle_pause = pause;
+    }
+
+    async fn client(&mut self) -> Result<Arc<Client>> {
+        self.client
+            .get(&self.config.connection, self.secrets.as_ref())
+            .await
+    }
+
+    fn stream_ref(&self, id: &str) -> StreamRef {
+        StreamRef {
+            keying: self.config.streams.keying,
+            id: id.to_string(),
+        }
+    }
+
+    async fn stream_info(&self, client: &Client, id: &str) -> Result<planner::StreamInfo> {
+        planner::describe_stream(client, &self.stream_ref(id))
+            .await?
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorCode::SourceRead,
+                    format!("Kinesis stream '{id}' does not exist"),
+                )
+                .with_context("stream", id)
+                .with_context("option", self.config.streams.keying.option())
+            })
+    }
+
+    /// Applies the restart rules once: same keying, removed streams are data loss, added
+    /// streams start at their oldest record.
+    async fn check_restart(&mut self, client: &Client, next: &mut KinesisOffsets) -> Result<()> {
+        let keying = self.config.streams.keying;
+        if next.keying != keying {
+            let (was, now) = (next.keying.option(), keying.option());
+            return Err(Error::new(
+                ErrorCode::CheckpointIncompatible,
+                format!(
+                    "the checkpoint names its streams with '{was}' but the query now uses '{now}'; \
+                     switching between streamName and streamARN on an existing checkpoint is refused: \
+                     the same stream under its other form would be read again from its oldest record \
+                     (duplicates) and the old form would count as removed (loss). Go back to '{was}' \
+                     or start a new checkpoint."
+                ),
+            )
+            .with_context("option", now)
+            .with_context("conflicts_with", was));
+        }
+        let wanted: Vec<String> = self.config.streams.ids.clone();
+        let removed: Vec<String> = next
+            .streams
+            .keys()
+            .filter(|s| !wanted.contains(s))
+            .cloned()
+            .collect();
+        for s in removed {
+            self.tracker.report(DataLossEvent::new(
+                DataLossKind::StreamRemoved,
+                &s,
+                format!("stream '{s}' is in the checkpoint but no longer in the query"),
+            ))?;
+            next.streams.remove(&s);
+        }
+        for s in wanted {
+            if !next.streams.contains_key(&s) {
+                let info = self.stream_info(client, &s).await?;
+                let shards = planner::list_shards(client, &self.stream_ref(&s)).await?;
+                tracing::info!(stream = %s, "stream added to the query; reading it from its oldest record");
+                next.streams.insert(
+                    s.clone(),
+                    planner::initial_stream(&info, &shards, &ShardPosition::TrimHorizon),
+                );
+                self.last_refresh.insert(s, Instant::now());
+            }
+        }
+        Ok(())
+    }
+
+    /// Reports a recreated or deleted stream once per creation time.
+    fn report_recreated(&mut self, stream: &str, was: Option<i64>, now: Option<i64>) -> Result<()> {
+        let key = (stream.to_string(), now.unwrap_or(-1));
+        if !self.recreations_reported.insert(key) {
+            return Ok(());
+        }
+        let detail = match now {
+            Some(_) => format!("stream '{stream}' was deleted and recreated; the records after the checkpoint are gone"),
+            None => format!("stream '{stream}' was deleted; the records after the checkpoint are gone"),
+        };
+        let mut event = DataLossEvent::new(DataLossKind::ShardExpired, stream, detail);
+        if let (Some(w), Some(n)) = (was, now) {
+            event = event.with_positions(format!("created {w}"), format!("created {n}"));
+        }
+        self.tracker.report(event)
+    }
+
+    /// Refreshes stream identities and shard lists (at most every second per stream).
+    async fn refresh(
+        &mut self,
+        client: &Client,
+        next: &mut KinesisOffsets,
+        force: bool,
+    ) -> Result<()> {
+        let ids: Vec<String> = next.streams.keys().cloned().collect();
+        for id in ids {
+            let due = force
+                || self
+                    .last_refresh
+                    .get(&id)
+                    .is_none_or(|t| t.elapsed() >= REFRESH_INTERVAL)
+                || next
+                    .streams
+                    .get(&id)
+                    .is_some_and(|s| s.shards.values().any(|e| e.finished));
+            if !due {
+                continue;
+            }
+            let stream = self.stream_ref(&id);
+            let info = planner::describe_stream(client, &stream).await?;
+            let was = next.streams.get(&id).and_then(|s| s.created_ms);
+            match info {
+                None => {
+                    self.report_recreated(&id, was, None)?;
+                    continue;
+                }
+                Some(info) if was.is_some_and(|w| w != info.created_ms) => {
+                    self.report_recreated(&id, was, Some(info.created_ms))?;
+                    let shards = match planner::list_shards(client, &stream).await {
+                        Ok(s) => s,
+                        Err(_) => continue, // still being created
+                    };
+                    next.streams.insert(
+                        id.clone(),
+                        planner::initial_stream(&info, &shards, &ShardPosition::TrimHorizon),
+                    );
+                    self.readers.retain(|(s, _), _| s != &id);
+                }
+                Some(info) => {
+                    let shards = planner::list_shards(client, &stream).await?;
+                    if let Some(s) = next.streams.get_mut(&id) {
+                        s.created_ms = Some(info.created_ms);
+                        let added = planner::discover_shards(s, &shards);
+                        if !added.is_empty() {
+                            tracing::info!(stream = %id, shards = ?added, "new shards (resharding); read after their parents");
+                        }
+                    }
+                }
+            }
+            self.last_refresh.insert(id, Instant::now());
+        }
+        next.drop_consumed_parents();
+        Ok(())
+    }
+
+    fn reader(&mut self, stream: &str, shard: &str) -> ShardReader {
+        let key = (stream.to_string(), shard.to_string());
+        self.readers.remove(&key).unwrap_or_else(|| {
+            let mut r = ShardReader::new(
+                self.stream_ref(stream),
+                shard.to_string(),
+                self.config.max_records_per_fetch,
+                self.config.min_fetch_period,
+            );
+            r.throttle_pause = self.throttle_pause;
+            r
+        })
+    }
+
+    /// Fetches `jobs` (reader, from, stop) in groups of `shardsPerTask`, the groups in parallel.
+    async fn fetch_all(
+        &mut self,
+        client: &Client,
+        jobs: Vec<(ShardReader, ShardPosition, Stop)>,
+    ) -> Vec<(ShardReader, ShardPosition, Result<crate::reader::Fetched>)> {
+        let per_task = self.config.shards_per_task.max(1);
+        let mut groups: Vec<Vec<(ShardReader, ShardPosition, Stop)>> = Vec::new();
+        for job in jobs {
+            match groups.last_mut() {
+                Some(g) if g.len() < per_task => g.push(job),
+                _ => groups.push(vec![job]),
+            }
+        }
+        let futures = groups.into_iter().map(|group| async move {
+            let mut out = Vec::new();
+            for (mut reader, from, stop) in group {
+                let r = reader.fetch(client, &from, &stop).await;
+                out.push((reader, from, r));
+            }
+            out
+        });
+        join_all(futures).await.into_iter().flatten().collect()
+    }
+
+    fn to_batches(&self, shards: &[ShardRecords]) -> Result<Vec<RecordBatch>> {
+        let n: usize = shards.iter().map(|s| s.records.len()).sum();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let rows = shards
+            .iter()
+            .flat_map(|s| s.records.iter().map(move |r| (s, r)));
+        let mut keys = Vec::with_capacity(n);
+        let mut data: Vec<&[u8]> = Vec::with_capacity(n);
+        let mut streams = Vec::with_capacity(n);
+        let mut shard_ids = Vec::with_capacity(n);
+        let mut seqs = Vec::with_capacity(n);
+        let mut times = Vec::with_capacity(n);
+        for (s, r) in rows {
+            keys.push(r.partition_key.as_str());
+            data.push(r.data.as_slice());
+            streams.push(s.stream.as_str());
+            shard_ids.push(s.shard.as_str());
+            seqs.push(r.sequence.as_str());
+            times.push(r.arrival_ms);
+        }
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from(keys)),
+            Arc::new(BinaryArray::from_vec(data)),
+            Arc::new(StringArray::from(streams)),
+            Arc::new(StringArray::from(shard_ids)),
+            Arc::new(StringArray::from(seqs)),
+            Arc::new(TimestampMillisecondArray::from(times).with_timezone("UTC")),
+        ];
+        Ok(vec![RecordBatch::try_new(self.schema.clone(), columns)?])
+    }
+
+    /// Checks that every stream of `end` still has the creation time it was planned with.
+    /// Returns the streams whose records are gone (failOnDataLoss=false).
+    async fn verify_streams(
+        &mut self,
+        client: &Client,
+        end: &KinesisOffsets,
+    ) -> Result<BTreeSet<String>> {
+        let mut lost = BTreeSet::new();
+        for (id, s) in &end.streams {
+            let info = planner::describe_stream(client, &self.stream_ref(id)).await?;
+            let now = info.as_ref().map(|i| i.created_ms);
+            if now.is_none() || (s.created_ms.is_some() && s.created_ms != now) {
+                self.report_recreated(id, s.created_ms, now)?;
+                lost.insert(id.clone());
+            }
+        }
+        Ok(lost)
+    }
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+#[async_trait]
+impl Source for KinesisSource {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn identity(&self) -> SourceIdentity {
+        self.identity.clone()
+    }
+
+    async fn initial_offset(&mut self) -> Result<Offset> {
+        let client = self.client().await?;
+        let position = match self.config.initial_position {
+            InitialPosition::TrimHorizon => ShardPosition::TrimHorizon,
+            InitialPosition::Latest => ShardPosition::AtTimestamp(now_ms()),
+            InitialPosition::AtTimestamp(ms) => ShardPosition::AtTimestamp(ms),
+        };
+        let mut offsets = KinesisOffsets::new(self.config.streams.keying);
+        crate::efo::start_hook(
+            &mut self.efo,
+            &client,
+            self.config.streams.keying,
+            self.config.streams.ids.iter(),
+        )
+        .await?;
+        for id in self.config.streams.ids.clone() {
+            let info = self.stream_info(&client, &id).await?;
+            let shards = planner::list_shards(&client, &self.stream_ref(&id)).await?;
+            offsets.streams.insert(
+                id.clone(),
+                planner::initial_stream(&info, &shards, &position),
+            );
+            self.last_refresh.insert(id, Instant::now());
+        }
+        self.restart_checked = true;
+        offsets.to_offset()
+    }
+
+    async fn prepare_available_now(&mut self) -> Result<()> {
+        self.cutoff = Some(now_ms());
+        Ok(())
+    }
+
+    async fn latest_offset(&mut self, start: &Offset, limit: &ReadLimit) -> Result<Offset> {
+        let client = self.client().await?;
+        let start_offsets = KinesisOffsets::from_offset(start)?;
+        let mut next = start_offsets.clone();
+        if !self.restart_checked {
+            self.check_restart(&client, &mut next).await?;
+            self.restart_checked = true;
+        }
+        self.refresh(&client, &mut next, false).await?;
+        crate::efo::start_hook(
+            &mut self.efo,
+            &client,
+            self.config.streams.keying,
+            next.streams.keys(),
+        )
+        .await?;
+        let records_budget = Arc::new(AtomicI64::new(
+            limit
+                .max_rows()
+                .map(|n| n.min(i64::MAX as u64) as i64)
+                .unwrap_or(i64::MAX),
+        ));
+        let bytes_budget = Arc::new(AtomicI64::new(
+            self.config.fetch_buffer_size.min(i64::MAX as u64) as i64,
+        ));
+        let stop = Stop {
+            records: records_budget,
+            bytes: bytes_budget,
+            deadline: Some(Instant::now() + self.config.max_fetch_duration),
+            until: None,
+            arrival_cutoff: self.cutoff,
+        };
+        let mut jobs = Vec::new();
+        for (stream, s) in &next.streams {
+            for (shard, e) in &s.shards {
+                if next.readable(stream, shard) {
+                    jobs.push((stream.clone(), shard.clone(), e.position.clone()));
+                }
+            }
+        }
+        let jobs: Vec<_> = jobs
+            .into_iter()
+            .map(|(stream, shard, from)| (self.reader(&stream, &shard), from, stop.clone()))
+            .collect();
+        self.metrics.active_shards = jobs.len() as u64;
+        let results = match self.efo.as_mut() {
+            Some(efo) => efo.fetch_all(&client, jobs).await,
+            None => self.fetch_all(&client, jobs).await,
+        };
+        let mut planned = Vec::new();
+        let mut first_error = None;
+        for (reader, _from, result) in results {
+            let (stream, shard) = (reader.stream.id.clone(), reader.shard.clone());
+            self.metrics.throttled = self.metrics.throttled.max(reader.throttled);
+            self.readers.insert((stream.clone(), shard.clone()), reader);
+            let fetched = match result {
+                Ok(f) => f,
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    continue;
+                }
+            };
+            if let Some(ms) = fetched.millis_behind {
+                self.metrics
+                    .behind
+                    .insert((stream.clone(), shard.clone()), ms);
+            }
+            if fetched.not_found {
+                self.tracker.report(DataLossEvent::new(
+                    DataLossKind::ShardExpired,
+                    format!("{stream}/{shard}"),
+                    format!("shard '{shard}' of stream '{stream}' is no longer available (expired or deleted) before it was read to its end"),
+                ))?;
+            }
+            let Some(entry) = next
+                .streams
+                .get_mut(&stream)
+                .and_then(|s| s.shards.get_mut(&shard))
+            else {
+                continue;
+            };
+            if let Some(p) = fetched.position {
+                entry.position = p;
+            }
+            if fetched.finished || fetched.not_found {
+                entry.finished = true;
+                self.metrics.behind.remove(&(stream.clone(), shard.clone()));
+            }
+            if !fetched.records.is_empty() {
+                planned.push(ShardRecords {
+                    stream,
+                    shard,
+                    records: fetched.records,
+                });
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        self.metrics.planned_records = planned.iter().map(|s| s.records.len() as u64).sum();
+        self.metrics.planned_bytes = planned
+            .iter()
+            .flat_map(|s| s.records.iter())
+            .map(|r| r.data.len() as u64)
+            .sum();
+        if next == start_offsets {
+            self.planned = None;
+            return Ok(start.clone());
+        }
+        let end = next.to_offset()?;
+        self.planned = Some(Planned {
+            start: start_offsets,
+            end: next,
+            records: planned,
+        });
+        Ok(end)
+    }
+
+    async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
+        let client = self.client().await?;
+        let start_o = KinesisOffsets::from_offset(start)?;
+        let end_o = KinesisOffsets::from_offset(end)?;
+        let lost = self.verify_streams(&client, &end_o).await?;
+        if let Some(p) = self.planned.take() {
+            if p.start == start_o && p.end == end_o {
+                let kept: Vec<ShardRecords> = p
+                    .records
+                    .into_iter()
+                    .filter(|s| !lost.contains(&s.stream))
+                    .collect();
+                return self.to_batches(&kept);
+            }
+        }
+        // A replay: fetch every shard from its start position up to its end sequence number.
+        let mut jobs = Vec::new();
+        for (stream, s) in &end_o.streams {
+            if lost.contains(stream) {
+                continue;
+            }
+            for (shard, e) in &s.shards {
+                let ShardPosition::After(until) = &e.position else {
+                    continue;
+                };
+                let from = start_o
+                    .shard(stream, shard)
+                    .map(|x| x.position.clone())
+                    .unwrap_or(ShardPosition::TrimHorizon);
+                if from == e.position || start_o.shard(stream, shard).is_some_and(|x| x.finished) {
+                    continue;
+                }
+                let stop = Stop {
+                    records: Arc::new(AtomicI64::new(i64::MAX)),
+                    bytes: Arc::new(AtomicI64::new(i64::MAX)),
+                    deadline: None,
+                    until: Some(until.clone()),
+                    arrival_cutoff: None,
+                };
+                jobs.push((self.reader(stream, shard), from, stop));
+            }
+        }
+        let results = self.fetch_all(&client, jobs).await;
+        let mut shards = Vec::new();
+        let mut first_error = None;
+        for (reader, from, result) in results {
+            let (stream, shard) = (reader.stream.id.clone(), reader.shard.clone());
+            self.readers.insert((stream.clone(), shard.clone()), reader);
+            let fetched = match result {
+                Ok(f) => f,
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    continue;
+                }
+            };
+            if !fetched.reached_until {
+                let until = end_o
+                    .shard(&stream, &shard)
+                    .map(|e| format!("{:?}", e.position))
+                    .unwrap_or_default();
+                if let Err(e) = self.tracker.report(
+                    DataLossEvent::new(
+                        DataLossKind::ShardExpired,
+                        format!("{stream}/{shard}"),
+                        format!(
+                            "Could not read shard '{shard}' of stream '{stream}' until its end offset: the records were trimmed or the shard expired"
+                        ),
+                    )
+                    .with_positions(until, format!("{} records from {from:?}", fetched.records.len())),
+                ) {
+                    first_error.get_or_insert(e);
+                    continue;
+                }
+            }
+            shards.push(ShardRecords {
+                stream,
+                shard,
+                records: fetched.records,
+            });
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        shards.sort_by(|a, b| (&a.stream, &a.shard).cmp(&(&b.stream, &b.shard)));
+        self.to_batches(&shards)
+    }
+
+    async fn commit(&mut self, _end: &Offset) -> Result<()> {
+        Ok(())
+    }
+
+    fn metrics(&self) -> SourceMetrics {
+        let mut m = self.metrics.to_metrics(&self.tracker);
+        if let Some(efo) = &self.efo {
+            efo.write_metrics(&mut m);
+        }
+        m
+    }
+
+    /// consumerMode = efo streams records as they arrive (kinesis-efo helper's hook).
+    fn as_streaming(&mut self) -> Option<&mut dyn tributary_sdk::StreamingSource> {
+        if self.efo.is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
+    async fn stop(&mut self) -> Result<()> {
+        self.planned = None;
+        self.readers.clear();
+        if let Some(efo) = self.efo.as_mut() {
+            let client = self
+                .client
+                .get(&self.config.connection, self.secrets.as_ref())
+                .await
+                .ok();
+            efo.stop(client.as_deref()).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The real-time read of `consumerMode = efo` (kinesis-efo helper's hook; see `crate::efo::streaming`).
+#[async_trait]
+impl tributary_sdk::StreamingSource for KinesisSource {
+    async fn start_stream(
+        &mut self,
+        start: &Offset,
+        queue: tributary_sdk::ChunkSender,
+    ) -> Result<()> {
+        let client = self.client().await?;
+        let offsets = KinesisOffsets::from_offset(start)?;
+        crate::efo::start_hook(
+            &mut self.efo,
+            &client,
+            self.config.streams.keying,
+            offsets.streams.keys(),
+        )
+        .await?;
+        let schema = self.schema.clone();
+        match self.efo.as_mut() {
+            Some(efo) => efo.start_stream(&client, &offsets, queue, schema).await,
+            None => Err(Error::new(
+                ErrorCode::Internal,
+                "real-time read needs consumerMode = efo",
+            )),
+        }
+    }
+
+    async fn stop_stream(&mut self) -> Result<()> {
+        if let Some(efo) = self.efo.as_mut() {
+            efo.stop_stream().await;
+        }
+        Ok(())
+    }
+
+    fn end_offset(
+        &self,
+        start: &Offset,
+        delivered: &std::collections::BTreeMap<String, serde_json::Value>,
+    ) -> Result<Offset> {
+        crate::efo::streaming::end_offset(start, delivered)
+    }
+}
+
+/// The stream keying of an offset (for tools).
+pub fn offset_keying(offset: &Offset) -> Result<StreamKeying> {
+    Ok(KinesisOffsets::from_offset(offset)?.keying)
+}

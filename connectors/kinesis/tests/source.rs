@@ -1,0 +1,293 @@
+//! The polling source against kinesis-mock (HTTPS with the test CA): starting positions,
+//! deterministic replay, several streams, restarts that add, remove or rename streams,
+//! resharding (parents before children), available-now and the TLS trust store.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use tributary_sdk::{ErrorCode, ReadLimit};
+
+#[tokio::test]
+async fn trim_horizon_reads_everything_and_a_range_replays_exactly() {
+    if !available(Server::Mock) {
+        return;
+    }
+    let client = raw_client(Server::Mock).await;
+    let stream = create_stream(&client, "th", 2).await;
+    let sent = values("v", 20);
+    put(&client, &stream, "k1", &sent[..10]).await;
+    put(&client, &stream, "k2", &sent[10..]).await;
+    let opts = source_options(Server::Mock, &stream, &[]);
+    let mut s = source(&opts);
+    let start = s.initial_offset().await.unwrap();
+    let (batches, end) = drain(s.as_mut(), start.clone(), 20, Duration::from_secs(20)).await;
+    let mut got = data(&batches);
+    got.sort();
+    let mut want = sent.clone();
+    want.sort();
+    assert_eq!(got, want);
+    // Per-key order.
+    let k1: Vec<String> = rows(&batches)
+        .into_iter()
+        .filter(|r| r.1 == "k1")
+        .map(|r| r.0)
+        .collect();
+    assert_eq!(k1, sent[..10].to_vec());
+    // A fresh source (a restart) replays the logged range exactly.
+    let mut again = source(&opts);
+    let replay = again.read(&start, &end).await.unwrap();
+    assert_eq!(rows(&replay), rows(&batches));
+    let m = s.metrics();
+    assert!(
+        m.contains_key("avgMsBehindLatest")
+            && m.contains_key("maxMsBehindLatest")
+            && m.contains_key("minMsBehindLatest"),
+        "{m:?}"
+    );
+    s.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn latest_starts_after_existing_records() {
+    if !available(Server::Mock) {
+        return;
+    }
+    let client = raw_client(Server::Mock).await;
+    let stream = create_stream(&client, "latest", 1).await;
+    put(&client, &stream, "k", &values("old", 3)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut s = source(&source_options(
+        Server::Mock,
+        &stream,
+        &[("initialPosition", "latest")],
+    ));
+    let start = s.initial_offset().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    put(&client, &stream, "k", &values("new", 2)).await;
+    let (batches, _) = drain(s.as_mut(), start, 2, Duration::from_secs(20)).await;
+    assert_eq!(data(&batches), values("new", 2));
+}
+
+#[tokio::test]
+async fn wrong_ca_is_a_connection_error() {
+    if !available(Server::Mock) {
+        return;
+    }
+    let wrong = std::env::var("TRIBUTARY_KINESIS_WRONG_CA").unwrap();
+    let mut opts = source_options(Server::Mock, "any", &[]);
+    opts.set("tls.truststore.location", wrong);
+    let mut s = source(&opts);
+    let e = s.initial_offset().await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Connection, "{e}");
+}
+
+#[tokio::test]
+async fn restart_adds_removes_and_refuses_arn_switch() {
+    if !available(Server::Mock) {
+        return;
+    }
+    let client = raw_client(Server::Mock).await;
+    let a = create_stream(&client, "ra", 1).await;
+    let b = create_stream(&client, "rb", 1).await;
+    put(&client, &a, "k", &values("a", 3)).await;
+    put(&client, &b, "k", &values("b", 2)).await;
+    let mut s = source(&source_options(Server::Mock, &a, &[]));
+    let start = s.initial_offset().await.unwrap();
+    let (_, end) = drain(s.as_mut(), start, 3, Duration::from_secs(20)).await;
+    // Restart with b added: b is read from its oldest record.
+    let mut s2 = source(&source_options(Server::Mock, &format!("{a},{b}"), &[]));
+    let (batches, end2) = drain(s2.as_mut(), end.clone(), 2, Duration::from_secs(20)).await;
+    assert_eq!(data(&batches), values("b", 2));
+    // Restart without a: removed → error, unless failOnDataLoss=false.
+    let mut s3 = source(&source_options(Server::Mock, &b, &[]));
+    let e = s3.latest_offset(&end2, &ReadLimit::All).await.unwrap_err();
+    assert_eq!(
+        e.code().as_str(),
+        "KINESIS_SOURCE_STREAMS_REMOVED_ON_RESTART",
+        "{e}"
+    );
+    let mut s4 = source(&source_options(
+        Server::Mock,
+        &b,
+        &[("failOnDataLoss", "false")],
+    ));
+    let next = s4.latest_offset(&end2, &ReadLimit::All).await.unwrap();
+    assert!(!next.to_json_string().contains(&a));
+    assert_eq!(
+        s4.metrics()["dataLoss.KINESIS_SOURCE_STREAMS_REMOVED_ON_RESTART"],
+        1
+    );
+    // Names → ARNs on the same checkpoint is refused, saying why.
+    let arn = client
+        .describe_stream_summary()
+        .stream_name(&a)
+        .send()
+        .await
+        .unwrap()
+        .stream_description_summary()
+        .unwrap()
+        .stream_arn()
+        .to_string();
+    let mut opts = source_options(Server::Mock, &a, &[]);
+    opts.remove("streamName");
+    opts.set("streamARN", arn);
+    let mut s5 = source(&opts);
+    let e = s5.latest_offset(&end, &ReadLimit::All).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::CheckpointIncompatible);
+    assert!(
+        e.to_string().contains("duplicates") && e.to_string().contains("streamName"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn split_reads_parents_before_children_and_keeps_key_order() {
+    if !available(Server::Mock) {
+        return;
+    }
+    let client = raw_client(Server::Mock).await;
+    let stream = create_stream(&client, "split", 1).await;
+    let before = values("p", 6);
+    put(&client, &stream, "key", &before).await;
+    let mut s = source(&source_options(Server::Mock, &stream, &[]));
+    let start = s.initial_offset().await.unwrap();
+    // Plan one batch before the split, then split while the source runs.
+    let (first, at) = drain(s.as_mut(), start, 6, Duration::from_secs(20)).await;
+    assert_eq!(data(&first), before);
+    let shards = client
+        .list_shards()
+        .stream_name(&stream)
+        .send()
+        .await
+        .unwrap();
+    let parent = shards.shards()[0].shard_id().to_string();
+    client
+        .split_shard()
+        .stream_name(&stream)
+        .shard_to_split(&parent)
+        .new_starting_hash_key("170141183460469231731687303715884105728")
+        .send()
+        .await
+        .unwrap();
+    wait_active(&client, &stream).await;
+    let after = values("c", 6);
+    put(&client, &stream, "key", &after).await;
+    let (second, end) = drain(s.as_mut(), at.clone(), 6, Duration::from_secs(30)).await;
+    let r = rows(&second);
+    assert_eq!(
+        r.iter().map(|x| x.0.clone()).collect::<Vec<_>>(),
+        after,
+        "per-key order across the split"
+    );
+    assert!(r.iter().all(|x| x.2 != parent));
+    // The finished parent leaves the offsets once its children are in them.
+    let mut later = end.clone();
+    for _ in 0..3 {
+        later = s.latest_offset(&later, &ReadLimit::All).await.unwrap();
+    }
+    let o = tributary_kinesis::offsets::KinesisOffsets::from_offset(&later).unwrap();
+    assert!(o.shard(&stream, &parent).is_none(), "{later}");
+    assert_eq!(o.shard_count(), 2, "{later}");
+    // A restart at the split point (a fresh source from `at`) reads the same, nothing lost or doubled.
+    let mut again = source(&source_options(Server::Mock, &stream, &[]));
+    let (replayed, _) = drain(again.as_mut(), at, 6, Duration::from_secs(30)).await;
+    assert_eq!(data(&replayed), after);
+}
+
+#[tokio::test]
+async fn available_now_stops_at_the_tip_seen_at_start() {
+    if !available(Server::Mock) {
+        return;
+    }
+    let client = raw_client(Server::Mock).await;
+    let stream = create_stream(&client, "avnow", 1).await;
+    put(&client, &stream, "k", &values("a", 5)).await;
+    let mut s = source(&source_options(
+        Server::Mock,
+        &stream,
+        &[("maxRecordsPerFetch", "2")],
+    ));
+    let mut at = s.initial_offset().await.unwrap();
+    s.prepare_available_now().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    put(&client, &stream, "k", &values("late", 3)).await;
+    let mut got = Vec::new();
+    loop {
+        let end = s.latest_offset(&at, &ReadLimit::MaxRows(2)).await.unwrap();
+        if end == at {
+            break;
+        }
+        let b = s.read(&at, &end).await.unwrap();
+        assert!(
+            b.iter().map(|b| b.num_rows()).sum::<usize>() <= 2,
+            "read limit"
+        );
+        got.extend(data(&b));
+        at = end;
+    }
+    assert_eq!(got, values("a", 5));
+}
+
+#[tokio::test]
+async fn merge_reads_both_parents_before_the_child() {
+    if !available(Server::Mock) {
+        return;
+    }
+    let client = raw_client(Server::Mock).await;
+    let stream = create_stream(&client, "merge", 2).await;
+    let mut s = source(&source_options(Server::Mock, &stream, &[]));
+    let start = s.initial_offset().await.unwrap();
+    // Keys spread over both parents.
+    let keys: Vec<String> = (0..8).map(|i| format!("key{i}")).collect();
+    for k in &keys {
+        put(&client, &stream, k, &[format!("{k}-before")]).await;
+    }
+    let listed = client
+        .list_shards()
+        .stream_name(&stream)
+        .send()
+        .await
+        .unwrap();
+    let ids: Vec<String> = listed
+        .shards()
+        .iter()
+        .map(|s| s.shard_id().to_string())
+        .collect();
+    client
+        .merge_shards()
+        .stream_name(&stream)
+        .shard_to_merge(&ids[0])
+        .adjacent_shard_to_merge(&ids[1])
+        .send()
+        .await
+        .unwrap();
+    wait_active(&client, &stream).await;
+    for k in &keys {
+        put(&client, &stream, k, &[format!("{k}-after")]).await;
+    }
+    let (batches, _) = drain(s.as_mut(), start, 16, Duration::from_secs(30)).await;
+    let r = rows(&batches);
+    assert_eq!(r.len(), 16);
+    for k in &keys {
+        let mine: Vec<&str> = r
+            .iter()
+            .filter(|x| &x.1 == k)
+            .map(|x| x.0.as_str())
+            .collect();
+        assert_eq!(
+            mine,
+            vec![format!("{k}-before"), format!("{k}-after")],
+            "per-key order across the merge"
+        );
+    }
+    // Every record of the parents comes before any record of the child.
+    let first_child = r.iter().position(|x| !ids.contains(&x.2)).unwrap();
+    assert!(
+        r[first_child..].iter().all(|x| !ids.contains(&x.2)),
+        "{r:?}"
+    );
+}

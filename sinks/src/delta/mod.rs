@@ -1,0 +1,45 @@
+//! Delta Lake tables: the `delta` sink and the backfill MERGE (feature `delta`, on deltalake 1.1
+//! with DataFusion 55).
+//!
+//! - [`DeltaSinkFactory`] / [`DeltaSink`]: each micro-batch is one Delta commit carrying a `txn`
+//!   action (app id = the pipeline's checkpoint id, version = batch id), so a batch replayed
+//!   after a crash is skipped when the table already has it: exactly-once end to end. Creates
+//!   the table from the first batch's schema; `partitionBy`, `mergeSchema`, `targetFileSize`,
+//!   `checkpointInterval`, `compression`, `storage.*` (see [`config`]).
+//! - [`merge_backfill`]: the one-time, idempotent backfill MERGE of a named stream's ingestion
+//!   table (insert the backfill rows the table lacks, with `record_source = 'backfill'`).
+//!
+//! ```no_run
+//! # async fn demo() -> tributary_sdk::Result<()> {
+//! use std::sync::Arc;
+//! use arrow::array::{Int64Array, RecordBatch};
+//! use arrow::datatypes::{DataType, Field, Schema};
+//! use tributary_sdk::Sink;
+//! use tributary_sinks::delta::{DeltaConfig, DeltaSink};
+//!
+//! let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]));
+//! let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(vec![1, 2]))])?;
+//! let mut sink = DeltaSink::new(DeltaConfig::new("/tmp/t"), Default::default(), Some("ckpt-1".into()));
+//! sink.open(schema).await?;
+//! sink.write(0, &[batch.clone()]).await?;
+//! sink.write(0, &[batch]).await?; // already in the table: skipped
+//! # Ok(()) }
+//! ```
+
+pub mod config;
+#[cfg(feature = "conformance")]
+pub mod conformance;
+mod connector;
+pub mod error;
+pub mod merge;
+pub mod schema;
+mod sink;
+pub mod table;
+
+pub use config::DeltaConfig;
+pub use connector::DeltaSinkFactory;
+pub use merge::{merge_backfill, merge_backfill_with, MergeOptions, MergeReport};
+pub use sink::{DeltaSink, DeltaSinkStats};
+
+/// The deltalake crate this sink is built on (its DataFusion and Arrow are the workspace's).
+pub use deltalake;

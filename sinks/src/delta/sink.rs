@@ -1,0 +1,396 @@
+//! The Delta sink: each micro-batch is one Delta commit carrying a `txn` action.
+//!
+//! ## Exactly-once
+//!
+//! Every commit records the application transaction `(app id, version)` = (the pipeline's
+//! checkpoint id, the batch id) in the same atomic log entry as the batch's data files. When the
+//! sink opens it reads the last version recorded for its app id; a batch whose id is not above it
+//! was committed before a crash and is skipped, any other is written. After a failed write whose
+//! outcome is unknown (an object-store error during the commit) the table is reloaded before the
+//! next attempt, so a commit that did land is seen and not repeated.
+//!
+//! ## Concurrent writers
+//!
+//! Appends are committed with Delta's optimistic concurrency: deltalake re-checks a lost race
+//! against the winning commits and retries appends that do not conflict. A commit that does
+//! conflict (a concurrent schema change, two first writes both creating the table) is retried
+//! here after reloading the table and checking the transaction id again, with a growing delay.
+//! Two pipelines have different app ids, so their batch ids never shadow each other.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::Duration;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use async_trait::async_trait;
+use deltalake::checkpoints::create_checkpoint;
+use deltalake::kernel::transaction::CommitProperties;
+use deltalake::kernel::Transaction;
+use deltalake::operations::write::SchemaMode;
+use deltalake::parquet::basic::{Compression, ZstdLevel};
+use deltalake::parquet::file::properties::WriterProperties;
+use deltalake::protocol::SaveMode;
+use deltalake::table::config::TablePropertiesExt;
+use deltalake::DeltaTable;
+use tributary_sdk::{Delivery, Error, ErrorCode, Result, Sink};
+use url::Url;
+
+use super::config::{DeltaCompression, DeltaConfig, PARTITION_BY};
+use super::error::{classify, to_error, Failure};
+use super::schema::{check_batch_schema, SchemaChange};
+use super::table::{load_table, table_url};
+
+/// Table property holding the checkpoint interval.
+const CHECKPOINT_INTERVAL_PROPERTY: &str = "delta.checkpointInterval";
+
+/// What the sink has done since it was opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeltaSinkStats {
+    /// Batches committed.
+    pub commits: u64,
+    /// Batches skipped because the table already held them (replays after a crash).
+    pub skipped_replays: u64,
+    /// Commits retried after losing a race with another writer.
+    pub conflict_retries: u64,
+    /// Log checkpoints written by the sink itself (`checkpointInterval` differing from the
+    /// table's property).
+    pub checkpoints: u64,
+}
+
+/// Writes micro-batches to a Delta table, exactly once per batch id.
+pub struct DeltaSink {
+    config: DeltaConfig,
+    storage: HashMap<String, String>,
+    app_id: Option<String>,
+    url: Option<Url>,
+    table: Option<DeltaTable>,
+    /// The table must be reloaded before the next write (opened, or a write failed).
+    stale: bool,
+    /// The last batch id recorded for `app_id` in the loaded table.
+    committed: Option<i64>,
+    /// Checkpoint every N commits ourselves (the option differs from the table property).
+    own_checkpoint_interval: Option<u64>,
+    /// The batch schema last checked against the table schema, and whether writing it
+    /// evolves the table schema.
+    checked_schema: Option<(SchemaRef, bool)>,
+    writer_properties: WriterProperties,
+    max_attempts: u32,
+    stats: DeltaSinkStats,
+}
+
+impl fmt::Debug for DeltaSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeltaSink")
+            .field("config", &self.config)
+            .field("app_id", &self.app_id)
+            .field(
+                "version",
+                &self.table.as_ref().and_then(DeltaTable::version),
+            )
+            .field("committed", &self.committed)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DeltaSink {
+    /// A sink for `config` whose commits carry `app_id` (the checkpoint id; `None` writes
+    /// without a transaction id, for runs that never replay). `storage` holds the resolved
+    /// object-store options.
+    pub fn new(
+        config: DeltaConfig,
+        storage: HashMap<String, String>,
+        app_id: Option<String>,
+    ) -> Self {
+        let compression = match config.compression {
+            DeltaCompression::Snappy => Compression::SNAPPY,
+            DeltaCompression::Zstd => Compression::ZSTD(ZstdLevel::default()),
+            DeltaCompression::None => Compression::UNCOMPRESSED,
+        };
+        DeltaSink {
+            config,
+            storage,
+            app_id,
+            url: None,
+            table: None,
+            stale: true,
+            committed: None,
+            own_checkpoint_interval: None,
+            checked_schema: None,
+            writer_properties: WriterProperties::builder()
+                .set_compression(compression)
+                .build(),
+            max_attempts: 20,
+            stats: DeltaSinkStats::default(),
+        }
+    }
+
+    /// How many times a commit that lost a race is attempted before the write fails (20).
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts.max(1);
+        self
+    }
+
+    /// What the sink has done since it was created.
+    pub fn stats(&self) -> DeltaSinkStats {
+        self.stats
+    }
+
+    /// The table as of the last commit or load, if it exists.
+    pub fn table(&self) -> Option<&DeltaTable> {
+        self.table.as_ref().filter(|t| t.version().is_some())
+    }
+
+    /// The last batch id recorded in the table for this sink's app id.
+    pub fn committed_batch(&self) -> Option<i64> {
+        self.committed
+    }
+
+    fn location(&self) -> &str {
+        &self.config.path
+    }
+
+    /// Loads the table and what this sink needs from it: its transaction version, whether its
+    /// partitioning matches, and who writes checkpoints.
+    async fn reload(&mut self) -> Result<()> {
+        let url = match &self.url {
+            Some(u) => u.clone(),
+            None => {
+                let u = table_url(self.location())?;
+                self.url = Some(u.clone());
+                u
+            }
+        };
+        let table = load_table(&url, &self.storage, self.location()).await?;
+        self.committed = None;
+        self.own_checkpoint_interval = None;
+        self.checked_schema = None;
+        if let Ok(state) = table.snapshot() {
+            let partitions = state.metadata().partition_columns();
+            if !self.config.partition_by.is_empty() && partitions != &self.config.partition_by {
+                return Err(Error::new(
+                    ErrorCode::InvalidOption,
+                    format!(
+                        "option '{PARTITION_BY}' is '{}' but the Delta table at {} is partitioned \
+                         by '{}'; remove the option or give the table's columns",
+                        self.config.partition_by.join(","),
+                        self.location(),
+                        partitions.join(","),
+                    ),
+                )
+                .with_context("option", PARTITION_BY)
+                .with_context("path", self.location()));
+            }
+            if let Some(app) = &self.app_id {
+                self.committed = state
+                    .transaction_version(table.log_store().as_ref(), app)
+                    .await
+                    .map_err(|e| to_error("read the transaction ids of", self.location(), e))?;
+            }
+            if let Some(n) = self.config.checkpoint_interval {
+                let table_interval = state.table_config().checkpoint_interval().get();
+                if table_interval != n {
+                    self.own_checkpoint_interval = Some(n);
+                }
+            }
+        }
+        self.table = Some(table);
+        self.stale = false;
+        Ok(())
+    }
+
+    /// Checks the batch schema against the table's; true when the write must evolve the
+    /// schema (deltalake's merge mode: new columns added, missing ones written as nulls).
+    fn check_schema(&mut self, schema: &SchemaRef) -> Result<bool> {
+        if let Some((checked, evolve)) = &self.checked_schema {
+            if checked == schema {
+                return Ok(*evolve);
+            }
+        }
+        let Some(state) = self.table.as_ref().and_then(|t| t.snapshot().ok()) else {
+            for column in &self.config.partition_by {
+                if schema.field_with_name(column).is_err() {
+                    return Err(Error::new(
+                        ErrorCode::Schema,
+                        format!(
+                            "partition column '{column}' (option '{PARTITION_BY}') is not a \
+                             column of the batches"
+                        ),
+                    )
+                    .with_context("option", PARTITION_BY)
+                    .with_context("field", column));
+                }
+            }
+            return Ok(false);
+        };
+        let change = check_batch_schema(state.schema().as_ref(), schema, self.config.merge_schema)
+            .map_err(|e| e.with_context("path", self.location()))?;
+        let evolve = change != SchemaChange::None;
+        self.checked_schema = Some((schema.clone(), evolve));
+        Ok(evolve)
+    }
+
+    /// One attempt at committing the batch.
+    async fn commit(
+        &mut self,
+        version: i64,
+        batches: &[RecordBatch],
+        evolve: bool,
+    ) -> Result<std::result::Result<DeltaTable, Failure>> {
+        let table = self
+            .table
+            .clone()
+            .ok_or_else(|| Error::new(ErrorCode::Internal, "delta sink written before open"))?;
+        let exists = table.version().is_some();
+        let mut properties = CommitProperties::default()
+            .with_create_checkpoint(self.own_checkpoint_interval.is_none());
+        if let Some(app) = &self.app_id {
+            properties = properties.with_application_transaction(Transaction::new(app, version));
+        }
+        let mut write = table
+            .write(batches.to_vec())
+            .with_save_mode(SaveMode::Append)
+            .with_writer_properties(self.writer_properties.clone())
+            .with_commit_properties(properties);
+        if !self.config.partition_by.is_empty() {
+            write = write.with_partition_columns(self.config.partition_by.clone());
+        }
+        if evolve && exists {
+            // Checked above: only columns added under mergeSchema, or columns left out.
+            write = write.with_schema_mode(SchemaMode::Merge);
+        }
+        if let Some(size) = self.config.target_file_size {
+            write = write.with_target_file_size(Some(size));
+        }
+        if !exists {
+            if let Some(n) = self.config.checkpoint_interval {
+                write = write.with_configuration([(
+                    CHECKPOINT_INTERVAL_PROPERTY.to_string(),
+                    Some(n.to_string()),
+                )]);
+            }
+        }
+        Ok(write.await.map_err(classify))
+    }
+
+    async fn after_commit(&mut self, table: &DeltaTable) -> Result<()> {
+        let (Some(n), Some(version)) = (self.own_checkpoint_interval, table.version()) else {
+            return Ok(());
+        };
+        if (version + 1) % n == 0 {
+            create_checkpoint(table, None)
+                .await
+                .map_err(|e| to_error("checkpoint", self.location(), e))?;
+            self.stats.checkpoints += 1;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Sink for DeltaSink {
+    fn delivery(&self) -> Delivery {
+        Delivery::ExactlyOnce
+    }
+
+    async fn open(&mut self, schema: SchemaRef) -> Result<()> {
+        self.reload().await?;
+        self.check_schema(&schema)?;
+        Ok(())
+    }
+
+    async fn write(&mut self, batch_id: u64, batches: &[RecordBatch]) -> Result<()> {
+        let batches: Vec<RecordBatch> = batches
+            .iter()
+            .filter(|b| b.num_rows() > 0)
+            .cloned()
+            .collect();
+        let Some(first) = batches.first() else {
+            return Ok(());
+        };
+        let schema = first.schema();
+        if let Some(other) = batches.iter().find(|b| b.schema() != schema) {
+            return Err(Error::new(
+                ErrorCode::Schema,
+                "the record batches of one micro-batch have different schemas",
+            )
+            .with_context("batch", batch_id)
+            .with_context("expected", schema.to_string())
+            .with_context("actual", other.schema().to_string()));
+        }
+        let version = i64::try_from(batch_id).map_err(|_| {
+            Error::new(
+                ErrorCode::Internal,
+                "batch id too large for a Delta transaction version",
+            )
+            .with_context("batch", batch_id)
+        })?;
+        let mut delay = Duration::from_millis(20);
+        for attempt in 1..=self.max_attempts {
+            if self.stale {
+                self.reload().await?;
+            }
+            if self.app_id.is_some() && self.committed.is_some_and(|c| c >= version) {
+                tracing::info!(
+                    batch = batch_id,
+                    path = %self.location(),
+                    "delta sink: batch already committed (replay after a restart), skipped"
+                );
+                self.stats.skipped_replays += 1;
+                return Ok(());
+            }
+            let evolve = self.check_schema(&schema)?;
+            match self.commit(version, &batches, evolve).await? {
+                Ok(table) => {
+                    self.after_commit(&table).await?;
+                    self.table = Some(table);
+                    self.committed = Some(version);
+                    self.stats.commits += 1;
+                    return Ok(());
+                }
+                Err(Failure::Conflict(e)) if attempt < self.max_attempts => {
+                    tracing::warn!(
+                        batch = batch_id,
+                        attempt,
+                        error = %e,
+                        "delta sink: commit lost a race with another writer, retrying"
+                    );
+                    self.stats.conflict_retries += 1;
+                    self.stale = true;
+                    tokio::time::sleep(delay + jitter(delay)).await;
+                    delay = (delay * 2).min(Duration::from_secs(2));
+                }
+                Err(Failure::Conflict(e)) | Err(Failure::Other(e)) => {
+                    self.stale = true;
+                    return Err(
+                        to_error("write to", self.location(), e).with_context("batch", batch_id)
+                    );
+                }
+            }
+        }
+        Err(Error::new(
+            ErrorCode::Internal,
+            "delta sink retry loop ended without a result",
+        ))
+    }
+
+    async fn stop(&mut self) -> Result<()> {
+        self.table = None;
+        self.stale = true;
+        Ok(())
+    }
+}
+
+/// Up to half of `delay`, so that writers which lost the same race do not retry in step.
+fn jitter(delay: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let half = delay.as_micros() / 2;
+    if half == 0 {
+        return Duration::ZERO;
+    }
+    Duration::from_micros(u64::try_from(u128::from(nanos) % half).unwrap_or(0))
+}

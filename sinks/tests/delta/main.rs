@@ -1,0 +1,8 @@
+//! The Delta sink and the backfill MERGE, read back by an independent reader (Python
+//! `deltalake`; skipped with a note when `scripts/services/registry-python.sh` has not run).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod merge;
+mod reader;
+mod sink;

@@ -1,0 +1,171 @@
+//! [`TransformSpec`]: the pipeline's `[transform]` table (one SQL query and the static tables it
+//! may join), and the checks that need no I/O and no schema ([`TransformSpec::validate`]).
+
+use serde::Deserialize;
+use tributary_sdk::{Error, ErrorCode, Result};
+
+use crate::error::sql_error;
+use crate::SOURCE_TABLE;
+
+/// The `[transform]` table of a pipeline.
+///
+/// ```toml
+/// [transform]
+/// sql = "SELECT CAST(key AS STRING) AS k, value.amount FROM source JOIN dim ON ..."
+///
+/// [[transform.table]]
+/// name = "dim"
+/// path = "data/dim.parquet"
+/// format = "parquet"
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransformSpec {
+    /// One query reading the stream as the table `source` (`SELECT ... FROM source ...`).
+    pub sql: String,
+    /// Static tables the query may join with, loaded once at start.
+    #[serde(default, rename = "table")]
+    pub tables: Vec<StaticTable>,
+}
+
+/// A static table (`[[transform.table]]`), loaded once at start and joined as a broadcast table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticTable {
+    /// The table's name in the query.
+    pub name: String,
+    /// A local file or directory (relative paths are resolved against the working directory;
+    /// the runtime resolves them against the pipeline file first), or a `file://` URL.
+    pub path: String,
+    /// How the table is stored.
+    pub format: TableFormat,
+}
+
+/// The storage format of a static table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TableFormat {
+    /// A Parquet file or a directory of Parquet files.
+    Parquet,
+    /// A Delta table (its current version; needs the crate feature `delta`).
+    Delta,
+    /// A CSV file or directory, with a header row; column types are inferred.
+    Csv,
+}
+
+impl TableFormat {
+    /// The spelling used in the pipeline file.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TableFormat::Parquet => "parquet",
+            TableFormat::Delta => "delta",
+            TableFormat::Csv => "csv",
+        }
+    }
+}
+
+impl TransformSpec {
+    /// A spec with no static tables.
+    pub fn new(sql: impl Into<String>) -> Self {
+        TransformSpec {
+            sql: sql.into(),
+            tables: Vec::new(),
+        }
+    }
+
+    /// Adds a static table.
+    pub fn with_table(
+        mut self,
+        name: impl Into<String>,
+        path: impl Into<String>,
+        format: TableFormat,
+    ) -> Self {
+        self.tables.push(StaticTable {
+            name: name.into(),
+            path: path.into(),
+            format,
+        });
+        self
+    }
+
+    /// Checks what can be checked without the source's schema and without I/O (`tributary
+    /// check`): the SQL parses as exactly one query (syntax errors carry their line:column), and
+    /// the static tables have distinct names other than `source`. Unknown columns and stateful
+    /// operators are found at start, when the source's schema is known
+    /// ([`crate::SqlTransform::plan`]).
+    pub fn validate(&self) -> Result<()> {
+        let mut seen = std::collections::BTreeSet::new();
+        for table in &self.tables {
+            if table.name.trim().is_empty() {
+                return Err(invalid(
+                    "[[transform.table]] name must not be empty",
+                    "name",
+                ));
+            }
+            if table.name.eq_ignore_ascii_case(SOURCE_TABLE) {
+                return Err(invalid(
+                    format!(
+                        "[[transform.table]] name '{}' is reserved for the stream; choose another name",
+                        table.name
+                    ),
+                    "name",
+                ));
+            }
+            if !seen.insert(table.name.to_ascii_lowercase()) {
+                return Err(invalid(
+                    format!(
+                        "[[transform.table]] name '{}' is declared twice",
+                        table.name
+                    ),
+                    "name",
+                ));
+            }
+            #[cfg(not(feature = "delta"))]
+            if table.format == TableFormat::Delta {
+                return Err(crate::static_tables::delta_unavailable(table));
+            }
+            if table.path.trim().is_empty() {
+                return Err(invalid(
+                    format!(
+                        "[[transform.table]] '{}': path must not be empty",
+                        table.name
+                    ),
+                    "path",
+                ));
+            }
+        }
+        parse_one_query(&self.sql)
+    }
+}
+
+fn invalid(message: impl Into<String>, field: &str) -> Error {
+    Error::new(ErrorCode::InvalidPipeline, message)
+        .with_context("option", format!("transform.table.{field}"))
+}
+
+/// Parses the SQL with DataFusion's parser: exactly one statement, and a query.
+fn parse_one_query(sql: &str) -> Result<()> {
+    use datafusion::sql::parser::{DFParserBuilder, Statement};
+    use datafusion::sql::sqlparser::ast;
+
+    let statements = DFParserBuilder::new(sql)
+        .build()
+        .and_then(|mut p| p.parse_statements())
+        .map_err(|e| sql_error(&e, sql))?;
+    match statements.len() {
+        0 => Err(not_a_query("it is empty")),
+        1 => match statements.front() {
+            Some(Statement::Statement(s)) if matches!(**s, ast::Statement::Query(_)) => Ok(()),
+            _ => Err(not_a_query("it is not a query")),
+        },
+        n => Err(not_a_query(&format!("it holds {n} statements"))),
+    }
+}
+
+fn not_a_query(why: &str) -> Error {
+    Error::new(
+        ErrorCode::InvalidPipeline,
+        format!("[transform] sql must be one query (SELECT ... FROM source ...), but {why}"),
+    )
+    .with_context("option", "transform.sql")
+}

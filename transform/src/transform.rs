@@ -1,0 +1,252 @@
+//! [`SqlTransform`]: the query planned once at start and executed again for every batch.
+//!
+//! 1. [`SqlTransform::new`] checks the spec without I/O ([`TransformSpec::validate`]).
+//! 2. [`Stage::open`] (once per run, with the source's schema): a DataFusion session with one
+//!    partition, the stream registered as the table `source`, the static tables read into
+//!    memory; the query is planned (logical, optimised, physical), checked against the stateless
+//!    allowlist, and executed once on an empty batch so that the broadcast sides of its joins
+//!    are collected and hashed now, not on the first record.
+//! 3. [`Stage::apply`] puts the batch in the `source` slot and executes the same physical plan
+//!    again. Every operator left in the plan is in-memory CPU work, so the execution is driven
+//!    to completion on the calling thread (no runtime hop); see [`SqlTransform::apply_async`]
+//!    for the async form.
+//!
+//! [`SqlTransform::plan`] does steps 1-2 without reading the static tables' rows (their
+//! schemas only) and without executing: `tributary check` with a known source schema.
+
+use std::fmt;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use async_trait::async_trait;
+use datafusion::arrow::compute::concat_batches;
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
+use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
+use futures::StreamExt;
+use tributary_sdk::{Error, ErrorCode, Result, Stage};
+
+use crate::allowlist::{check_logical, check_physical};
+use crate::error::{execution_error, sql_error};
+use crate::lossy_cast::LossyBinaryCast;
+use crate::source_table::{BatchSlot, SourceTable, STREAM_SIZE_HINT};
+use crate::spec::TransformSpec;
+use crate::static_tables;
+use crate::SOURCE_TABLE;
+
+/// A stateless SQL query applied to every batch of a source (`[transform] sql`).
+pub struct SqlTransform {
+    spec: TransformSpec,
+    slot: BatchSlot,
+    planned: Option<Planned>,
+}
+
+/// The state made at `open`.
+struct Planned {
+    input: SchemaRef,
+    output: SchemaRef,
+    plan: Arc<dyn ExecutionPlan>,
+    task: Arc<TaskContext>,
+    partitions: usize,
+}
+
+impl fmt::Debug for SqlTransform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqlTransform")
+            .field("sql", &self.spec.sql)
+            .field("tables", &self.spec.tables)
+            .field("opened", &self.planned.is_some())
+            .finish()
+    }
+}
+
+impl SqlTransform {
+    /// Builds the transform; checks the spec without I/O ([`TransformSpec::validate`]).
+    pub fn new(spec: TransformSpec) -> Result<Self> {
+        spec.validate()?;
+        Ok(SqlTransform {
+            spec,
+            slot: BatchSlot::new(),
+            planned: None,
+        })
+    }
+
+    /// The spec this transform runs.
+    pub fn spec(&self) -> &TransformSpec {
+        &self.spec
+    }
+
+    /// Plans the query against `input` without loading the static tables' rows and without
+    /// executing anything; returns the output schema. SQL errors carry their position, stateful
+    /// operators are refused ([`crate`] docs). Reads the static tables' metadata (schemas).
+    pub async fn plan(&self, input: SchemaRef) -> Result<SchemaRef> {
+        let (plan, _) = self.build(input, false).await?;
+        Ok(plan.schema())
+    }
+
+    /// The physical plan, indented (after [`Stage::open`]); for logs and tests.
+    pub fn explain(&self) -> Option<String> {
+        self.planned.as_ref().map(|p| {
+            datafusion::physical_plan::displayable(p.plan.as_ref())
+                .indent(false)
+                .to_string()
+        })
+    }
+
+    /// [`Stage::apply`] as an async function: the same execution, awaited instead of driven
+    /// on the calling thread (what `Stage::apply` would be if it were async).
+    pub async fn apply_async(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let planned = self.planned(batch)?;
+        self.slot.set(batch.clone());
+        let out = execute(planned).await;
+        self.slot.clear();
+        out
+    }
+
+    fn planned(&self, batch: &RecordBatch) -> Result<&Planned> {
+        let planned = self.planned.as_ref().ok_or_else(|| {
+            Error::new(
+                ErrorCode::Internal,
+                "the SQL transform was applied before it was opened",
+            )
+        })?;
+        let schema = batch.schema();
+        if !Arc::ptr_eq(&schema, &planned.input) && schema.fields() != planned.input.fields() {
+            return Err(Error::new(
+                ErrorCode::Schema,
+                format!(
+                    "[transform] a batch's schema differs from the one the query was planned with (planned: {}; batch: {})",
+                    planned.input, schema
+                ),
+            ));
+        }
+        Ok(planned)
+    }
+
+    /// A session, the tables, the query planned and checked.
+    async fn build(
+        &self,
+        input: SchemaRef,
+        load: bool,
+    ) -> Result<(Arc<dyn ExecutionPlan>, SessionContext)> {
+        let ctx = SessionContext::new_with_config(session_config());
+        ctx.add_analyzer_rule(Arc::new(LossyBinaryCast::new()));
+        ctx.register_table(
+            SOURCE_TABLE,
+            Arc::new(SourceTable::new(Arc::clone(&input), self.slot.clone())),
+        )
+        .map_err(|e| internal(&e))?;
+        for table in &self.spec.tables {
+            static_tables::register(&ctx, table, load).await?;
+        }
+        let sql = self.spec.sql.as_str();
+        let options = SQLOptions::new()
+            .with_allow_ddl(false)
+            .with_allow_dml(false)
+            .with_allow_statements(false);
+        let frame = ctx
+            .sql_with_options(sql, options)
+            .await
+            .map_err(|e| sql_error(&e, sql))?;
+        let logical: &LogicalPlan = frame.logical_plan();
+        check_logical(logical)?;
+        let plan = frame
+            .create_physical_plan()
+            .await
+            .map_err(|e| sql_error(&e, sql))?;
+        check_physical(&plan)?;
+        Ok((plan, ctx))
+    }
+}
+
+/// One partition (no repartitioning: a re-executed plan must not hold exchange state), joins
+/// broadcast whatever the static table's size, no dynamic filters (the stream's scan has no use
+/// for them, and their state would live across executions), positions on SQL errors.
+fn session_config() -> SessionConfig {
+    let mut config = SessionConfig::new()
+        .with_target_partitions(1)
+        .with_repartition_joins(false)
+        .with_repartition_aggregations(false)
+        .with_repartition_windows(false)
+        .with_repartition_sorts(false)
+        .with_repartition_file_scans(false);
+    let options = config.options_mut();
+    options.sql_parser.collect_spans = true;
+    // STRING is utf8 and static tables keep their string types: sinks get the classic Arrow
+    // types the sources produce, not DataFusion's view types.
+    options.sql_parser.map_string_types_to_utf8view = false;
+    options.execution.parquet.schema_force_view_types = false;
+    options.optimizer.enable_dynamic_filter_pushdown = false;
+    options.optimizer.enable_join_dynamic_filter_pushdown = false;
+    options.optimizer.enable_topk_dynamic_filter_pushdown = false;
+    options.optimizer.enable_aggregate_dynamic_filter_pushdown = false;
+    options.optimizer.hash_join_single_partition_threshold = STREAM_SIZE_HINT / 2;
+    options.optimizer.hash_join_single_partition_threshold_rows = STREAM_SIZE_HINT / 2;
+    config
+}
+
+/// Executes every output partition of the plan on the batch in the slot and concatenates.
+async fn execute(planned: &Planned) -> Result<RecordBatch> {
+    let mut batches = Vec::new();
+    for partition in 0..planned.partitions {
+        let mut stream = planned
+            .plan
+            .execute(partition, Arc::clone(&planned.task))
+            .map_err(|e| execution_error(&e))?;
+        while let Some(batch) = stream.next().await {
+            batches.push(batch.map_err(|e| execution_error(&e))?);
+        }
+    }
+    match batches.len() {
+        0 => Ok(RecordBatch::new_empty(Arc::clone(&planned.output))),
+        1 => Ok(batches.swap_remove(0)),
+        _ => concat_batches(&planned.output, &batches).map_err(|e| {
+            Error::new(
+                ErrorCode::Internal,
+                format!("[transform] concatenating the query's output: {e}"),
+            )
+        }),
+    }
+}
+
+fn internal(e: &dyn fmt::Display) -> Error {
+    Error::new(ErrorCode::Internal, format!("[transform] {e}"))
+}
+
+#[async_trait]
+impl Stage for SqlTransform {
+    async fn open(&mut self, input: SchemaRef) -> Result<SchemaRef> {
+        self.planned = None;
+        let (plan, ctx) = self.build(Arc::clone(&input), true).await?;
+        let planned = Planned {
+            input,
+            output: plan.schema(),
+            partitions: plan.output_partitioning().partition_count(),
+            task: ctx.task_ctx(),
+            plan,
+        };
+        // Collects and hashes the broadcast sides of the joins now (an empty stream batch).
+        self.slot
+            .set(RecordBatch::new_empty(Arc::clone(&planned.input)));
+        let primed = execute(&planned).await;
+        self.slot.clear();
+        primed?;
+        let output = Arc::clone(&planned.output);
+        self.planned = Some(planned);
+        Ok(output)
+    }
+
+    fn apply(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let planned = self.planned(batch)?;
+        self.slot.set(batch.clone());
+        // In-memory operators only (the allowlist), broadcast sides collected at open: the
+        // execution never waits on I/O or on another task, so it runs to completion here.
+        // `unconstrained`: DataFusion's cooperative yielding uses tokio's task budget, which
+        // would make a caller inside a tokio task spin once the budget is spent.
+        let out = futures::executor::block_on(tokio::task::unconstrained(execute(planned)));
+        self.slot.clear();
+        out
+    }
+}
