@@ -59,9 +59,9 @@ export TRIBUTARY_SKIP_LOG="$TRIBUTARY_SERVICES_DIR/skipped.jsonl"
 : > "$TRIBUTARY_SKIP_LOG"
 test_log="$TRIBUTARY_SERVICES_DIR/cargo-test.log"
 
-log "cargo test --workspace $*"
+log "cargo test --workspace --no-fail-fast $*"
 set +e
-cargo test --workspace "$@" 2>&1 | tee "$test_log"
+cargo test --workspace --no-fail-fast "$@" 2>&1 | tee "$test_log"
 status=${PIPESTATUS[0]}
 # The example plugin (a third-party style crate outside the workspace) has unit tests of its
 # own; it builds into target/plugins, where the runtime's plugin tests already built it.

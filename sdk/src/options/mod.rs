@@ -265,6 +265,8 @@ pub fn is_sensitive_key(key: &str) -> bool {
         "accesskey",
         "access.key",
         "access_key",
+        "connectionstring",
+        "connection.string",
     ]
     .iter()
     .any(|s| k.contains(s))
