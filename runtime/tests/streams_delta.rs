@@ -509,7 +509,7 @@ async fn backfill_waits_for_overlap_then_merges_once() {
         ],
         false,
     );
-    write(&history, &[early.clone()]).await;
+    write(&history, std::slice::from_ref(&early)).await;
     let s = advance(&catalog, &entry.name, &clock).await.unwrap();
     assert_eq!(s.state, BackfillState::WaitingForOverlap, "{s:?}");
     assert!(

@@ -168,7 +168,7 @@ impl DeltaSink {
         self.checked_schema = None;
         if let Ok(state) = table.snapshot() {
             let partitions = state.metadata().partition_columns();
-            if !self.config.partition_by.is_empty() && partitions != &self.config.partition_by {
+            if !self.config.partition_by.is_empty() && partitions != self.config.partition_by {
                 return Err(Error::new(
                     ErrorCode::InvalidOption,
                     format!(
