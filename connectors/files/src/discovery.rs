@@ -47,7 +47,14 @@ pub struct Discovery {
 impl Discovery {
     /// Resolves the configured path against its store: a local directory must exist; a bucket
     /// and prefix must exist (checked with one listing call, credentials included).
-    pub fn new(config: &FilesConfig, secrets: &dyn SecretStore) -> Result<Discovery> {
+    ///
+    /// `resuming`: the checkpoint already tracks files. A prefix with no object is then empty
+    /// (cleanSource may have moved every file away), not a wrong path.
+    pub fn new(
+        config: &FilesConfig,
+        secrets: &dyn SecretStore,
+        resuming: bool,
+    ) -> Result<Discovery> {
         let name_glob = config
             .path_glob_filter
             .as_deref()
@@ -74,7 +81,9 @@ impl Discovery {
                     max_file_age: config.max_file_age,
                 };
                 let probe = d.fresh()?;
-                if let Some(single) = crate::schema::run_io(async move { probe.probe().await })? {
+                if let Some(single) =
+                    crate::schema::run_io(async move { probe.probe(resuming).await })?
+                {
                     d.cloud = Some((format!("{}/", c.root_url()), single.0));
                     d.path_glob = Some(glob(&single.1, true, names::PATH)?);
                 }
@@ -133,7 +142,7 @@ impl Discovery {
 
     /// Cloud: checks that the bucket and prefix exist. Returns `Some((parent prefix, escaped
     /// name))` when the key names a single object rather than a prefix.
-    async fn probe(&self) -> Result<Option<(Option<ObjectPath>, String)>> {
+    async fn probe(&self, resuming: bool) -> Result<Option<(Option<ObjectPath>, String)>> {
         let Some((_, prefix)) = &self.cloud else {
             return Ok(None);
         };
@@ -159,6 +168,9 @@ impl Discovery {
                 Err(object_store::Error::NotFound { .. }) => {}
                 Err(e) => return Err(access_error(&self.spec, &self.root_text, e)),
             }
+        }
+        if resuming {
+            return Ok(None);
         }
         Err(Error::new(
             ErrorCode::InvalidOption,

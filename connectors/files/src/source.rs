@@ -76,10 +76,12 @@ impl FilesSource {
             connector: CONNECTOR.into(),
             target: config.target(),
         };
-        let discovery = Discovery::new(&config, context.secrets.as_ref())?;
         let state_dir = context.state_dir.clone();
         let state = FileStateStore::open(state_dir.as_deref())?;
-        match state.meta("identity")? {
+        let stored_identity = state.meta("identity")?;
+        let discovery =
+            Discovery::new(&config, context.secrets.as_ref(), stored_identity.is_some())?;
+        match stored_identity {
             Some(stored) if stored != identity.target => {
                 return Err(Error::new(
                     ErrorCode::CheckpointIncompatible,
