@@ -290,13 +290,28 @@ fn run(rt: &tokio::runtime::Runtime, bootstrap: &str, mode: Mode, rate: u64) -> 
 }
 
 fn main() {
-    let Ok(bootstrap) = std::env::var("TRIBUTARY_KAFKA_BOOTSTRAP") else {
-        eprintln!("realtime_latency: TRIBUTARY_KAFKA_BOOTSTRAP is not set (start scripts/services/kafka.sh); not run");
-        return;
-    };
     if std::env::args().any(|a| a == "--list") {
         return;
     }
+    // The broker: rdkafka's in-process mock cluster by default (tansu's own produce → consume
+    // floor is seconds from 10 k/s, so it would measure the broker, not the pipeline); tansu
+    // with RT_BENCH_BROKER=tansu (TRIBUTARY_KAFKA_BOOTSTRAP from scripts/services/kafka.sh).
+    let mock;
+    let bootstrap = match std::env::var("RT_BENCH_BROKER").as_deref() {
+        Ok("tansu") => {
+            let Ok(b) = std::env::var("TRIBUTARY_KAFKA_BOOTSTRAP") else {
+                eprintln!("realtime_latency: TRIBUTARY_KAFKA_BOOTSTRAP is not set (start scripts/services/kafka.sh); not run");
+                return;
+            };
+            println!("broker: tansu at {b}");
+            b
+        }
+        _ => {
+            mock = rdkafka::mocking::MockCluster::new(1).unwrap();
+            println!("broker: rdkafka mock cluster (in process)");
+            mock.bootstrap_servers()
+        }
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

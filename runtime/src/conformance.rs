@@ -65,6 +65,12 @@ impl SourceFactory for WithOptions<dyn SourceFactory> {
     fn describe_state(&self, request: &StateRequest<'_>) -> Result<Option<StateReport>> {
         self.inner.describe_state(request)
     }
+    fn stream_binding(&self) -> Option<Arc<dyn tributary_sdk::StreamBinding>> {
+        self.inner.stream_binding()
+    }
+    fn commands(&self) -> Vec<Arc<dyn tributary_sdk::ConnectorCommand>> {
+        self.inner.commands()
+    }
 }
 
 impl SinkFactory for WithOptions<dyn SinkFactory> {

@@ -14,7 +14,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow::array::RecordBatch;
 use tributary_sdk::{
     ConnectorContext, Delivery, Error, ErrorCode, Offset, PreparedSink, PreparedSource, ReadLimit,
     RealTimeSupport, Result, SecretStore, Sink, Source, SourceDescription, Stage, StageFactory,
@@ -88,6 +87,8 @@ pub struct Pipeline {
     pub(crate) shutdown: Shutdown,
     pub(crate) idle_poll: Duration,
     pub(crate) stages: Vec<Box<dyn Stage>>,
+    /// The schema the sinks receive (after the stages), known once the stages are open.
+    pub(crate) output_schema: Option<arrow::datatypes::SchemaRef>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -210,6 +211,7 @@ impl Pipeline {
             listeners: Vec::new(),
             shutdown: Shutdown::default(),
             idle_poll: Duration::from_millis(500),
+            output_schema: None,
             stages,
         })
     }
@@ -264,6 +266,7 @@ impl Pipeline {
         for stage in &mut self.stages {
             schema = stage.open(schema).await?;
         }
+        self.output_schema = Some(schema.clone());
         Ok(schema)
     }
 
@@ -386,27 +389,32 @@ impl Pipeline {
         }
         let mut wal_ms = t.elapsed().as_millis() as u64;
 
-        let t = Instant::now();
-        let mut batches: Vec<RecordBatch> = self.source.read(start, end).await?;
-        for stage in &mut self.stages {
-            batches = batches
-                .iter()
-                .map(|b| stage.apply(b))
-                .collect::<Result<_>>()?;
-        }
-        durations.get_batch = t.elapsed().as_millis() as u64;
-        let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
-
-        let t = Instant::now();
-        let mut sink_progress = Vec::new();
-        for (name, sink) in &mut self.sinks {
-            sink.write(batch_id, &batches).await?;
-            sink_progress.push(SinkProgress {
+        // The stages are opened before the first batch; the source's schema is the fallback.
+        let schema = self
+            .output_schema
+            .clone()
+            .unwrap_or_else(|| self.source.schema());
+        let io = crate::batch_io::read_and_write(
+            self.source.as_mut(),
+            &mut self.stages,
+            &mut self.sinks,
+            &schema,
+            batch_id,
+            start,
+            end,
+        )
+        .await?;
+        durations.get_batch = io.read.as_millis() as u64;
+        durations.add_batch = io.write.as_millis() as u64;
+        let rows = io.rows;
+        let sink_progress = self
+            .sinks
+            .iter()
+            .map(|(name, _)| SinkProgress {
                 description: name.clone(),
                 num_output_rows: rows,
-            });
-        }
-        durations.add_batch = t.elapsed().as_millis() as u64;
+            })
+            .collect();
 
         let t = Instant::now();
         self.checkpoint.write_commit(batch_id, rows)?;

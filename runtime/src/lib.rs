@@ -22,6 +22,7 @@
 //! # Ok(()) }
 //! ```
 
+mod batch_io;
 pub mod checkpoint;
 pub mod conformance;
 pub mod engine;

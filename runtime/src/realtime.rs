@@ -13,7 +13,8 @@
 //! 4. At the end of the interval, or on a clean stop (Ctrl-C ends the batch early), the readers
 //!    stop, queued chunks are delivered, and the batch's end offset is computed from what was
 //!    delivered. Only now is `offsets/<n>` written (the end was not known at the start); then
-//!    the staged sinks write batch `n`, streaming sinks flush, `commits/<n>` is written and the
+//!    the staged sinks write batch `n` (those with a part writer staged its chunks as they
+//!    came and now publish them), streaming sinks flush, `commits/<n>` is written and the
 //!    source commits.
 //!
 //! A crash before `commits/<n>` replays batch `n` through the micro-batch path (the logged range,
@@ -138,6 +139,19 @@ impl Pipeline {
                 pending_times: Vec::new(),
                 in_flight: FuturesOrdered::new(),
             };
+            // Staged sinks with a part writer stage the chunks as they come (memory bounded by
+            // a chunk, not the long batch) and publish them at the checkpoint.
+            let schema = self
+                .output_schema
+                .clone()
+                .unwrap_or_else(|| self.source.schema());
+            for (_, sink) in &mut self.sinks {
+                if sink.as_streaming().is_none() {
+                    if let Some(w) = sink.as_part_writer() {
+                        w.begin_batch(batch_id, schema.clone()).await?;
+                    }
+                }
+            }
             let (tx, mut rx) = chunk_queue(QUEUE_CHUNKS);
             self.source
                 .as_streaming()
@@ -215,9 +229,12 @@ impl Pipeline {
         let mut staged = false;
         let mut acks = Vec::new();
         for (_, sink) in &mut self.sinks {
-            match sink.as_streaming() {
-                Some(s) => acks.push(s.write_records(long.batch_id, &batch).await?),
-                None => staged = true,
+            if let Some(s) = sink.as_streaming() {
+                acks.push(s.write_records(long.batch_id, &batch).await?);
+            } else if let Some(w) = sink.as_part_writer() {
+                w.write_part(&batch).await?;
+            } else {
+                staged = true;
             }
         }
         long.sink_ms += t.elapsed().as_millis() as u64;
@@ -288,9 +305,12 @@ impl Pipeline {
         let t = Instant::now();
         let staged = std::mem::take(&mut long.staged);
         for (_, sink) in &mut self.sinks {
-            match sink.as_streaming() {
-                Some(s) => s.end_batch(long.batch_id).await?,
-                None => sink.write(long.batch_id, &staged).await?,
+            if let Some(s) = sink.as_streaming() {
+                s.end_batch(long.batch_id).await?;
+            } else if let Some(w) = sink.as_part_writer() {
+                w.commit_batch().await?;
+            } else {
+                sink.write(long.batch_id, &staged).await?;
             }
         }
         long.sink_ms += t.elapsed().as_millis() as u64;

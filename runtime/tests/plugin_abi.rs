@@ -122,15 +122,11 @@ async fn batches_offsets_errors_and_metrics_cross_the_boundary_intact() {
     .collect();
     // What the source reads is known before it is built, the same through the plugin.
     let described = generator(&lib).describe(&options).unwrap();
-    let mut native_description = tributary_plugin_generator::GeneratorSourceFactory
+    let native_description = tributary_plugin_generator::GeneratorSourceFactory
         .describe(&options)
         .unwrap();
-    // The host declares plugin sources non-streaming: ABI v1 has no streaming read.
-    assert!(matches!(
-        &described.real_time,
-        tributary_sdk::RealTimeSupport::Unsupported { reason } if reason.contains("plugin ABI")
-    ));
-    native_description.real_time = described.real_time.clone();
+    // The plugin exports the streaming extension: its own answer (the generator streams) holds.
+    assert_eq!(described.real_time, tributary_sdk::RealTimeSupport::Supported);
     assert_eq!(described, native_description);
     assert_eq!(described.identity.target, "rows:25");
     let ctx = ConnectorContext::default();

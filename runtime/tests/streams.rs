@@ -75,7 +75,10 @@ fn create_get_list_delete_round_trip() {
     assert_eq!(e.backfill.state, BackfillState::Pending);
     let got = c.get("main.sales.orders").unwrap();
     assert_eq!(got.id, e.id);
-    assert_eq!(got.spec.source.topics, vec!["orders"]);
+    assert_eq!(
+        got.spec.source.names["topics"],
+        serde_json::json!(["orders"])
+    );
 
     c.create(spec("main.sales.refunds", "main.sales.refunds_raw"))
         .unwrap();
@@ -212,7 +215,9 @@ fn every_validation_error_is_named() {
         (good.replace("main.sales.orders\"", "main.orders\""), "exactly three parts"),
         (good.replace("main.sales.orders\"", "main.sa les.orders\""), "contains ' '"),
         (good.replace("table = \"main.sales.orders_raw\"", "table = \"orders_raw\""), "option 'ingestion.table'"),
-        (good.replace("kind = \"kafka\"", "kind = \"pulsar\""), "unknown variant `pulsar`"),
+        (good.replace("kind = \"kafka\"", "kind = \"pulsar\""), "option 'source.kind': no source connector named 'pulsar'"),
+        (good.replace("kind = \"kafka\"", "kind = \"files\""), "the 'files' source cannot back a stream (it has no stream binding); the sources that can: kafka"),
+        (good.replace("topics = [\"orders\"]", "topics = \"orders\""), "option 'source.topics' must be a list of names"),
         (good.replace("topics = [\"orders\"]", "topics = []"), "option 'source.topics' is required"),
         (good.replace("topics = [\"orders\"]", "topics = [\"a,b\"]"), "is not a name"),
         (good.replace("topics = [\"orders\"]", "topics = [\"orders\"]\nstreams = [\"s\"]"), "'source.streams' does not apply to a kafka source"),
@@ -322,6 +327,80 @@ fn a_stream_with_no_schema_reads_plain_strings_and_starts_at_its_creation() {
     assert_eq!(decode.get("schema_registry_key"), Some("resolved-key"));
 }
 
+/// The Kinesis source's binding: its names field, its starting position, its columns.
+#[cfg(feature = "kinesis")]
+#[test]
+fn a_kinesis_stream_is_bound_by_its_connector() {
+    let (_dir, c) = catalog();
+    let text = |dedup: &str| {
+        format!(
+            r#"
+name = "main.ops.events"
+[source]
+kind = "kinesis"
+streams = ["events", "audit"]
+[connection]
+options = {{ region = "eu-west-1" }}
+[ingestion]
+table = "main.ops.events_raw"
+backfill_source = "main.ops.events_history"
+deduplication_columns = ["{dedup}"]
+"#
+        )
+    };
+    let e = c
+        .create(StreamSpec::parse(&text("kafka_offset"), "events.toml").unwrap())
+        .unwrap_err();
+    assert!(
+        e.message().contains("deduplication column 'kafka_offset' is not a dot path into the ingestion table's columns (key, value, stream_record_timestamp, record_source, kinesis_stream, kinesis_shard_id, kinesis_sequence_number)"),
+        "{}",
+        e.message()
+    );
+    let e = c
+        .create(
+            StreamSpec::parse(
+                &text("kinesis_sequence_number").replace("region", "startingOffsets"),
+                "events.toml",
+            )
+            .unwrap(),
+        )
+        .unwrap_err();
+    assert!(e.message().contains("startingOffsets"), "{}", e.message());
+    let e = c
+        .create(
+            StreamSpec::parse(
+                &text("kinesis_sequence_number").replace("region = ", "initialPosition = "),
+                "events.toml",
+            )
+            .unwrap(),
+        )
+        .unwrap_err();
+    assert!(
+        e.message().contains("option 'initialPosition' a stream sets it itself: it reads its named streams from its creation time on"),
+        "{}",
+        e.message()
+    );
+    let created = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
+    let e = c
+        .create_at(
+            StreamSpec::parse(&text("kinesis_sequence_number"), "events.toml").unwrap(),
+            &stream_registry(),
+            created,
+        )
+        .unwrap();
+    let p = pipeline_spec(&c, &e, Trigger::AvailableNow, None).unwrap();
+    assert_eq!(p.source, "kinesis");
+    assert_eq!(p.source_options.get("streamName"), Some("events,audit"));
+    let at: serde_json::Value =
+        serde_json::from_str(p.source_options.get("initialPosition").unwrap()).unwrap();
+    assert_eq!(
+        at,
+        serde_json::json!({"at_timestamp": created.timestamp_millis()})
+    );
+    assert_eq!(p.source_options.get("region"), Some("eu-west-1"));
+    assert!(p.source_options.get("subscribe").is_none());
+}
+
 #[cfg(not(feature = "delta"))]
 #[tokio::test]
 async fn run_without_the_delta_sink_says_which_feature() {
@@ -343,7 +422,7 @@ async fn ingestion_stage_shapes_kafka_records() {
         .with_streams(["orders"])
         .with_payload_column("value")
         .with_key_column("key");
-    let mut stage = IngestionStageFactory
+    let mut stage = IngestionStageFactory::new(&stream_registry())
         .create(&Options::new(), &description, &EnvSecretStore)
         .unwrap();
     let batch = RecordBatch::try_from_iter(vec![
@@ -398,7 +477,7 @@ async fn ingestion_stage_shapes_kafka_records() {
         stage.metrics().get("malformed.invalidUtf8"),
         Some(&serde_json::json!(1))
     );
-    let e = IngestionStageFactory
+    let e = IngestionStageFactory::new(&stream_registry())
         .validate(
             &Options::new(),
             &SourceDescription::new("files", "/data").with_payload_column("value"),

@@ -1,6 +1,7 @@
 //! Named streams into Delta ingestion tables (feature `delta`): a Kafka stream with a JSON
 //! Schema payload run with `--available-now` (library and `tributary streams run`) against the
-//! real broker of `scripts/services/kafka.sh`, read back by Python `deltalake`
+//! real broker of `scripts/services/kafka.sh`, and a Kinesis stream against kinesis-mock
+//! (`scripts/services/kinesis.sh`), read back by Python `deltalake`
 //! (`scripts/services/registry-python.sh`); and the backfill state machine with an injected
 //! clock: waits without overlap, merges with it, forced after 2 days, dedup by column and by the
 //! default key, and a MERGE whose catalog update was lost (a crash) inserts nothing twice.
@@ -219,6 +220,127 @@ table = "main.shop.orders_raw"
     assert!(rows
         .iter()
         .all(|r| r["record_source"] == "stream" && r["kafka_topic"] == topic.as_str()));
+    let created = entry.created().unwrap();
+    for r in rows {
+        let t = DateTime::parse_from_rfc3339(
+            &r["stream_record_timestamp"]
+                .as_str()
+                .unwrap()
+                .replace(' ', "T"),
+        )
+        .unwrap();
+        assert!(t >= created - chrono::Duration::seconds(1), "{r}");
+    }
+}
+
+/// A Kinesis stream on kinesis-mock (HTTPS with the test CA): records from before its creation
+/// are left out, the others land with the Kinesis metadata columns its binding names; the AWS
+/// keys are secret references, resolved at run from a file store.
+#[cfg(feature = "kinesis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kinesis_stream_lands_in_its_delta_table() {
+    use tributary_conformance::Fixture;
+    use tributary_kinesis::conformance::KinesisFixture;
+    use tributary_sdk::FileSecretStore;
+
+    let Some(endpoint) = tributary_skip_log::require_env(
+        "TRIBUTARY_KINESIS_ENDPOINT",
+        "scripts/services/kinesis.sh",
+    ) else {
+        return;
+    };
+    let python = tributary_skip_log::require_env(
+        "TRIBUTARY_DELTA_PYTHON",
+        "scripts/services/registry-python.sh",
+    );
+    let ca = std::env::var("TRIBUTARY_KINESIS_CA").ok();
+    let mut fixture = KinesisFixture::new(&endpoint, ca.as_deref());
+    let stream = fixture.create_target("streams").await.unwrap();
+    fixture.produce(&stream, 3).await.unwrap();
+    // Arrival times are compared with the creation time: leave a clear gap on both sides.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let secrets = dir.path().join("secrets");
+    std::fs::create_dir_all(secrets.join("aws")).unwrap();
+    std::fs::write(secrets.join("aws").join("key"), "AKIDSTREAMS").unwrap();
+    std::fs::write(secrets.join("aws").join("secret"), "streams-test-secret\n").unwrap();
+    let catalog = Catalog::open(dir.path().join("catalog")).unwrap();
+    let truststore = ca
+        .map(|c| format!(r#", "tls.truststore.location" = "{c}""#))
+        .unwrap_or_default();
+    let spec = format!(
+        r#"
+name = "main.ops.events"
+[source]
+kind = "kinesis"
+streams = ["{stream}"]
+options = {{ minFetchPeriod = "200ms" }}
+[connection]
+options = {{ endpoint = "{endpoint}", region = "us-east-1", awsAccessKey = "{{{{secrets/aws/key}}}}", awsSecretKey = "{{{{secrets/aws/secret}}}}"{truststore} }}
+[ingestion]
+table = "main.ops.events_raw"
+"#
+    );
+    let entry = catalog
+        .create(StreamSpec::parse(&spec, "events.toml").unwrap())
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let produced = fixture.produce(&stream, 5).await.unwrap();
+
+    let mut options = RunOptions::new(Arc::new(FileSecretStore::new(secrets)));
+    options.available_now = true;
+    let summary = run_stream(&catalog, &entry.name, &options, Default::default())
+        .await
+        .unwrap();
+    assert_eq!(summary.run.rows, 5, "{summary:?}");
+    fixture.delete_target(&stream).await.unwrap();
+
+    let Some(python) = python else { return };
+    let table = read_table(
+        &python,
+        &catalog.table_path(&"main.ops.events_raw".parse().unwrap()),
+    );
+    let columns: Vec<&str> = table["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[0].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            "key",
+            "value",
+            "stream_record_timestamp",
+            "record_source",
+            "kinesis_stream",
+            "kinesis_shard_id",
+            "kinesis_sequence_number"
+        ]
+    );
+    let rows = rows(&table);
+    let mut values: Vec<&str> = rows.iter().map(|r| r["value"].as_str().unwrap()).collect();
+    values.sort();
+    let mut want: Vec<&str> = produced.iter().map(String::as_str).collect();
+    want.sort();
+    assert_eq!(values, want, "{table}");
+    let mut sequences: Vec<&str> = rows
+        .iter()
+        .map(|r| r["kinesis_sequence_number"].as_str().unwrap())
+        .collect();
+    sequences.sort();
+    sequences.dedup();
+    assert_eq!(sequences.len(), 5, "every record exactly once: {table}");
+    assert!(
+        rows.iter().all(|r| r["record_source"] == "stream"
+            && r["kinesis_stream"] == stream.as_str()
+            && r["kinesis_shard_id"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("shardId-"))
+            && r["key"].as_str().is_some_and(|k| k.starts_with("k-"))),
+        "{table}"
+    );
     let created = entry.created().unwrap();
     for r in rows {
         let t = DateTime::parse_from_rfc3339(

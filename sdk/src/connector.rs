@@ -23,6 +23,7 @@ use std::fmt::Debug;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::command::ConnectorCommand;
 use crate::description::SourceDescription;
 use crate::error::Result;
 use crate::options::{OptionSpec, Options};
@@ -30,6 +31,7 @@ use crate::secret::{EnvSecretStore, SecretStore};
 use crate::sink::Sink;
 use crate::source::Source;
 use crate::state::{StateReport, StateRequest};
+use crate::stream_binding::StreamBinding;
 
 /// Whether a connector reads or writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -89,6 +91,17 @@ pub trait SourceFactory: Send + Sync + Debug {
     fn describe_state(&self, request: &StateRequest<'_>) -> Result<Option<StateReport>> {
         let _ = request;
         Ok(None)
+    }
+
+    /// How this connector backs a named stream (see [`crate::stream_binding`]); `None` when it
+    /// cannot.
+    fn stream_binding(&self) -> Option<Arc<dyn StreamBinding>> {
+        None
+    }
+
+    /// The connector's administrative subcommands (see [`crate::command`]).
+    fn commands(&self) -> Vec<Arc<dyn ConnectorCommand>> {
+        Vec::new()
     }
 }
 

@@ -45,12 +45,14 @@
 //! ```
 
 pub mod auth;
+pub mod command;
 pub mod connector;
 pub mod data_loss;
 pub mod description;
 pub mod error;
 pub mod offset;
 pub mod options;
+pub mod part_writer;
 #[cfg(feature = "plugin")]
 pub mod plugin;
 pub mod read_limit;
@@ -60,9 +62,11 @@ pub mod sink;
 pub mod source;
 pub mod stage;
 pub mod state;
+pub mod stream_binding;
 pub mod streaming;
 pub mod typed;
 
+pub use command::ConnectorCommand;
 pub use auth::{Authenticator, Credentials, SaslMechanism, TlsMaterial};
 pub use connector::{
     ConnectorContext, ConnectorKind, PreparedSink, PreparedSource, SinkFactory, SinkFactoryExt,
@@ -81,9 +85,11 @@ pub use secret::{
     ChainSecretStore, EnvSecretStore, FileSecretStore, Secret, SecretRef, SecretStore,
 };
 pub use sink::{Delivery, Sink};
-pub use source::{Source, SourceIdentity, SourceMetrics};
+pub use part_writer::PartWriter;
+pub use source::{BatchStream, Source, SourceIdentity, SourceMetrics};
 pub use stage::{Stage, StageFactory};
 pub use state::{LoggedBatch, StateReport, StateRequest};
+pub use stream_binding::{IngestionColumn, StreamBinding};
 pub use streaming::{
     chunk_queue, Ack, ChunkReceiver, ChunkSender, RealTimeSupport, StreamChunk, StreamingSink,
     StreamingSource,

@@ -47,4 +47,10 @@ pub trait Sink: Send + Debug {
     fn as_streaming(&mut self) -> Option<&mut dyn crate::streaming::StreamingSink> {
         None
     }
+
+    /// The incremental write of a micro-batch (see [`crate::part_writer`]). Sinks that return
+    /// `None` (the default) receive each batch whole through [`Sink::write`].
+    fn as_part_writer(&mut self) -> Option<&mut dyn crate::part_writer::PartWriter> {
+        None
+    }
 }

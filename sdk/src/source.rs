@@ -8,6 +8,9 @@
 //!    Returning `start` itself means "no new data".
 //! 3. [`Source::read`] returns the records in `[start, end)`. It is deterministic: the same range
 //!    read again (after a crash) returns the same records. Exactly-once depends on this.
+//!    The host calls [`Source::read_stream`], which yields the same records as a stream of
+//!    parts; a source whose ranges can be large (a 2 GB file) overrides it so that memory is
+//!    bounded by a part, and sinks with a [`crate::PartWriter`] stage each part as it comes.
 //! 4. [`Source::commit`] says everything up to `end` is durable downstream.
 //! 5. [`Source::stop`] releases what the source holds.
 //!
@@ -27,6 +30,9 @@ use async_trait::async_trait;
 use crate::error::Result;
 use crate::offset::Offset;
 use crate::read_limit::ReadLimit;
+
+/// The parts of one range, in order (see [`Source::read_stream`]).
+pub type BatchStream<'a> = futures::stream::BoxStream<'a, Result<RecordBatch>>;
 
 /// Per-source metrics reported in progress events (`numFilesOutstanding`, `avgMsBehindLatest`, ...).
 pub type SourceMetrics = BTreeMap<String, serde_json::Value>;
@@ -80,6 +86,18 @@ pub trait Source: Send + Debug {
 
     /// Releases connections, consumers and other resources.
     async fn stop(&mut self) -> Result<()>;
+
+    /// The records in `[start, end)` as a stream of parts, the same records [`Source::read`]
+    /// returns. The default reads the whole range and yields its batches; override it when a
+    /// range can be larger than memory should hold.
+    async fn read_stream<'a>(
+        &'a mut self,
+        start: &Offset,
+        end: &Offset,
+    ) -> Result<BatchStream<'a>> {
+        let batches = self.read(start, end).await?;
+        Ok(Box::pin(futures::stream::iter(batches.into_iter().map(Ok))))
+    }
 
     /// The streaming read of real-time mode, for sources that support it (see
     /// [`crate::streaming`]); `None` (the default) keeps the source micro-batch only.

@@ -103,11 +103,14 @@
 //! ```
 
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use crate::connector::{
     ConnectorContext, PreparedSink, PreparedSource, SinkFactory, SourceFactory,
 };
+use crate::command::ConnectorCommand;
 use crate::description::SourceDescription;
+use crate::stream_binding::StreamBinding;
 use crate::error::Result;
 use crate::options::{OptionSpec, Options, ParsedOptions};
 use crate::sink::Sink;
@@ -139,6 +142,16 @@ pub trait SourceConnector: Send + Sync + Debug + Clone + 'static {
     fn describe_state(&self, request: &StateRequest<'_>) -> Result<Option<StateReport>> {
         let _ = request;
         Ok(None)
+    }
+
+    /// How this connector backs a named stream (see [`SourceFactory::stream_binding`]).
+    fn stream_binding(&self) -> Option<Arc<dyn StreamBinding>> {
+        None
+    }
+
+    /// The connector's administrative subcommands (see [`SourceFactory::commands`]).
+    fn commands(&self) -> Vec<Arc<dyn ConnectorCommand>> {
+        Vec::new()
     }
 }
 
@@ -206,6 +219,14 @@ impl<C: SourceConnector> SourceFactory for C {
 
     fn describe_state(&self, request: &StateRequest<'_>) -> Result<Option<StateReport>> {
         SourceConnector::describe_state(self, request)
+    }
+
+    fn stream_binding(&self) -> Option<Arc<dyn StreamBinding>> {
+        SourceConnector::stream_binding(self)
+    }
+
+    fn commands(&self) -> Vec<Arc<dyn ConnectorCommand>> {
+        SourceConnector::commands(self)
     }
 }
 

@@ -11,8 +11,8 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use tributary_sdk::{
-    Ack, ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, Result, Sink,
-    SinkConnector, StreamingSink,
+    Ack, ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, PartWriter,
+    Result, Sink, SinkConnector, StreamingSink,
 };
 
 /// Output layout.
@@ -30,6 +30,7 @@ pub struct ConsoleSink {
     num_rows: usize,
     truncate: bool,
     out: Box<dyn Write + Send>,
+    pending: Option<Pending>,
 }
 
 impl std::fmt::Debug for ConsoleSink {
@@ -54,20 +55,34 @@ impl ConsoleSink {
             num_rows,
             truncate: true,
             out,
+            pending: None,
+        }
+    }
+
+    /// Keeps the rows of `part` that are still to be shown (`numRows` per batch).
+    fn keep(&self, shown: &mut Vec<RecordBatch>, part: &RecordBatch) {
+        let have: usize = shown.iter().map(|b| b.num_rows()).sum();
+        let n = part.num_rows().min(self.num_rows.saturating_sub(have));
+        if n > 0 {
+            shown.push(part.slice(0, n));
         }
     }
 
     fn render(&self, batch_id: u64, batches: &[RecordBatch]) -> Result<Vec<u8>> {
-        let mut left = self.num_rows;
         let mut shown = Vec::new();
         for b in batches {
-            if left == 0 {
-                break;
-            }
-            let n = b.num_rows().min(left);
-            shown.push(b.slice(0, n));
-            left -= n;
+            self.keep(&mut shown, b);
         }
+        let total: usize = batches.iter().map(|b| b.num_rows()).sum();
+        self.render_shown(batch_id, shown, total)
+    }
+
+    fn render_shown(
+        &self,
+        batch_id: u64,
+        shown: Vec<RecordBatch>,
+        total: usize,
+    ) -> Result<Vec<u8>> {
         let mut buf = Vec::new();
         match self.format {
             ConsoleFormat::Json => {
@@ -91,7 +106,6 @@ impl ConsoleSink {
                 buf.extend_from_slice(
                     format!("{dashes}\nBatch: {batch_id}\n{dashes}\n{table}\n").as_bytes(),
                 );
-                let total: usize = batches.iter().map(|b| b.num_rows()).sum();
                 if total > self.num_rows {
                     buf.extend_from_slice(
                         format!("only showing top {} rows\n", self.num_rows).as_bytes(),
@@ -169,6 +183,53 @@ impl Sink for ConsoleSink {
     fn as_streaming(&mut self) -> Option<&mut dyn StreamingSink> {
         Some(self)
     }
+
+    fn as_part_writer(&mut self) -> Option<&mut dyn PartWriter> {
+        Some(self)
+    }
+}
+
+/// A micro-batch arrives in parts: only the rows to show are kept, and the batch is printed at
+/// its commit.
+#[async_trait]
+impl PartWriter for ConsoleSink {
+    async fn begin_batch(&mut self, batch_id: u64, _schema: SchemaRef) -> Result<()> {
+        self.pending = Some(Pending {
+            batch_id,
+            shown: Vec::new(),
+            total: 0,
+        });
+        Ok(())
+    }
+
+    async fn write_part(&mut self, part: &RecordBatch) -> Result<()> {
+        let Some(mut p) = self.pending.take() else {
+            return Err(Error::new(
+                ErrorCode::SinkWrite,
+                "console sink got a part outside a batch (no begin_batch)",
+            ));
+        };
+        self.keep(&mut p.shown, part);
+        p.total += part.num_rows();
+        self.pending = Some(p);
+        Ok(())
+    }
+
+    async fn commit_batch(&mut self) -> Result<()> {
+        if let Some(p) = self.pending.take() {
+            let buf = self.render_shown(p.batch_id, p.shown, p.total)?;
+            self.out.write_all(&buf)?;
+            self.out.flush()?;
+        }
+        Ok(())
+    }
+}
+
+/// The batch being received in parts.
+struct Pending {
+    batch_id: u64,
+    shown: Vec<RecordBatch>,
+    total: usize,
 }
 
 /// Real-time mode: each chunk of records is printed as it arrives (`numRows` per chunk).

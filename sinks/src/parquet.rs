@@ -6,6 +6,9 @@
 //! over the old one: readers see the batch's rows once. Readers must ignore names starting with
 //! `.` (temp files of an interrupted write, removed at the next start).
 //!
+//! The batch streams into its temp file part by part ([`PartWriter`]); a row group is flushed
+//! every 64 MiB, so memory does not grow with the batch.
+//!
 //! Options: `path` (required), `compression` (`zstd` default, `snappy`, `none`).
 
 use std::fs::{self, File};
@@ -18,8 +21,8 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use tributary_sdk::{
-    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, Result, Sink,
-    SinkConnector,
+    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, PartWriter, Result,
+    Sink, SinkConnector,
 };
 
 /// Writes each batch as one Parquet file, atomically and idempotently.
@@ -28,6 +31,9 @@ pub struct ParquetSink {
     dir: PathBuf,
     compression: Compression,
     schema: Option<SchemaRef>,
+    /// The batch being written (between begin and commit).
+    batch: Option<u64>,
+    staged: Option<Staged>,
 }
 
 impl ParquetSink {
@@ -37,6 +43,8 @@ impl ParquetSink {
             dir: dir.into(),
             compression: Compression::ZSTD(ZstdLevel::default()),
             schema: None,
+            batch: None,
+            staged: None,
         }
     }
 
@@ -54,30 +62,61 @@ impl ParquetSink {
         .with_cause(e)
     }
 
-    fn write_file(&self, batch_id: u64, batches: &[RecordBatch]) -> Result<()> {
-        let schema = match (&self.schema, batches.first()) {
-            (Some(s), _) => s.clone(),
-            (None, Some(b)) => b.schema(),
-            (None, None) => return Ok(()),
-        };
-        let tmp = self.dir.join(format!(
+    fn temp_file(&self, batch_id: u64) -> PathBuf {
+        self.dir.join(format!(
             ".part-{batch_id:020}.parquet.{}.tmp",
             std::process::id()
-        ));
-        let file = File::create(&tmp).map_err(|e| self.io_err("create", &tmp, e))?;
-        let props = WriterProperties::builder()
-            .set_compression(self.compression)
-            .build();
-        let mut writer = ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| {
-            Error::new(ErrorCode::SinkWrite, "parquet sink cannot start a file").with_cause(e)
-        })?;
-        for b in batches {
-            writer.write(b).map_err(|e| {
-                Error::new(ErrorCode::SinkWrite, "parquet sink cannot encode a batch")
-                    .with_context("batch", batch_id)
-                    .with_cause(e)
-            })?;
+        ))
+    }
+
+    /// Stages one part: the batch's temp file is created with its first non-empty part (an
+    /// empty batch writes no file), and a row group is flushed once it holds
+    /// [`ROW_GROUP_BYTES`] so memory stays bounded whatever the batch's size.
+    fn stage_part(&mut self, part: &RecordBatch) -> Result<()> {
+        if part.num_rows() == 0 {
+            return Ok(());
         }
+        let Some(batch_id) = self.batch else {
+            return Err(Error::new(
+                ErrorCode::SinkWrite,
+                "parquet sink got a part outside a batch (no begin_batch)",
+            ));
+        };
+        if self.staged.is_none() {
+            let tmp = self.temp_file(batch_id);
+            let file = File::create(&tmp).map_err(|e| self.io_err("create", &tmp, e))?;
+            let props = WriterProperties::builder()
+                .set_compression(self.compression)
+                .build();
+            let schema = self.schema.clone().unwrap_or_else(|| part.schema());
+            let writer = ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| {
+                Error::new(ErrorCode::SinkWrite, "parquet sink cannot start a file").with_cause(e)
+            })?;
+            self.staged = Some(Staged { tmp, writer });
+        }
+        let Some(staged) = self.staged.as_mut() else {
+            return Ok(());
+        };
+        let encode = |e| {
+            Error::new(ErrorCode::SinkWrite, "parquet sink cannot encode a batch")
+                .with_context("batch", batch_id)
+                .with_cause(e)
+        };
+        staged.writer.write(part).map_err(encode)?;
+        if staged.writer.in_progress_size() >= ROW_GROUP_BYTES {
+            staged.writer.flush().map_err(encode)?;
+        }
+        Ok(())
+    }
+
+    /// Finishes the staged file: fsync, rename over the batch's final name, fsync the directory.
+    fn commit_staged(&mut self) -> Result<()> {
+        let Some(batch_id) = self.batch.take() else {
+            return Ok(());
+        };
+        let Some(Staged { tmp, writer }) = self.staged.take() else {
+            return Ok(());
+        };
         let file = writer.into_inner().map_err(|e| {
             Error::new(ErrorCode::SinkWrite, "parquet sink cannot finish a file").with_cause(e)
         })?;
@@ -87,6 +126,29 @@ impl ParquetSink {
         fs::rename(&tmp, &dest).map_err(|e| self.io_err("rename into", &dest, e))?;
         sync_dir(&self.dir).map_err(|e| self.io_err("fsync directory", &self.dir, e))?;
         Ok(())
+    }
+
+    /// Drops an unfinished attempt's temp file.
+    fn discard_staged(&mut self) {
+        if let Some(Staged { tmp, writer }) = self.staged.take() {
+            drop(writer);
+            let _ = fs::remove_file(tmp);
+        }
+    }
+}
+
+/// The in-progress row group is flushed at this encoded size (64 MiB).
+const ROW_GROUP_BYTES: usize = 64 << 20;
+
+/// The temp file of the batch being written.
+struct Staged {
+    tmp: PathBuf,
+    writer: ArrowWriter<File>,
+}
+
+impl std::fmt::Debug for Staged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Staged").field("tmp", &self.tmp).finish()
     }
 }
 
@@ -117,14 +179,39 @@ impl Sink for ParquetSink {
     }
 
     async fn write(&mut self, batch_id: u64, batches: &[RecordBatch]) -> Result<()> {
-        if batches.iter().all(|b| b.num_rows() == 0) {
-            return Ok(());
+        self.discard_staged();
+        self.batch = Some(batch_id);
+        for b in batches {
+            self.stage_part(b)?;
         }
-        self.write_file(batch_id, batches)
+        self.commit_staged()
     }
 
     async fn stop(&mut self) -> Result<()> {
+        self.discard_staged();
         Ok(())
+    }
+
+    fn as_part_writer(&mut self) -> Option<&mut dyn PartWriter> {
+        Some(self)
+    }
+}
+
+/// Batch `n` streams into its temp file part by part; the rename at commit publishes it.
+#[async_trait]
+impl PartWriter for ParquetSink {
+    async fn begin_batch(&mut self, batch_id: u64, _schema: SchemaRef) -> Result<()> {
+        self.discard_staged();
+        self.batch = Some(batch_id);
+        Ok(())
+    }
+
+    async fn write_part(&mut self, part: &RecordBatch) -> Result<()> {
+        self.stage_part(part)
+    }
+
+    async fn commit_batch(&mut self) -> Result<()> {
+        self.commit_staged()
     }
 }
 
@@ -250,6 +337,36 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names.len(), 2, "{names:?}");
+    }
+
+    #[tokio::test]
+    async fn parts_make_one_file_and_an_unfinished_attempt_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = ParquetSink::new(dir.path());
+        s.open(batch(vec![]).schema()).await.unwrap();
+        let w = s.as_part_writer().unwrap();
+        w.begin_batch(0, batch(vec![]).schema()).await.unwrap();
+        w.write_part(&batch(vec![1, 2])).await.unwrap();
+        // crash-like: a new attempt of the same batch starts before the first committed
+        w.begin_batch(0, batch(vec![]).schema()).await.unwrap();
+        for part in [vec![1, 2], vec![], vec![3]] {
+            w.write_part(&batch(part)).await.unwrap();
+        }
+        w.commit_batch().await.unwrap();
+        let got: Vec<i64> = read_dir_batches(dir.path())
+            .unwrap()
+            .iter()
+            .flat_map(|b| {
+                b.column(0)
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .unwrap()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        assert_eq!(got, vec![1, 2, 3]);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

@@ -12,10 +12,12 @@
 //!   (`{"rows": N}`), so reading a range twice yields the same rows. Options: `totalRows` or
 //!   `controlFile` (a file saying which rows exist, read at every call: rows can be appended,
 //!   trimmed — data loss under `failOnDataLoss` — or marked malformed — `mode`),
-//!   `rowsPerBatch`, `maxRowsPerTrigger`, `startingOffsets`, `partitions`, `assign`.
+//!   `rowsPerBatch`, `maxRowsPerTrigger`, `startingOffsets`, `partitions`, `assign`. It also
+//!   streams in real-time mode (`stream.rs`): rows reach the sinks as soon as they exist.
 //! - [`JsonLinesSinkFactory`] (`jsonlines`): writes each micro-batch to `<path>/batch-<id>.jsonl`
 //!   through a temporary file and a rename, so writing a batch id again replaces it (exactly-once
-//!   with the runtime's checkpoint).
+//!   with the runtime's checkpoint). In real-time mode it appends each acknowledged chunk to the
+//!   running long batch's file and syncs it at the checkpoint.
 //!
 //! Build the plugin with `cargo build --release` and point the host at the directory holding
 //! `libtributary_plugin_generator.so` (`plugin_path` in a pipeline file or
@@ -44,6 +46,7 @@ pub mod control;
 mod rows;
 mod sink;
 mod source;
+mod stream;
 
 pub use config::{
     generator_options, jsonlines_options, GeneratorConfig, JsonLinesConfig, MalformedMode,
@@ -54,8 +57,27 @@ pub use rows::{row_schema, RowsOffset};
 pub use sink::{JsonLinesSink, JsonLinesSinkFactory};
 pub use source::{GeneratorSource, GeneratorSourceFactory};
 
-#[cfg(all(not(feature = "no-entry"), not(feature = "bad-abi")))]
+#[cfg(all(
+    not(feature = "no-entry"),
+    not(feature = "bad-abi"),
+    not(feature = "no-streaming")
+))]
 tributary_sdk::export_plugin! {
+    name: "generator",
+    version: env!("CARGO_PKG_VERSION"),
+    sources: [GeneratorSourceFactory],
+    sinks: [JsonLinesSinkFactory],
+}
+
+// A build without the streaming extension, like a plugin built before it existed: the host
+// must keep it micro-batch only and say why when a real-time pipeline asks for it.
+#[cfg(all(
+    not(feature = "no-entry"),
+    not(feature = "bad-abi"),
+    feature = "no-streaming"
+))]
+tributary_sdk::export_plugin! {
+    @entry_only tributary_sdk::plugin::ABI_VERSION;
     name: "generator",
     version: env!("CARGO_PKG_VERSION"),
     sources: [GeneratorSourceFactory],

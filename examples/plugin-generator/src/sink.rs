@@ -4,17 +4,23 @@
 //! `write(batch_id, ..)` writes `<path>/.batch-<id>.jsonl.tmp`, syncs it and renames it to
 //! `<path>/batch-<id>.jsonl`. A replayed batch id overwrites the earlier attempt, so with the
 //! runtime's checkpoint the output is exactly-once.
+//!
+//! In real-time mode ([`StreamingSink`]) the records of long batch `id` are appended to
+//! `<path>/batch-<id>.jsonl` as they come — the file is truncated by the first chunk of the batch
+//! in this run, so a long batch restarted after a crash rewrites it from its start — and each
+//! chunk is acknowledged once it reached the operating system; `end_batch` syncs the file. A long
+//! batch replayed after a crash goes through `write`, which replaces the file as above.
 
 use std::fs::{self, File};
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use arrow_array::RecordBatch;
 use arrow_json::LineDelimitedWriter;
 use async_trait::async_trait;
 use tributary_sdk::{
-    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, Result, Sink,
-    SinkConnector,
+    Ack, ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, Result, Sink,
+    SinkConnector, StreamingSink,
 };
 
 use crate::config::{jsonlines_options, JsonLinesConfig};
@@ -39,7 +45,10 @@ impl SinkConnector for JsonLinesSinkFactory {
     }
 
     fn build(&self, config: JsonLinesConfig, _context: &ConnectorContext) -> Result<Box<dyn Sink>> {
-        Ok(Box::new(JsonLinesSink { config }))
+        Ok(Box::new(JsonLinesSink {
+            config,
+            streaming: None,
+        }))
     }
 }
 
@@ -47,6 +56,8 @@ impl SinkConnector for JsonLinesSinkFactory {
 #[derive(Debug)]
 pub struct JsonLinesSink {
     config: JsonLinesConfig,
+    /// The running long batch's id and open file (real-time mode).
+    streaming: Option<(u64, BufWriter<File>)>,
 }
 
 impl JsonLinesSink {
@@ -114,6 +125,80 @@ impl Sink for JsonLinesSink {
     }
 
     async fn stop(&mut self) -> Result<()> {
+        if let Some((id, _)) = self.streaming {
+            self.end_batch(id).await?;
+        }
+        Ok(())
+    }
+
+    fn as_streaming(&mut self) -> Option<&mut dyn StreamingSink> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl StreamingSink for JsonLinesSink {
+    async fn write_records(&mut self, batch_id: u64, batch: &RecordBatch) -> Result<Ack> {
+        if self
+            .streaming
+            .as_ref()
+            .is_some_and(|(id, _)| *id != batch_id)
+        {
+            if let Some((id, _)) = self.streaming {
+                self.end_batch(id).await?;
+            }
+        }
+        if self.streaming.is_none() {
+            let path = self.batch_file(batch_id);
+            let file = File::create(&path).map_err(|e| self.io_error("create", &path, e))?;
+            self.streaming = Some((batch_id, BufWriter::new(file)));
+        }
+        let path = self.batch_file(batch_id);
+        let encoded = match self.streaming.as_mut() {
+            Some((_, out)) => {
+                let mut writer = LineDelimitedWriter::new(&mut *out);
+                writer
+                    .write(batch)
+                    .and_then(|()| writer.finish())
+                    .map_err(|e| {
+                        Error::new(ErrorCode::SinkWrite, "jsonlines sink cannot encode a batch")
+                            .with_context("batch", batch_id)
+                            .with_cause(e)
+                    })
+                    .and_then(|()| {
+                        out.flush().map_err(|e| {
+                            Error::new(
+                                ErrorCode::SinkWrite,
+                                format!("jsonlines sink cannot write {}", path.display()),
+                            )
+                            .with_context("path", path.display())
+                            .with_cause(e)
+                        })
+                    })
+            }
+            None => Ok(()),
+        };
+        encoded?;
+        // The records reached the operating system: acknowledged.
+        Ok(Box::pin(async { Ok(()) }))
+    }
+
+    async fn end_batch(&mut self, batch_id: u64) -> Result<()> {
+        let Some((id, out)) = self.streaming.take() else {
+            return Ok(());
+        };
+        let path = self.batch_file(id);
+        let file = out
+            .into_inner()
+            .map_err(|e| self.io_error("flush", &path, e.into_error()))?;
+        file.sync_all()
+            .map_err(|e| self.io_error("sync", &path, e))?;
+        if id != batch_id {
+            return Err(Error::new(
+                ErrorCode::SinkWrite,
+                format!("jsonlines sink asked to end batch {batch_id} while batch {id} runs"),
+            ));
+        }
         Ok(())
     }
 }

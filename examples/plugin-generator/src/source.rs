@@ -12,20 +12,27 @@
 //! they were read are data loss, reported through [`DataLossTracker`] under `failOnDataLoss`, and
 //! malformed rows follow `mode`. An `availableNow` run reads the rows that existed when
 //! [`Source::prepare_available_now`] was called, and no later ones.
+//!
+//! The source also streams (real-time mode): [`StreamingSource`] starts the reader of
+//! [`crate::stream`], and [`StreamingSource::end_offset`] turns its delivered row position back
+//! into a [`RowsOffset`]. A replayed real-time batch is read again through [`Source::read`].
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use tributary_sdk::{
-    ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode, Offset,
-    OptionSpec, ParsedOptions, ReadLimit, Result, Source, SourceConnector, SourceDescription,
-    SourceIdentity, SourceMetrics,
+    ChunkSender, ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode,
+    Offset, OptionSpec, ParsedOptions, ReadLimit, RealTimeSupport, Result, Source, SourceConnector,
+    SourceDescription, SourceIdentity, SourceMetrics, StreamingSource,
 };
 
 use crate::config::{generator_options, GeneratorConfig, RowSupply};
 use crate::control::Control;
 use crate::rows::{build_batches, row_schema, Partitioning, RowsOffset};
+use crate::stream::{ReaderSetup, RunningStream, STREAM_PARTITION};
 
 /// Batches per trigger when the source is unbounded and no limit applies.
 const UNBOUNDED_BATCHES_PER_TRIGGER: u64 = 10;
@@ -51,6 +58,7 @@ impl SourceConnector for GeneratorSourceFactory {
 
     fn describe(&self, config: &GeneratorConfig) -> SourceDescription {
         SourceDescription::new("generator", config.target())
+            .with_real_time(RealTimeSupport::Supported)
     }
 
     fn build(
@@ -63,11 +71,35 @@ impl SourceConnector for GeneratorSourceFactory {
 }
 
 /// The rows that exist now.
-struct Bounds {
-    earliest: u64,
+pub(crate) struct Bounds {
+    pub(crate) earliest: u64,
     /// `None` for an unbounded generator.
-    latest: Option<u64>,
-    malformed: BTreeSet<u64>,
+    pub(crate) latest: Option<u64>,
+    pub(crate) malformed: BTreeSet<u64>,
+}
+
+/// The rows that exist now (the control file is read at every call).
+pub(crate) fn bounds_of(config: &GeneratorConfig) -> Result<Bounds> {
+    Ok(match &config.supply {
+        RowSupply::Fixed(total) => Bounds {
+            earliest: 0,
+            latest: Some(*total),
+            malformed: BTreeSet::new(),
+        },
+        RowSupply::Control(path) => {
+            let c = Control::read(path)?;
+            Bounds {
+                earliest: c.earliest,
+                latest: Some(c.latest),
+                malformed: c.malformed,
+            }
+        }
+        RowSupply::Unbounded => Bounds {
+            earliest: 0,
+            latest: None,
+            malformed: BTreeSet::new(),
+        },
+    })
 }
 
 /// A deterministic row generator.
@@ -80,12 +112,15 @@ pub struct GeneratorSource {
     /// The end of an `availableNow` run, fixed by `prepare_available_now`.
     available_now_end: Option<u64>,
     data_loss: DataLossTracker,
-    rows_read: u64,
+    /// Rows read, by `read` and by the streaming reader.
+    rows_read: Arc<AtomicU64>,
     malformed_read: u64,
     last_planned_end: u64,
     last_latest: Option<u64>,
     committed: u64,
     stopped: bool,
+    /// The running streaming read, if any.
+    stream: Option<RunningStream>,
 }
 
 impl GeneratorSource {
@@ -97,12 +132,13 @@ impl GeneratorSource {
             partitioning: Partitioning::new(config.partitions, &config.assigned),
             available_now_end: None,
             data_loss: DataLossTracker::new(config.fail_on_data_loss),
-            rows_read: 0,
+            rows_read: Arc::new(AtomicU64::new(0)),
             malformed_read: 0,
             last_planned_end: 0,
             last_latest: None,
             committed: 0,
             stopped: false,
+            stream: None,
             config,
         }
     }
@@ -118,26 +154,7 @@ impl GeneratorSource {
     }
 
     fn bounds(&self) -> Result<Bounds> {
-        Ok(match &self.config.supply {
-            RowSupply::Fixed(total) => Bounds {
-                earliest: 0,
-                latest: Some(*total),
-                malformed: BTreeSet::new(),
-            },
-            RowSupply::Control(path) => {
-                let c = Control::read(path)?;
-                Bounds {
-                    earliest: c.earliest,
-                    latest: Some(c.latest),
-                    malformed: c.malformed,
-                }
-            }
-            RowSupply::Unbounded => Bounds {
-                earliest: 0,
-                latest: None,
-                malformed: BTreeSet::new(),
-            },
-        })
+        bounds_of(&self.config)
     }
 }
 
@@ -254,7 +271,7 @@ impl Source for GeneratorSource {
             &bounds.malformed,
             self.config.mode,
         )?;
-        self.rows_read += built.rows;
+        self.rows_read.fetch_add(built.rows, Ordering::Relaxed);
         self.malformed_read += built.malformed;
         Ok(built.batches)
     }
@@ -266,7 +283,10 @@ impl Source for GeneratorSource {
 
     fn metrics(&self) -> SourceMetrics {
         let mut m = SourceMetrics::new();
-        m.insert("rowsRead".into(), self.rows_read.into());
+        m.insert(
+            "rowsRead".into(),
+            self.rows_read.load(Ordering::Relaxed).into(),
+        );
         m.insert("committedRows".into(), self.committed.into());
         if let Some(latest) = self.last_latest {
             m.insert(
@@ -282,8 +302,59 @@ impl Source for GeneratorSource {
     }
 
     async fn stop(&mut self) -> Result<()> {
+        if let Some(stream) = self.stream.take() {
+            stream.stop().await;
+        }
         self.stopped = true;
         Ok(())
+    }
+
+    fn as_streaming(&mut self) -> Option<&mut dyn StreamingSource> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl StreamingSource for GeneratorSource {
+    async fn start_stream(&mut self, start: &Offset, queue: ChunkSender) -> Result<()> {
+        self.check_running()?;
+        if let Some(previous) = self.stream.take() {
+            previous.stop().await;
+        }
+        let from = RowsOffset::of(start)?;
+        let setup = ReaderSetup {
+            config: self.config.clone(),
+            target: self.identity.target.clone(),
+            schema: self.schema.clone(),
+            partitioning: self.partitioning.clone(),
+            rows_read: self.rows_read.clone(),
+        };
+        self.stream = Some(RunningStream::start(setup, from, queue));
+        Ok(())
+    }
+
+    async fn stop_stream(&mut self) -> Result<()> {
+        if let Some(stream) = self.stream.take() {
+            stream.stop().await;
+        }
+        Ok(())
+    }
+
+    fn end_offset(
+        &self,
+        start: &Offset,
+        delivered: &BTreeMap<String, serde_json::Value>,
+    ) -> Result<Offset> {
+        match delivered.get(STREAM_PARTITION) {
+            None => Ok(start.clone()),
+            Some(position) => match position.as_u64() {
+                Some(rows) => RowsOffset::at(rows.max(RowsOffset::of(start)?)),
+                None => Err(Error::new(
+                    ErrorCode::SourceRead,
+                    format!("generator stream position {position} is not a row count"),
+                )),
+            },
+        }
     }
 }
 
@@ -426,6 +497,59 @@ mod tests {
                 .to_json_string(),
             r#"{"rows":6}"#
         );
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_stream_delivers_appended_rows_and_ends_where_delivered() {
+        let path = control_file(
+            "stream",
+            &Control {
+                latest: 5,
+                ..Default::default()
+            },
+        );
+        let mut s = source(&[
+            ("controlFile", path.to_str().unwrap()),
+            ("rowsPerBatch", "4"),
+        ]);
+        let start = RowsOffset::at(1).unwrap();
+        let (tx, mut rx) = tributary_sdk::chunk_queue(8);
+        s.as_streaming()
+            .unwrap()
+            .start_stream(&start, tx)
+            .await
+            .unwrap();
+        let mut delivered = BTreeMap::new();
+        let mut ids = Vec::new();
+        for latest in [5, 9] {
+            Control {
+                latest,
+                ..Default::default()
+            }
+            .write(&path)
+            .unwrap();
+            while ids.len() < latest as usize - 1 {
+                let c = rx.recv().await.unwrap().unwrap();
+                let col = c.batch.column(0);
+                let a = col
+                    .as_any()
+                    .downcast_ref::<arrow_array::Int64Array>()
+                    .unwrap();
+                ids.extend(a.values().iter().copied());
+                delivered.insert(c.partition, c.position);
+            }
+        }
+        assert_eq!(ids, (1..9).collect::<Vec<_>>());
+        let end = s
+            .as_streaming()
+            .unwrap()
+            .end_offset(&start, &delivered)
+            .unwrap();
+        assert_eq!(end.to_json_string(), r#"{"rows":9}"#);
+        s.as_streaming().unwrap().stop_stream().await.unwrap();
+        assert!(rx.recv().await.is_none(), "the reader dropped its queue");
+        assert_eq!(s.metrics()["rowsRead"], 8);
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 

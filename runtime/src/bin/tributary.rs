@@ -111,6 +111,21 @@ enum Command {
     ///
     /// Example: tributary streams create orders.toml && tributary streams run main.sales.orders
     Streams(tributary_runtime::streams::cli::StreamsArgs),
+    /// A connector's administrative subcommands (listing or deregistering Kinesis enhanced
+    /// fan-out consumers, tearing down file notification queues, ...). Without a command,
+    /// lists the connector's commands.
+    ///
+    /// Example: tributary connector kinesis consumers list --streamName orders --option region=us-east-1
+    Connector {
+        /// The source connector (built in, or from the plugin path).
+        connector: String,
+        /// The subcommand, then its own arguments (`--help` prints its usage).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND [ARGS]")]
+        args: Vec<String>,
+        /// Directory of file secrets: {{secrets/<scope>/<key>}} reads <dir>/<scope>/<key>.
+        #[arg(long, value_name = "DIR", env = "TRIBUTARY_SECRETS_DIR")]
+        secrets_dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -159,9 +174,58 @@ fn main() -> ExitCode {
     }
 }
 
+/// `tributary connector <name> [command args...]`: the connector parses its own arguments.
+fn connector_command(
+    connector: &str,
+    args: &[String],
+    secrets_dir: Option<PathBuf>,
+) -> Result<(), Error> {
+    let registry = Registry::with_plugins(&[])?;
+    let commands = registry.source(connector)?.commands();
+    let Some((name, rest)) = args.split_first() else {
+        if commands.is_empty() {
+            println!("connector '{connector}' has no commands");
+        }
+        for c in &commands {
+            println!("{:<16} {}", c.name(), c.about());
+        }
+        return Ok(());
+    };
+    let Some(command) = commands.iter().find(|c| c.name() == name) else {
+        let known: Vec<&str> = commands.iter().map(|c| c.name()).collect();
+        return Err(Error::new(
+            tributary_sdk::ErrorCode::InvalidOption,
+            format!(
+                "connector '{connector}' has no command '{name}'; its commands: {}",
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            ),
+        ));
+    };
+    if rest.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{}", command.usage());
+        return Ok(());
+    }
+    let mut secrets = ChainSecretStore::new().with(EnvSecretStore);
+    if let Some(dir) = secrets_dir {
+        secrets = secrets.with(FileSecretStore::new(dir));
+    }
+    let rt = tokio::runtime::Runtime::new()?;
+    let out = rt.block_on(command.run(rest, Arc::new(secrets)))?;
+    print!("{out}");
+    if !out.is_empty() && !out.ends_with('\n') {
+        println!();
+    }
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
         Command::Streams(args) => tributary_runtime::streams::cli::dispatch(args),
+        Command::Connector {
+            connector,
+            args,
+            secrets_dir,
+        } => connector_command(&connector, &args, secrets_dir),
         Command::Run {
             pipeline,
             progress_json,

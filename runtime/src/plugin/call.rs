@@ -14,7 +14,7 @@ use libloading::Library;
 
 use crate::plugin::loader::ManifestRef;
 use tributary_sdk::plugin::abi::{
-    FfiBytes, FfiContext, FfiSlice, FfiStatus, ABI_VERSION, STATUS_OK,
+    FfiBytes, FfiContext, FfiSlice, FfiStatus, FfiStreamingTable, ABI_VERSION, STATUS_OK,
 };
 use tributary_sdk::plugin::error_from_bytes;
 use tributary_sdk::plugin::secrets::export_secret_store;
@@ -28,6 +28,24 @@ pub(crate) struct PluginShared {
     // Never unloaded while a handle exists; batches may point into the plugin's memory, so
     // loaded libraries are also pinned for the life of the process (see `loader`).
     pub(crate) _library: Arc<Library>,
+    /// The plugin's streaming extension, or why it has none (the plugin stays micro-batch only).
+    pub(crate) streaming: std::result::Result<StreamingRef, String>,
+}
+
+/// A pointer to a plugin's static streaming table (its version already checked).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StreamingRef(pub(crate) *const FfiStreamingTable);
+
+// SAFETY: the table is immutable static data of a library that is never unloaded.
+unsafe impl Send for StreamingRef {}
+// SAFETY: see above.
+unsafe impl Sync for StreamingRef {}
+
+impl StreamingRef {
+    pub(crate) fn get(&self) -> &FfiStreamingTable {
+        // SAFETY: non-null and of the host's version (checked at load), static in a pinned library.
+        unsafe { &*self.0 }
+    }
 }
 
 /// The signature of a plugin's `create_source` / `create_sink`.

@@ -1,7 +1,9 @@
 //! A plugin's sink seen from the host: an ordinary `SinkFactory` and `Box<dyn Sink>`.
 //!
 //! Batches are exported through the Arrow C Data Interface without copying; the plugin moves
-//! them out of the array the host lends for the call.
+//! them out of the array the host lends for the call. When the plugin exports the streaming
+//! extension and the built sink acknowledges records as they come, it is also a
+//! `StreamingSink` (see [`crate::plugin::foreign_streaming`]).
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -13,9 +15,10 @@ use tributary_sdk::plugin::abi::{FfiBatch, FfiBytes, FfiSink, KIND_SINK};
 use tributary_sdk::plugin::batches::{export_batch, export_schema};
 use tributary_sdk::{
     ConnectorContext, Delivery, OptionSpec, Options, PreparedSink, Result, Sink, SinkFactory,
+    StreamingSink,
 };
 
-use crate::plugin::call::{blocking, PluginShared};
+use crate::plugin::call::{blocking, PluginShared, StreamingRef};
 use crate::plugin::loader::ManifestRef;
 
 /// Builds sinks of one plugin connector.
@@ -91,17 +94,26 @@ impl PreparedSink for PreparedForeignSink {
         let status = unsafe { (handle.table.delivery)(&handle.table, &mut out) };
         let bytes = unsafe { self.plugin.finish(status, &mut out) }?;
         let delivery: Delivery = self.plugin.json("delivery", &bytes)?;
+        let mut handle = handle;
+        let streaming = match self.plugin.streaming {
+            // SAFETY: a live table of the plugin whose extension this is.
+            Ok(table) if unsafe { (table.get().sink_streams)(&mut handle.table) } == 1 => {
+                Some(table)
+            }
+            _ => None,
+        };
         Ok(Box::new(ForeignSink {
             plugin: self.plugin.clone(),
             connector: self.name.clone(),
             handle: Arc::new(Mutex::new(handle)),
             delivery,
+            streaming,
         }))
     }
 }
 
 pub(crate) struct SinkHandle {
-    table: FfiSink,
+    pub(crate) table: FfiSink,
 }
 
 impl Drop for SinkHandle {
@@ -113,10 +125,12 @@ impl Drop for SinkHandle {
 
 /// A sink living in a plugin, used like any other `Sink`.
 pub struct ForeignSink {
-    plugin: Arc<PluginShared>,
+    pub(crate) plugin: Arc<PluginShared>,
     connector: String,
-    handle: Arc<Mutex<SinkHandle>>,
+    pub(crate) handle: Arc<Mutex<SinkHandle>>,
     delivery: Delivery,
+    /// The streaming extension, when the plugin has one and this sink acknowledges records.
+    pub(crate) streaming: Option<StreamingRef>,
 }
 
 #[async_trait]
@@ -172,6 +186,14 @@ impl Sink for ForeignSink {
             unsafe { plugin.finish(status, &mut err) }.map(|_| ())
         })
         .await
+    }
+
+    fn as_streaming(&mut self) -> Option<&mut dyn StreamingSink> {
+        if self.streaming.is_some() {
+            Some(self)
+        } else {
+            None
+        }
     }
 }
 

@@ -3,7 +3,9 @@
 //! [`ForeignSourceFactory`] builds sources through the plugin's `create_source`; each
 //! [`ForeignSource`] forwards every `Source` method through the [`FfiSource`] function table.
 //! Offsets, limits, identities and metrics cross as JSON; batches as Arrow C structures.
-//! The schema, identity and default read limit are fixed when the source is built.
+//! The schema, identity and default read limit are fixed when the source is built. When the
+//! plugin exports the streaming extension and the built source streams, it is also a
+//! `StreamingSource` (see [`crate::plugin::foreign_streaming`]).
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -16,10 +18,11 @@ use tributary_sdk::plugin::batches::{empty_batches, import_batches, import_schem
 use tributary_sdk::{
     ConnectorContext, Error, ErrorCode, Offset, OptionSpec, Options, PreparedSource, ReadLimit,
     RealTimeSupport, Result, Source, SourceDescription, SourceFactory, SourceIdentity,
-    SourceMetrics,
+    SourceMetrics, StreamingSource,
 };
 
-use crate::plugin::call::{blocking, PluginShared};
+use crate::plugin::call::{blocking, PluginShared, StreamingRef};
+use crate::plugin::foreign_streaming::Pump;
 use crate::plugin::loader::ManifestRef;
 
 /// Builds sources of one plugin connector.
@@ -68,11 +71,18 @@ impl SourceFactory for ForeignSourceFactory {
             .with_context("plugin", &self.plugin.name));
         }
         let mut description: SourceDescription = self.plugin.json("source description", &bytes)?;
-        // ABI v1 carries no streaming read: whatever the plugin's source implements, the host
-        // cannot stream it, so real-time mode is refused at `check` with the reason.
-        description.real_time = RealTimeSupport::Unsupported {
-            reason: "plugin sources cannot stream records across the plugin ABI (v1) yet".into(),
-        };
+        // The plugin's own answer holds only when its streaming extension was found: without
+        // it the host cannot stream the source, and real-time mode is refused at `check` with
+        // the reason.
+        if let Err(why) = &self.plugin.streaming {
+            description.real_time = RealTimeSupport::Unsupported {
+                reason: format!(
+                    "plugin '{}' ({}) {why}",
+                    self.plugin.name,
+                    self.plugin.file.display()
+                ),
+            };
+        }
         Ok(Box::new(PreparedForeignSource {
             plugin: self.plugin.clone(),
             manifest: self.manifest,
@@ -124,7 +134,7 @@ impl PreparedSource for PreparedForeignSource {
 
 /// The plugin's source table; released when the last reference goes.
 pub(crate) struct SourceHandle {
-    table: FfiSource,
+    pub(crate) table: FfiSource,
 }
 
 impl Drop for SourceHandle {
@@ -136,12 +146,24 @@ impl Drop for SourceHandle {
 
 /// A source living in a plugin, used like any other `Source`.
 pub struct ForeignSource {
-    plugin: Arc<PluginShared>,
+    pub(crate) plugin: Arc<PluginShared>,
     connector: String,
-    handle: Arc<Mutex<SourceHandle>>,
-    schema: SchemaRef,
+    pub(crate) handle: Arc<Mutex<SourceHandle>>,
+    pub(crate) schema: SchemaRef,
     identity: SourceIdentity,
     read_limit: ReadLimit,
+    /// The streaming extension, when the plugin has one and this source streams.
+    pub(crate) streaming: Option<StreamingRef>,
+    /// The running streaming read's pump (see [`crate::plugin::foreign_streaming`]).
+    pub(crate) pump: Option<Pump>,
+}
+
+impl Drop for ForeignSource {
+    fn drop(&mut self) {
+        if let Some(p) = &self.pump {
+            p.stop();
+        }
+    }
 }
 
 impl ForeignSource {
@@ -165,6 +187,11 @@ impl ForeignSource {
         let status = unsafe { (t.default_read_limit)(t, &mut out) };
         let bytes = unsafe { plugin.finish(status, &mut out) }?;
         let read_limit: ReadLimit = plugin.json("read limit", &bytes)?;
+        let streaming = match plugin.streaming {
+            // SAFETY: a live table of the plugin whose extension this is.
+            Ok(table) if unsafe { (table.get().source_streams)(t) } == 1 => Some(table),
+            _ => None,
+        };
         Ok(Box::new(ForeignSource {
             plugin,
             connector,
@@ -172,6 +199,8 @@ impl ForeignSource {
             schema,
             identity,
             read_limit,
+            streaming,
+            pump: None,
         }))
     }
 
@@ -294,6 +323,14 @@ impl Source for ForeignSource {
         self.json_call("stop", |t, out| unsafe { (t.stop)(t, out) })
             .await
             .map(|_| ())
+    }
+
+    fn as_streaming(&mut self) -> Option<&mut dyn StreamingSource> {
+        if self.streaming.is_some() {
+            Some(self)
+        } else {
+            None
+        }
     }
 }
 

@@ -6,7 +6,11 @@
 //!    is named as such);
 //! 3. the manifest's first field, the ABI version, equals [`ABI_VERSION`] — checked before any
 //!    other field is read or any other call is made;
-//! 4. the manifest's target equals the host's, and its contents parse.
+//! 4. the manifest's target equals the host's, and its contents parse;
+//! 5. the optional streaming extension ([`STREAMING_SYMBOL`]): a table of
+//!    [`STREAMING_VERSION`] lets the plugin's connectors run in real-time mode; no table, or a
+//!    table of another version, keeps them micro-batch only (real-time pipelines are refused at
+//!    `check` with that reason) — the plugin itself still loads.
 //!
 //! Loaded libraries are never unloaded: record batches a plugin produced point into its memory
 //! and carry its release callbacks, so unloading could free code that live data still needs.
@@ -16,12 +20,13 @@ use std::sync::{Arc, Mutex};
 
 use libloading::Library;
 use tributary_sdk::plugin::abi::{
-    EntryFn, FfiManifest, ABI_VERSION, ENTRY_SYMBOL, ENTRY_SYMBOL_PREFIX,
+    EntryFn, FfiManifest, StreamingEntryFn, ABI_VERSION, ENTRY_SYMBOL, ENTRY_SYMBOL_PREFIX,
+    STREAMING_SYMBOL, STREAMING_VERSION,
 };
 use tributary_sdk::plugin::export::target;
 use tributary_sdk::{ConnectorKind, Error, ErrorCode, Result, SinkFactory, SourceFactory};
 
-use crate::plugin::call::PluginShared;
+use crate::plugin::call::{PluginShared, StreamingRef};
 use crate::plugin::foreign_sink::ForeignSinkFactory;
 use crate::plugin::foreign_source::ForeignSourceFactory;
 use crate::plugin::manifest::{bad, PluginManifest};
@@ -175,6 +180,10 @@ pub fn load(path: &Path) -> Result<LoadedPlugin> {
             ),
         ));
     }
+    let streaming = streaming_table(&library);
+    if let Err(why) = &streaming {
+        tracing::debug!(plugin = %info.name, "plugin is micro-batch only: {why}");
+    }
     let library = Arc::new(library);
     PINNED
         .lock()
@@ -186,10 +195,43 @@ pub fn load(path: &Path) -> Result<LoadedPlugin> {
             name: info.name.clone(),
             file,
             _library: library,
+            streaming,
         }),
         raw: ManifestRef(manifest),
         manifest: info,
     })
+}
+
+/// The plugin's streaming extension, or why it has none (step 5 of the module docs).
+fn streaming_table(library: &Library) -> std::result::Result<StreamingRef, String> {
+    // SAFETY: the symbol's type is fixed by the extension's contract.
+    let entry: StreamingEntryFn =
+        match unsafe { library.get::<StreamingEntryFn>(STREAMING_SYMBOL.as_bytes()) } {
+            Ok(s) => *s,
+            Err(_) => {
+                return Err(format!(
+                    "was built without the streaming extension (it does not export \
+                     {STREAMING_SYMBOL}); rebuild it against tributary-sdk {} to run it in \
+                     real-time mode",
+                    tributary_sdk::SDK_VERSION
+                ))
+            }
+        };
+    // SAFETY: the symbol has the extension's signature and only returns a static pointer.
+    let table = unsafe { entry() };
+    if table.is_null() {
+        return Err("returned no streaming table from its streaming extension".into());
+    }
+    // SAFETY: every version of the table keeps `version: u32` as its first field.
+    let version = unsafe { std::ptr::read(table as *const u32) };
+    if version != STREAMING_VERSION {
+        return Err(format!(
+            "has a streaming extension of version {version}, this host supports version \
+             {STREAMING_VERSION}; rebuild it against tributary-sdk {}",
+            tributary_sdk::SDK_VERSION
+        ));
+    }
+    Ok(StreamingRef(table))
 }
 
 fn missing_entry(path: &Path, library: &Library) -> Error {

@@ -26,6 +26,7 @@
 mod call;
 mod foreign_sink;
 mod foreign_source;
+mod foreign_streaming;
 mod format;
 mod loader;
 mod manifest;

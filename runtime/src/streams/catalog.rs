@@ -184,7 +184,7 @@ impl Catalog {
         registry: &Registry,
         created_at: DateTime<Utc>,
     ) -> Result<StreamEntry> {
-        spec.check()?;
+        super::binding::check(&spec, registry)?;
         let name = spec.stream_name()?;
         let table = spec.table_name()?;
         let entry = StreamEntry {

@@ -1,17 +1,20 @@
-//! The `stream_ingestion` stage: shapes a (decoded) Kafka or Kinesis batch into the columns of
-//! a stream's ingestion table.
+//! The `stream_ingestion` stage: shapes a (decoded) batch of a stream's source into the columns
+//! of the stream's ingestion table. Where each column comes from is the source's: its
+//! description names the key and payload columns, its [`StreamBinding`] the time and metadata
+//! columns.
 //!
-//! | column | Kafka | Kinesis |
-//! |---|---|---|
-//! | `key` | `key` (decoded, else a string) | `partitionKey` |
-//! | `value` | `value` (decoded, else a string) | `data` (decoded, else a string) |
-//! | `stream_record_timestamp` (timestamp µs, UTC) | `timestamp` | `approximateArrivalTimestamp` |
-//! | `record_source` | `"stream"` | `"stream"` |
-//! | metadata | `kafka_topic`, `kafka_partition`, `kafka_offset` | `kinesis_stream`, `kinesis_shard_id`, `kinesis_sequence_number` |
+//! | column | from |
+//! |---|---|
+//! | `key` | the source's key column (decoded, else a string; null when it has none) |
+//! | `value` | the source's payload column (decoded, else a string) |
+//! | `stream_record_timestamp` (timestamp µs, UTC) | [`StreamBinding::time_column`] |
+//! | `record_source` | `"stream"` |
+//! | metadata (a `kafka_offset`, say) | [`StreamBinding::metadata_columns`], cast to their types |
 //!
 //! A key or value without a schema is a plain string: bytes that are not UTF-8 become null and
 //! are counted as `malformed.invalidUtf8` (permissive, as the decoders are).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, BinaryArray, LargeBinaryArray, RecordBatch, StringArray};
@@ -19,9 +22,12 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use async_trait::async_trait;
 use tributary_sdk::{
-    Error, ErrorCode, OptionSpec, Options, Result, SecretStore, SourceDescription, SourceMetrics,
-    Stage, StageFactory,
+    Error, ErrorCode, IngestionColumn, OptionSpec, Options, Result, SecretStore, SourceDescription,
+    SourceMetrics, Stage, StageFactory, StreamBinding,
 };
+
+use super::binding::{or_list, stream_sources};
+use crate::registry::Registry;
 
 /// The stage name in a pipeline's stage list.
 pub const STAGE_NAME: &str = "stream_ingestion";
@@ -35,38 +41,49 @@ pub fn timestamp_type() -> DataType {
 }
 
 /// Where each ingestion column comes from in one connector's records.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 struct Layout {
-    time: &'static str,
-    /// (source column, ingestion column, ingestion type)
-    metadata: [(&'static str, &'static str, DataType); 3],
+    time: String,
+    metadata: Vec<IngestionColumn>,
 }
 
-fn layout(connector: &str) -> Option<Layout> {
-    match connector {
-        "kafka" => Some(Layout {
-            time: "timestamp",
-            metadata: [
-                ("topic", "kafka_topic", DataType::Utf8),
-                ("partition", "kafka_partition", DataType::Int32),
-                ("offset", "kafka_offset", DataType::Int64),
-            ],
-        }),
-        "kinesis" => Some(Layout {
-            time: "approximateArrivalTimestamp",
-            metadata: [
-                ("stream", "kinesis_stream", DataType::Utf8),
-                ("shardId", "kinesis_shard_id", DataType::Utf8),
-                ("sequenceNumber", "kinesis_sequence_number", DataType::Utf8),
-            ],
-        }),
-        _ => None,
+/// Builds [`IngestionStage`]s (registered by [`super::stream_registry`], not by pipeline
+/// files), for the sources of a registry that can back a stream.
+#[derive(Debug, Clone, Default)]
+pub struct IngestionStageFactory {
+    /// Stream bindings by source connector name (lower case).
+    bindings: BTreeMap<String, Arc<dyn StreamBinding>>,
+}
+
+impl IngestionStageFactory {
+    /// A factory for the sources of `registry` that have a stream binding.
+    pub fn new(registry: &Registry) -> Self {
+        let bindings = stream_sources(registry)
+            .into_iter()
+            .filter_map(|n| {
+                let b = registry.source(&n).ok()?.stream_binding()?;
+                Some((n.to_ascii_lowercase(), b))
+            })
+            .collect();
+        IngestionStageFactory { bindings }
+    }
+
+    fn bind(&self, source: &SourceDescription) -> Result<Binding> {
+        let connector = source.identity.connector.as_str();
+        let binding = self
+            .bindings
+            .get(&connector.to_ascii_lowercase())
+            .ok_or_else(|| {
+                let known: Vec<String> = self.bindings.keys().cloned().collect();
+                Error::new(
+                    ErrorCode::InvalidPipeline,
+                    format!("a stream reads {}, not '{connector}'", or_list(&known)),
+                )
+                .with_context("connector", connector)
+            })?;
+        bind(source, binding.as_ref())
     }
 }
-
-/// Builds [`IngestionStage`]s (registered by the stream runner, not by pipeline files).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct IngestionStageFactory;
 
 struct Binding {
     layout: Layout,
@@ -74,15 +91,12 @@ struct Binding {
     value: String,
 }
 
-fn bind(source: &SourceDescription) -> Result<Binding> {
+fn bind(source: &SourceDescription, binding: &dyn StreamBinding) -> Result<Binding> {
     let connector = source.identity.connector.as_str();
-    let layout = layout(connector).ok_or_else(|| {
-        Error::new(
-            ErrorCode::InvalidPipeline,
-            format!("a stream reads kafka or kinesis, not '{connector}'"),
-        )
-        .with_context("connector", connector)
-    })?;
+    let layout = Layout {
+        time: binding.time_column().to_string(),
+        metadata: binding.metadata_columns(),
+    };
     let value = source.payload_column.clone().ok_or_else(|| {
         Error::new(
             ErrorCode::InvalidPipeline,
@@ -107,7 +121,7 @@ impl StageFactory for IngestionStageFactory {
 
     fn validate(&self, options: &Options, source: &SourceDescription) -> Result<()> {
         OptionSpec::validate_all(&self.options(), options, STAGE_NAME)?;
-        bind(source).map(|_| ())
+        self.bind(source).map(|_| ())
     }
 
     fn create(
@@ -117,7 +131,7 @@ impl StageFactory for IngestionStageFactory {
         _secrets: &dyn SecretStore,
     ) -> Result<Box<dyn Stage>> {
         self.validate(options, source)?;
-        let b = bind(source)?;
+        let b = self.bind(source)?;
         Ok(Box::new(IngestionStage {
             layout: b.layout,
             key: b.key,
@@ -136,12 +150,6 @@ pub struct IngestionStage {
     value: String,
     output: Option<SchemaRef>,
     invalid_utf8: u64,
-}
-
-impl std::fmt::Debug for Layout {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.time)
-    }
 }
 
 fn is_bytes(t: &DataType) -> bool {
@@ -243,15 +251,15 @@ impl Stage for IngestionStage {
             .map_err(|_| missing(&self.value, &input))?;
         fields.push(Field::new("value", shaped_type(f.data_type()), true));
         input
-            .field_with_name(self.layout.time)
-            .map_err(|_| missing(self.layout.time, &input))?;
+            .field_with_name(&self.layout.time)
+            .map_err(|_| missing(&self.layout.time, &input))?;
         fields.push(Field::new(STREAM_RECORD_TIMESTAMP, timestamp_type(), true));
         fields.push(Field::new(RECORD_SOURCE, DataType::Utf8, false));
-        for (from, to, t) in &self.layout.metadata {
+        for c in &self.layout.metadata {
             input
-                .field_with_name(from)
-                .map_err(|_| missing(from, &input))?;
-            fields.push(Field::new(*to, t.clone(), true));
+                .field_with_name(&c.source)
+                .map_err(|_| missing(&c.source, &input))?;
+            fields.push(Field::new(&c.column, c.data_type.clone(), true));
         }
         let schema = Arc::new(Schema::new(fields));
         self.output = Some(schema.clone());
@@ -291,11 +299,11 @@ impl Stage for IngestionStage {
             let a = column(&self.value.clone())?;
             shape(self, a)?
         };
-        let time = cast(&column(self.layout.time)?, &timestamp_type()).map_err(schema_error)?;
+        let time = cast(&column(&self.layout.time)?, &timestamp_type()).map_err(schema_error)?;
         let record_source: ArrayRef = Arc::new(StringArray::from(vec!["stream"; rows]));
         let mut columns = vec![key, value, time, record_source];
-        for (from, _, t) in &self.layout.metadata {
-            columns.push(cast(&column(from)?, t).map_err(schema_error)?);
+        for c in &self.layout.metadata {
+            columns.push(cast(&column(&c.source)?, &c.data_type).map_err(schema_error)?);
         }
         // A decoded column's type may gain fields mid-run (a new registry version): keep the
         // batch's own types for key and value.

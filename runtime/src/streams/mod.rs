@@ -1,10 +1,13 @@
-//! Named streams: a feature-store style entity `catalog.schema.stream` = a source (Kafka topics
-//! or Kinesis streams) + a connection + key/payload schemas + an ingestion (Delta) table, with
-//! an optional one-time backfill.
+//! Named streams: a feature-store style entity `catalog.schema.stream` = a source (the topics
+//! or streams of a connector that can back a stream) + a connection + key/payload schemas + an
+//! ingestion (Delta) table, with an optional one-time backfill. The host names no connector:
+//! what a stream needs from its source connector comes from the connector's
+//! [`tributary_sdk::StreamBinding`].
 //!
 //! - [`catalog`]: the embedded catalog (create / get / list / delete, the warehouse of tables,
 //!   the pipelines' checkpoints).
-//! - [`spec`]: the stream spec file and its validation; [`name`]: three-part names.
+//! - [`spec`]: the stream spec file and its validation; [`name`]: three-part names;
+//!   [`binding`]: the spec bound to its connector's stream binding.
 //! - [`pipeline`]: a stream's ingestion pipeline as an ordinary pipeline spec;
 //!   [`ingest`]: the stage that shapes records into the ingestion table's columns.
 //! - [`runner`]: `streams run` (one stream, or all in one process, one task each).
@@ -30,6 +33,7 @@ use std::sync::Arc;
 pub mod backfill;
 #[cfg(feature = "delta")]
 pub mod backfill_merge;
+pub mod binding;
 pub mod catalog;
 pub mod cli;
 pub mod ingest;
@@ -41,14 +45,16 @@ pub mod view;
 
 use crate::registry::Registry;
 
-/// The built-in registry plus what streams need: the `stream_ingestion` stage and, in a build
-/// with the `delta` feature, the `delta` sink when the registry lacks it.
+/// The built-in registry plus what streams need: the `stream_ingestion` stage (knowing the
+/// stream bindings of the registry's sources) and, in a build with the `delta` feature, the
+/// `delta` sink when the registry lacks it.
 pub fn stream_registry() -> Registry {
     let mut r = Registry::builtin();
-    r.add_stage(Arc::new(ingest::IngestionStageFactory));
     #[cfg(feature = "delta")]
     if r.sink(pipeline::SINK).is_err() {
         r.add_sink(Arc::new(tributary_sinks::DeltaSinkFactory));
     }
+    let stage = ingest::IngestionStageFactory::new(&r);
+    r.add_stage(Arc::new(stage));
     r
 }

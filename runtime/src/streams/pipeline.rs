@@ -1,15 +1,16 @@
 //! A stream's ingestion pipeline as an ordinary [`PipelineSpec`]:
 //!
-//! source (`kafka` subscribed to the topics, or `kinesis` reading the streams, starting at the
-//! stream's creation time) → `decode` (when a key or payload schema is given) →
+//! source (the `[source] kind` connector, reading the stream's names from the stream's creation
+//! time on, as its stream binding spells it) → `decode` (when a key or payload schema is given) →
 //! `stream_ingestion` (the ingestion table's columns) → `delta` sink (the ingestion table,
 //! `mergeSchema` on so a new registry version adds columns).
 
 use tributary_sdk::{Error, ErrorCode, Options, Result};
 
+use super::binding;
 use super::catalog::{Catalog, StreamEntry};
 use super::ingest::STAGE_NAME;
-use super::spec::{SourceKind, StreamSpec};
+use super::spec::StreamSpec;
 use crate::pipeline::PipelineSpec;
 use crate::registry::Registry;
 use crate::trigger::Trigger;
@@ -17,29 +18,40 @@ use crate::trigger::Trigger;
 /// The sink connector of ingestion tables.
 pub const SINK: &str = "delta";
 
-/// The pipeline of a stream. `registry_key` is the resolved schema registry API key (`None`:
-/// the reference as written, enough for validation).
+/// The pipeline of a stream, its connector from [`super::stream_registry`]. `registry_key` is
+/// the resolved schema registry API key (`None`: the reference as written, enough for
+/// validation).
 pub fn pipeline_spec(
     catalog: &Catalog,
     entry: &StreamEntry,
     trigger: Trigger,
     registry_key: Option<&str>,
 ) -> Result<PipelineSpec> {
+    pipeline_spec_with(
+        catalog,
+        entry,
+        trigger,
+        registry_key,
+        &super::stream_registry(),
+    )
+}
+
+/// [`pipeline_spec`] with the connector's stream binding from `registry`.
+pub fn pipeline_spec_with(
+    catalog: &Catalog,
+    entry: &StreamEntry,
+    trigger: Trigger,
+    registry_key: Option<&str>,
+    registry: &Registry,
+) -> Result<PipelineSpec> {
     let spec = &entry.spec;
     let name = spec.stream_name()?;
     let created_ms = entry.created()?.timestamp_millis();
+    let bound = binding::resolve(registry, &spec.source.kind)?;
+    let names = binding::names(spec, bound.as_ref())?;
     let mut source_options = spec.source_options();
-    match spec.source.kind {
-        SourceKind::Kafka => {
-            source_options.set("startingTimestamp", created_ms.to_string());
-            source_options.set("startingOffsetsByTimestampStrategy", "latest");
-        }
-        SourceKind::Kinesis => {
-            source_options.set(
-                "initialPosition",
-                format!(r#"{{"at_timestamp": {created_ms}}}"#),
-            );
-        }
+    for (k, v) in bound.bind(&names, created_ms).iter() {
+        source_options.set(k, v);
     }
     let key = registry_key.or(spec.connection.schema_registry_key.as_deref());
     let mut stages = Vec::new();
@@ -55,7 +67,7 @@ pub fn pipeline_spec(
         name: name.to_string(),
         checkpoint: catalog.checkpoint_path(&name),
         plugin_path: Vec::new(),
-        source: spec.source.kind.connector().to_string(),
+        source: spec.source.kind.clone(),
         source_options,
         stages,
         sinks: vec![(SINK.to_string(), sink)],
@@ -69,7 +81,7 @@ pub fn pipeline_spec(
 /// and the Delta sink's when this build has it (a build without it can create streams but not
 /// run them).
 pub fn validate(catalog: &Catalog, entry: &StreamEntry, registry: &Registry) -> Result<()> {
-    let mut spec = pipeline_spec(catalog, entry, Trigger::AvailableNow, None)?;
+    let mut spec = pipeline_spec_with(catalog, entry, Trigger::AvailableNow, None, registry)?;
     if registry.sink(SINK).is_err() {
         spec.sinks.clear();
     }
@@ -128,7 +140,7 @@ fn compile_inline_schemas(_: &StreamSpec) -> Result<()> {
 /// since the catalog is a plain file.
 pub fn check_secrets(spec: &StreamSpec, registry: &Registry) -> Result<()> {
     let declared = registry
-        .source(spec.source.kind.connector())
+        .source(&spec.source.kind)
         .map(|f| f.options())
         .unwrap_or_default();
     let mut options = spec.source_options();
@@ -154,7 +166,7 @@ pub fn printable_options(
     section: &std::collections::BTreeMap<String, super::spec::OptionValue>,
 ) -> serde_json::Value {
     let declared = registry
-        .source(spec.source.kind.connector())
+        .source(&spec.source.kind)
         .map(|f| f.options())
         .unwrap_or_default();
     let mut o = Options::new();

@@ -11,7 +11,7 @@ use tributary_sdk::{Error, ErrorCode, Result, SecretStore};
 
 use super::backfill::{BackfillStatus, Clock, SystemClock};
 use super::catalog::{Catalog, ListRequest};
-use super::pipeline::{pipeline_spec, SINK};
+use super::pipeline::{pipeline_spec_with, SINK};
 use crate::engine::{Pipeline, RunSummary, Shutdown};
 use crate::progress::ProgressListener;
 use crate::trigger::Trigger;
@@ -91,7 +91,13 @@ pub fn build(catalog: &Catalog, name: &str, options: &RunOptions) -> Result<Pipe
     } else {
         Trigger::ProcessingTime(Duration::ZERO)
     };
-    let spec = pipeline_spec(catalog, &entry, trigger, key.as_ref().map(|k| k.expose()))?;
+    let spec = pipeline_spec_with(
+        catalog,
+        &entry,
+        trigger,
+        key.as_ref().map(|k| k.expose()),
+        &registry,
+    )?;
     let mut p = Pipeline::build(&spec, &registry, options.secrets.clone())?;
     if let Some(make) = &options.listeners {
         for l in make(&entry.name) {

@@ -5,8 +5,8 @@
 //! name = "main.sales.orders"
 //!
 //! [source]
-//! kind = "kafka"                      # or "kinesis"
-//! topics = ["orders"]                 # kinesis: streams = ["orders"]
+//! kind = "kafka"                      # a source connector that can back a stream
+//! topics = ["orders"]                 # under the field the connector names
 //! options = { maxOffsetsPerTrigger = 10000 }
 //!
 //! [connection]                        # auth and endpoints, kept apart from the stream options
@@ -25,8 +25,11 @@
 //! deduplication_columns = ["value.order_id"]
 //! ```
 //!
-//! Unknown keys are refused. [`StreamSpec::check`] validates everything that needs no I/O; the
-//! connector's own option checks run when the catalog builds the stream's pipeline at create.
+//! Unknown keys are refused. [`StreamSpec::check`] validates everything that needs neither I/O
+//! nor the connector; [`super::binding::check`] adds what needs the connector's stream binding
+//! (which `[source]` field lists the names, the options a stream sets itself, the metadata
+//! columns); the connector's own option checks run when the catalog builds the stream's
+//! pipeline at create.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -69,26 +72,6 @@ impl std::fmt::Debug for StreamSpec {
     }
 }
 
-/// The kind of source a stream reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SourceKind {
-    /// Kafka topics (the `kafka` source connector).
-    Kafka,
-    /// Kinesis data streams (the `kinesis` source connector).
-    Kinesis,
-}
-
-impl SourceKind {
-    /// The source connector's name in the registry.
-    pub fn connector(self) -> &'static str {
-        match self {
-            SourceKind::Kafka => "kafka",
-            SourceKind::Kinesis => "kinesis",
-        }
-    }
-}
-
 /// A connector option value as written in TOML.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -115,17 +98,17 @@ impl OptionValue {
 }
 
 /// `[source]`.
+///
+/// Its other fields are the names the stream reads, under the field the connector's stream
+/// binding names (`topics = ["orders"]`); any other field is refused when the spec is bound
+/// ([`super::binding::names`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct SourceConfig {
-    /// `kafka` or `kinesis`.
-    pub kind: SourceKind,
-    /// Kafka topics.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub topics: Vec<String>,
-    /// Kinesis stream names.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub streams: Vec<String>,
+    /// The source connector (its name in the registry).
+    pub kind: String,
+    /// What the stream reads, by field (`topics`, `streams`): a list of names.
+    #[serde(flatten)]
+    pub names: BTreeMap<String, serde_json::Value>,
     /// Connector options (Spark / Databricks names), checked by the connector.
     #[serde(default)]
     pub options: BTreeMap<String, OptionValue>,
@@ -212,41 +195,6 @@ pub struct IngestionConfig {
     pub deduplication_columns: Vec<String>,
 }
 
-/// Source options the stream sets itself: given by `topics`/`streams`, or the starting
-/// position (a stream starts where its source was when it was created).
-const OWNED_OPTIONS: &[(&str, &str)] = &[
-    ("subscribe", "source.topics"),
-    ("subscribePattern", "source.topics"),
-    ("assign", "source.topics"),
-    ("startingOffsets", "the stream's creation time"),
-    ("startingTimestamp", "the stream's creation time"),
-    ("startingOffsetsByTimestamp", "the stream's creation time"),
-    (
-        "startingOffsetsByTimestampStrategy",
-        "the stream's creation time",
-    ),
-    ("endingOffsets", "streams run --available-now"),
-    ("endingTimestamp", "streams run --available-now"),
-    ("endingOffsetsByTimestamp", "streams run --available-now"),
-    ("streamName", "source.streams"),
-    ("streamARN", "source.streams"),
-    ("initialPosition", "the stream's creation time"),
-];
-
-/// Columns a dedup path may start with.
-pub const INGESTION_COLUMNS: &[&str] = &[
-    "key",
-    "value",
-    "stream_record_timestamp",
-    "record_source",
-    "kafka_topic",
-    "kafka_partition",
-    "kafka_offset",
-    "kinesis_stream",
-    "kinesis_shard_id",
-    "kinesis_sequence_number",
-];
-
 fn invalid(option: &str, message: impl Into<String>) -> Error {
     Error::new(ErrorCode::InvalidPipeline, message.into()).with_context("option", option)
 }
@@ -294,7 +242,8 @@ impl StreamSpec {
         ThreePartName::parse(&self.ingestion.table, "option 'ingestion.table'")
     }
 
-    /// Every check that needs neither I/O nor a connector.
+    /// Every check that needs neither I/O nor the connector (see [`super::binding::check`] for
+    /// the rest).
     pub fn check(&self) -> Result<()> {
         self.stream_name()?;
         self.check_source()?;
@@ -312,73 +261,17 @@ impl StreamSpec {
                 ThreePartName::parse(b, "option 'ingestion.backfill_source'")?;
             }
         }
-        for path in &self.ingestion.deduplication_columns {
-            let head = path.split('.').next().unwrap_or_default();
-            if path.split('.').any(str::is_empty) || !INGESTION_COLUMNS.contains(&head) {
-                return Err(invalid(
-                    "ingestion.deduplication_columns",
-                    format!(
-                        "deduplication column '{path}' is not a dot path into the ingestion table's columns ({})",
-                        INGESTION_COLUMNS.join(", ")
-                    ),
-                ));
-            }
-            if head != "key" && head != "value" && path.contains('.') {
-                return Err(invalid(
-                    "ingestion.deduplication_columns",
-                    format!("deduplication column '{path}': only key and value have nested fields"),
-                ));
-            }
-        }
         Ok(())
     }
 
     fn check_source(&self) -> Result<()> {
         let s = &self.source;
-        let (names, field, other) = match s.kind {
-            SourceKind::Kafka => (&s.topics, "source.topics", ("source.streams", &s.streams)),
-            SourceKind::Kinesis => (&s.streams, "source.streams", ("source.topics", &s.topics)),
-        };
-        if !other.1.is_empty() {
-            return Err(invalid(
-                other.0,
-                format!(
-                    "option '{}' does not apply to a {} source; use '{field}'",
-                    other.0,
-                    s.kind.connector()
-                ),
-            ));
-        }
-        if names.is_empty() {
+        if s.kind.trim().is_empty() {
             return Err(Error::new(
                 ErrorCode::MissingOption,
-                format!(
-                    "option '{field}' is required: the {} source reads at least one",
-                    s.kind.connector()
-                ),
+                "option 'source.kind' is required: the source connector the stream reads",
             )
-            .with_context("option", field));
-        }
-        if let Some(bad) = names
-            .iter()
-            .find(|n| n.trim().is_empty() || n.contains(',') || n.contains(char::is_whitespace))
-        {
-            return Err(invalid(
-                field,
-                format!("option '{field}': '{bad}' is not a name (empty, or holds ',' or spaces)"),
-            ));
-        }
-        for key in s.options.keys().chain(self.connection.options.keys()) {
-            if let Some((owned, by)) = OWNED_OPTIONS
-                .iter()
-                .find(|(o, _)| o.eq_ignore_ascii_case(key))
-            {
-                return Err(conflicting(
-                    owned,
-                    by,
-                    "a stream sets it itself: it reads its named topics/streams from its creation time on",
-                ));
-            }
+            .with_context("option", "source.kind"));
         }
         for key in s.options.keys() {
             if self
@@ -467,12 +360,6 @@ impl StreamSpec {
     }
 
     fn check_schemas(&self) -> Result<()> {
-        if self.source.kind == SourceKind::Kinesis && self.schema.key.is_some() {
-            return Err(invalid(
-                "schema.key",
-                "[schema.key] does not apply to a kinesis stream: its key is the record's partition key, a string",
-            ));
-        }
         for (side, s) in [("key", &self.schema.key), ("payload", &self.schema.payload)] {
             let Some(s) = s else { continue };
             let at = |f: &str| format!("schema.{side}.{f}");
@@ -543,8 +430,8 @@ impl StreamSpec {
         Ok(())
     }
 
-    /// The source options of the stream's pipeline (without the starting position): the
-    /// stream's and the connection's options, and the topics or streams it reads.
+    /// The stream's and the connection's source options, without those the stream sets itself
+    /// (what it reads, from when: [`tributary_sdk::StreamBinding::bind`]).
     pub fn source_options(&self) -> Options {
         let mut o = Options::new();
         for (k, v) in self
@@ -555,10 +442,6 @@ impl StreamSpec {
         {
             o.set(k.clone(), v.to_text());
         }
-        match self.source.kind {
-            SourceKind::Kafka => o.set("subscribe", self.source.topics.join(",")),
-            SourceKind::Kinesis => o.set("streamName", self.source.streams.join(",")),
-        };
         o
     }
 

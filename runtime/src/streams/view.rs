@@ -54,14 +54,16 @@ pub fn table(entries: &[StreamEntry]) -> String {
         .iter()
         .map(|e| {
             let s = &e.spec.source;
-            let names = if s.topics.is_empty() {
-                &s.streams
-            } else {
-                &s.topics
-            };
+            let names: Vec<&str> = s
+                .names
+                .values()
+                .filter_map(|v| v.as_array())
+                .flatten()
+                .filter_map(|n| n.as_str())
+                .collect();
             [
                 e.name.clone(),
-                format!("{} {}", s.kind.connector(), names.join(",")),
+                format!("{} {}", s.kind, names.join(",")),
                 e.spec.ingestion.table.clone(),
                 serde_json::to_value(e.backfill.state)
                     .ok()

@@ -13,6 +13,11 @@
 //!   `version`, opaque `private_data` and a `release` entry, after
 //!   `datafusion-ffi`'s `FFI_TableProvider`.
 //!
+//! The streaming extension of real-time mode ([`FfiStreamingTable`], [`FfiChunk`], [`FfiAck`])
+//! is optional and found through its own symbol ([`STREAMING_SYMBOL`]); its first field is its
+//! own version ([`STREAMING_VERSION`]), so adding it left [`ABI_VERSION`] and the layouts of
+//! [`FfiSource`] and [`FfiSink`] unchanged.
+//!
 //! Layout changes bump [`ABI_VERSION`]. The first field of [`FfiManifest`] is the ABI version
 //! and never moves, so a host can read it from a plugin of any version and refuse a mismatch
 //! before it touches anything else.
@@ -365,3 +370,109 @@ unsafe impl Send for FfiSink {}
 unsafe impl Send for FfiSecretStore {}
 // SAFETY: the host store behind the table is `Send + Sync`.
 unsafe impl Sync for FfiSecretStore {}
+
+// ---------------------------------------------------------------------------------------------
+// The streaming extension (real-time mode), optional and versioned on its own.
+// ---------------------------------------------------------------------------------------------
+
+/// The optional symbol of the streaming extension:
+/// `extern "C" fn() -> *const FfiStreamingTable`. A plugin without it (built with an older
+/// tributary-sdk) still loads; its connectors run micro-batch only.
+pub const STREAMING_SYMBOL: &str = "tributary_plugin_streaming_v1";
+
+/// The layout version of [`FfiStreamingTable`] (its first field). A host ignores a table of
+/// another version (the plugin stays micro-batch only, and real-time mode says why). Adding
+/// entries at the end of the table bumps it.
+pub const STREAMING_VERSION: u32 = 1;
+
+/// The signature of [`STREAMING_SYMBOL`]. Returns a table static for the life of the library,
+/// or null when the plugin cannot offer one.
+pub type StreamingEntryFn = unsafe extern "C" fn() -> *const FfiStreamingTable;
+
+/// [`FfiStreamingTable::next_chunk`]: no chunk arrived within the timeout; ask again.
+pub const STATUS_TIMEOUT: FfiStatus = 2;
+/// [`FfiStreamingTable::next_chunk`]: the stream ended (every reader is gone); no chunk follows.
+pub const STATUS_END: FfiStatus = 3;
+
+/// [`FfiChunk::read_at_us`] when the source cannot tell (the host uses the time of receipt).
+pub const TIME_UNKNOWN: i64 = i64::MIN;
+
+/// One [`crate::StreamChunk`] across the boundary, owned by the plugin that wrote it: the host
+/// moves the batch out and takes (releases) every [`FfiBytes`].
+#[repr(C)]
+#[derive(Debug)]
+pub struct FfiChunk {
+    /// The records, in the source's schema.
+    pub batch: FfiBatch,
+    /// The partition or shard key (UTF-8).
+    pub partition: FfiBytes,
+    /// The partition's position after the chunk (JSON), read back by `end_offset`.
+    pub position: FfiBytes,
+    /// When the source read the records (Unix microseconds), or [`TIME_UNKNOWN`].
+    pub read_at_us: i64,
+    /// Per record, broker append times (Unix ms) as native-endian `i64`s (8 bytes each);
+    /// empty when the source cannot tell.
+    pub appended_ms: FfiBytes,
+    /// Per record, producer creation times (Unix ms), same encoding; empty when unknown.
+    pub created_ms: FfiBytes,
+}
+
+/// Completes one [`FfiStreamingTable::write_records`]: `(context, status, error)`. Called
+/// exactly once by the plugin, from any thread, possibly before `write_records` returned;
+/// `error` holds an error JSON when `status` is [`STATUS_ERROR`] and is released by the host.
+pub type AckFn = unsafe extern "C" fn(*mut c_void, FfiStatus, *mut FfiBytes);
+
+/// The acknowledgement slot the host lends to [`FfiStreamingTable::write_records`].
+#[repr(C)]
+#[derive(Debug)]
+pub struct FfiAck {
+    /// Host-private state, handed back to `done`.
+    pub context: *mut c_void,
+    /// Called once when the records are acknowledged (or failed).
+    pub done: AckFn,
+}
+
+/// The streaming calls of a plugin's sources and sinks (real-time mode, see
+/// [`crate::streaming`]). Every entry takes a table built by the plugin's `create_source` /
+/// `create_sink`; the host uses an entry only when the matching `*_streams` answered 1.
+///
+/// Concurrency: [`FfiStreamingTable::next_chunk`] may run on one host thread while any other
+/// call runs on the same source on another (the plugin guards the queue apart from the source);
+/// every other call is serialised by the host, as for [`FfiSource`] and [`FfiSink`].
+#[repr(C)]
+#[derive(Debug)]
+pub struct FfiStreamingTable {
+    /// [`STREAMING_VERSION`]. Always the first field.
+    pub version: u32,
+    /// 1 when the built source has a streaming read, 0 otherwise (a panic counts as 0).
+    pub source_streams: unsafe extern "C" fn(*mut FfiSource) -> u32,
+    /// Starts the readers at an offset (JSON); `err` is empty on success.
+    pub start_stream: unsafe extern "C" fn(*mut FfiSource, FfiSlice, *mut FfiBytes) -> FfiStatus,
+    /// Waits up to `timeout_ms` for the next chunk: [`STATUS_OK`] with `out` written,
+    /// [`STATUS_TIMEOUT`], [`STATUS_END`], or [`STATUS_ERROR`] with `err` written (a reader's
+    /// fatal error). `out` is written only on [`STATUS_OK`].
+    pub next_chunk:
+        unsafe extern "C" fn(*const FfiSource, u64, *mut FfiChunk, *mut FfiBytes) -> FfiStatus,
+    /// Stops the readers and drops the queue; `err` is empty on success.
+    pub stop_stream: unsafe extern "C" fn(*mut FfiSource, *mut FfiBytes) -> FfiStatus,
+    /// `(start offset JSON, delivered positions as a JSON object by partition)` -> end offset
+    /// JSON.
+    pub end_offset:
+        unsafe extern "C" fn(*mut FfiSource, FfiSlice, FfiSlice, *mut FfiBytes) -> FfiStatus,
+    /// 1 when the built sink acknowledges records as they come, 0 otherwise.
+    pub sink_streams: unsafe extern "C" fn(*mut FfiSink) -> u32,
+    /// `(batch id, batch, ack, err)`: the plugin moves the batch out and returns once it holds
+    /// the records; `ack.done` follows when they are acknowledged. On [`STATUS_ERROR`] (`err`
+    /// written) `ack.done` is never called.
+    pub write_records:
+        unsafe extern "C" fn(*mut FfiSink, u64, *mut FfiBatch, FfiAck, *mut FfiBytes) -> FfiStatus,
+    /// The long batch ends: flush what was written; `err` is empty on success.
+    pub end_batch: unsafe extern "C" fn(*mut FfiSink, u64, *mut FfiBytes) -> FfiStatus,
+}
+
+// SAFETY: the table is immutable static data of the plugin library.
+unsafe impl Sync for FfiStreamingTable {}
+// SAFETY: see above.
+unsafe impl Send for FfiStreamingTable {}
+// SAFETY: the context is host state built to be completed from any thread.
+unsafe impl Send for FfiAck {}

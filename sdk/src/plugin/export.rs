@@ -149,8 +149,8 @@ pub(crate) fn plugin_name() -> &'static str {
     }
 }
 
-/// Runs a future to completion on the plugin's own runtime.
-pub(crate) fn block_on<F: Future>(future: F) -> Result<F::Output> {
+/// The plugin's own runtime, created on first use.
+fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     let rt = RUNTIME.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -160,7 +160,7 @@ pub(crate) fn block_on<F: Future>(future: F) -> Result<F::Output> {
             .map_err(|e| e.to_string())
     });
     match rt {
-        Ok(rt) => Ok(rt.block_on(future)),
+        Ok(rt) => Ok(rt),
         Err(why) => Err(Error::new(
             ErrorCode::Plugin,
             format!(
@@ -169,6 +169,20 @@ pub(crate) fn block_on<F: Future>(future: F) -> Result<F::Output> {
             ),
         )),
     }
+}
+
+/// Runs a future to completion on the plugin's own runtime.
+pub(crate) fn block_on<F: Future>(future: F) -> Result<F::Output> {
+    Ok(runtime()?.block_on(future))
+}
+
+/// Runs a future as a task of the plugin's own runtime (it outlives the call that spawned it).
+pub(crate) fn spawn<F>(future: F) -> Result<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    drop(runtime()?.spawn(future));
+    Ok(())
 }
 
 /// Text of a panic payload.

@@ -25,7 +25,7 @@ type SinkState = Guarded<dyn Sink>;
 ///
 /// # Safety
 /// `this` must be a live table built by [`create_sink`].
-unsafe fn with_sink<T>(
+pub(crate) unsafe fn with_sink<T>(
     this: *const FfiSink,
     call: &str,
     f: impl FnOnce(&mut Box<dyn Sink>) -> Result<T>,

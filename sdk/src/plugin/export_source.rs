@@ -6,6 +6,7 @@
 //! error instead of touching state a panic may have left half-updated.
 
 use std::ffi::c_void;
+use std::sync::Mutex;
 
 use crate::error::Result;
 use crate::offset::Offset;
@@ -20,21 +21,36 @@ use crate::plugin::export::{
 };
 use crate::read_limit::ReadLimit;
 use crate::source::Source;
+use crate::streaming::ChunkReceiver;
 
-type SourceState = Guarded<dyn Source>;
+/// What a source table's `private_data` points to: the source, and the queue of its running
+/// streaming read (apart from the source's lock, so that `next_chunk` can wait on it while other
+/// calls run; see [`crate::plugin::export_streaming`]).
+pub(crate) struct SourceState {
+    pub(crate) source: Guarded<dyn Source>,
+    pub(crate) stream: Mutex<Option<ChunkReceiver>>,
+}
+
+/// The state behind a table built by [`create_source`].
+///
+/// # Safety
+/// `this` must be a live table built by [`create_source`].
+pub(crate) unsafe fn source_state<'a>(this: *const FfiSource) -> &'a SourceState {
+    // SAFETY: private_data was set by `create_source` and lives until `release`.
+    unsafe { &*((*this).private_data as *const SourceState) }
+}
 
 /// Runs `f` on the source behind `this`, guarded against panics and poisoning.
 ///
 /// # Safety
 /// `this` must be a live table built by [`create_source`].
-unsafe fn with_source<T>(
+pub(crate) unsafe fn with_source<T>(
     this: *const FfiSource,
     call: &str,
     f: impl FnOnce(&mut Box<dyn Source>) -> Result<T>,
 ) -> Result<T> {
-    // SAFETY: private_data was set by `create_source` and lives until `release`.
-    let state = unsafe { &*((*this).private_data as *const SourceState) };
-    state.call(call, f)
+    // SAFETY: forwarded from the caller.
+    unsafe { source_state(this) }.source.call(call, f)
 }
 
 pub(crate) unsafe extern "C" fn create_source(
@@ -54,7 +70,10 @@ pub(crate) unsafe extern "C" fn create_source(
     });
     match result {
         Ok(source) => {
-            let state: Box<SourceState> = Box::new(Guarded::new("source", source));
+            let state: Box<SourceState> = Box::new(SourceState {
+                source: Guarded::new("source", source),
+                stream: Mutex::new(None),
+            });
             let table = FfiSource {
                 version: ABI_VERSION,
                 private_data: Box::into_raw(state) as *mut c_void,
