@@ -81,6 +81,7 @@ mod reader;
 pub mod schema;
 pub mod sink;
 pub mod source;
+pub mod stream_binding;
 mod stream_reader;
 
 #[cfg(feature = "conformance")]

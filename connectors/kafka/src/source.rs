@@ -76,6 +76,10 @@ impl SourceConnector for KafkaSourceFactory {
     fn build(&self, config: SourceConfig, context: &ConnectorContext) -> Result<Box<dyn Source>> {
         Ok(Box::new(KafkaSource::build(config, context)?))
     }
+
+    fn stream_binding(&self) -> Option<Arc<dyn tributary_sdk::StreamBinding>> {
+        Some(Arc::new(crate::stream_binding::KafkaStreamBinding))
+    }
 }
 
 /// The Kafka source.
