@@ -49,7 +49,7 @@ pub fn source_option_specs() -> Vec<OptionSpec> {
         OptionSpec::duration("minFetchPeriod", "Shortest wait between two GetRecords calls on one shard (Kinesis allows 5 per second).").default_value("400ms"),
         OptionSpec::int("maxRecordsPerFetch", 1, 10_000, "Most records one GetRecords call returns.").default_value(10_000),
         OptionSpec::int("shardsPerTask", 1, 10_000, "Shards one fetch task reads one after the other; the tasks run in parallel.").default_value(5),
-        OptionSpec::bytes("fetchBufferSize", "Most record bytes one batch holds in memory (the bound on the source's memory).").default_value("256mb"),
+        OptionSpec::bytes("fetchBufferSize", "Most record bytes (data + partition key) the polling source holds: records fetched ahead in the background for every shard plus the planned batch until it is read; exceeded by at most one GetRecords page per shard. Also ends a planned batch.").default_value("256mb"),
         OptionSpec::string("consumerName", "EFO consumer name (letters, digits, _ . -; 1-128 characters). Default: consumerNamePrefix + the pipeline id."),
         OptionSpec::string("consumerNamePrefix", "Prefix of the generated EFO consumer name; consumers with this prefix that no running pipeline owns are reported as leaked.").default_value(DEFAULT_CONSUMER_NAME_PREFIX),
         OptionSpec::bool("requireConsumerDeregistration", "Deregister the EFO consumer when the query stops cleanly.").default_value(false),

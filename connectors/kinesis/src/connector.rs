@@ -46,6 +46,11 @@ impl SourceConnector for KinesisSourceFactory {
             .with_real_time(crate::efo::real_time_support(&config.consumer_mode))
     }
 
+    /// `consumers`: the enhanced fan-out consumer manager ([`crate::commands`]).
+    fn commands(&self) -> Vec<Arc<dyn tributary_sdk::ConnectorCommand>> {
+        vec![Arc::new(crate::commands::ConsumersCommandLine)]
+    }
+
     fn build(&self, config: SourceConfig, context: &ConnectorContext) -> Result<Box<dyn Source>> {
         let identity = SourceConnector::describe(self, &config).identity;
         Ok(Box::new(KinesisSource::new(
@@ -54,5 +59,9 @@ impl SourceConnector for KinesisSourceFactory {
             Arc::clone(&context.secrets),
             context,
         )))
+    }
+
+    fn stream_binding(&self) -> Option<Arc<dyn tributary_sdk::StreamBinding>> {
+        Some(Arc::new(crate::stream_binding::KinesisStreamBinding))
     }
 }

@@ -31,6 +31,7 @@
 //! ```
 
 pub mod client;
+pub mod commands;
 pub mod config;
 mod connector;
 pub mod efo;
@@ -39,10 +40,12 @@ mod metrics;
 pub mod offsets;
 pub mod planner;
 pub mod position;
+mod prefetch;
 mod reader;
 pub mod schema;
 pub mod sink;
 pub mod source;
+pub mod stream_binding;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;

@@ -51,6 +51,8 @@ pub(crate) struct Stop {
     pub until: Option<String>,
     /// availableNow: records that arrived after this time (ms) are not read in this run.
     pub arrival_cutoff: Option<i64>,
+    /// Return after one GetRecords page (the background read-ahead hands each page over).
+    pub one_page: bool,
 }
 
 /// What one fetch produced.
@@ -107,6 +109,18 @@ impl ShardReader {
             throttled: 0,
             throttle_pause: Duration::from_secs(5),
         }
+    }
+
+    /// A new reader of the same shard with the same settings (no cached iterator).
+    pub fn twin(&self) -> Self {
+        let mut r = ShardReader::new(
+            self.stream.clone(),
+            self.shard.clone(),
+            self.max_fetch_size,
+            self.min_fetch_period,
+        );
+        r.throttle_pause = self.throttle_pause;
+        r
     }
 
     async fn iterator(
@@ -270,7 +284,7 @@ impl ShardReader {
                 && (stop.records.load(Ordering::Relaxed) <= 0
                     || stop.bytes.load(Ordering::Relaxed) <= 0);
             let late = stop.deadline.is_some_and(|d| Instant::now() >= d);
-            if caught_up || over_budget || late {
+            if caught_up || over_budget || late || stop.one_page {
                 self.cached = Some((position.clone(), next));
                 break;
             }

@@ -1,8 +1,10 @@
 //! The Kinesis source (polling): plans a batch by reading ahead with GetRecords, bounded by
 //! `fetchBufferSize`, `maxFetchDuration` and the read limit, and reads `[start, end)` exactly.
 //!
-//! `latest_offset` fetches from every readable shard (parents before children) and keeps the
-//! records of that one planned batch; `read` of the same range returns them after checking
+//! Shards are fetched ahead in the background (`crate::prefetch`, one task per readable shard,
+//! parents before children, memory bounded by `fetchBufferSize`); `latest_offset` takes the
+//! buffered records (waiting up to `maxFetchDuration` for shards that are neither caught up nor
+//! buffered) and keeps that one planned batch; `read` of the same range returns them after checking
 //! the streams were not recreated, and any other range (a replay after a restart) is fetched
 //! again from the start positions up to the end sequence numbers. A range that cannot be read
 //! to its end (trimmed records, expired shards, a recreated stream) is
@@ -29,6 +31,7 @@ use crate::metrics::KinesisMetrics;
 use crate::offsets::{KinesisOffsets, ShardPosition};
 use crate::planner::{self, StreamRef};
 use crate::position::InitialPosition;
+use crate::prefetch::{Held, Prefetch};
 use crate::reader::{FetchedRecord, ShardReader, Stop};
 use crate::schema::kinesis_schema;
 
@@ -48,6 +51,8 @@ struct Planned {
     start: KinesisOffsets,
     end: KinesisOffsets,
     records: Vec<ShardRecords>,
+    /// The planned bytes in the `fetchBufferSize` budget, released when handed out.
+    _held: Option<Held>,
 }
 
 /// The Kinesis source.
@@ -69,6 +74,11 @@ pub struct KinesisSource {
     throttle_pause: Duration,
     /// consumerMode = efo: plans batches from SubscribeToShard (kinesis-efo helper's hook).
     efo: Option<crate::efo::EfoReader>,
+    /// Polling: the background read-ahead, bounded by fetchBufferSize.
+    prefetch: Prefetch,
+    /// Real-time: the start offset of the running long batch as the runtime gave it, and as
+    /// the restart checks left it (streams added or removed); `end_offset` continues the latter.
+    stream_start: Option<(Offset, Offset)>,
 }
 
 impl KinesisSource {
@@ -81,6 +91,7 @@ impl KinesisSource {
     ) -> Self {
         let tracker = DataLossTracker::new(config.fail_on_data_loss);
         let efo = crate::efo::EfoReader::for_config(&config, context);
+        let prefetch = Prefetch::new(config.fetch_buffer_size, config.min_fetch_period);
         KinesisSource {
             config,
             identity,
@@ -97,6 +108,8 @@ impl KinesisSource {
             schema: kinesis_schema(),
             throttle_pause: Duration::from_secs(5),
             efo,
+            prefetch,
+            stream_start: None,
         }
     }
 
@@ -245,6 +258,7 @@ impl KinesisSource {
                         planner::initial_stream(&info, &shards, &ShardPosition::TrimHorizon),
                     );
                     self.readers.retain(|(s, _), _| s != &id);
+                    self.prefetch.forget_stream(&id);
                 }
                 Some(info) => {
                     let shards = planner::list_shards(client, &stream).await?;
@@ -398,6 +412,8 @@ impl Source for KinesisSource {
     }
 
     async fn prepare_available_now(&mut self) -> Result<()> {
+        // Records after the cut-off are not read: no read-ahead past it.
+        self.prefetch.clear();
         self.cutoff = Some(now_ms());
         Ok(())
     }
@@ -433,6 +449,7 @@ impl Source for KinesisSource {
             deadline: Some(Instant::now() + self.config.max_fetch_duration),
             until: None,
             arrival_cutoff: self.cutoff,
+            one_page: false,
         };
         let mut jobs = Vec::new();
         for (stream, s) in &next.streams {
@@ -447,9 +464,18 @@ impl Source for KinesisSource {
             .map(|(stream, shard, from)| (self.reader(&stream, &shard), from, stop.clone()))
             .collect();
         self.metrics.active_shards = jobs.len() as u64;
-        let results = match self.efo.as_mut() {
-            Some(efo) => efo.fetch_all(&client, jobs).await,
-            None => self.fetch_all(&client, jobs).await,
+        let mut held = None;
+        let results = match (self.efo.as_mut(), self.cutoff) {
+            (Some(efo), _) => efo.fetch_all(&client, jobs).await,
+            (None, Some(_)) => self.fetch_all(&client, jobs).await,
+            (None, None) => {
+                let jobs = jobs.into_iter().map(|(r, from, _)| (r, from)).collect();
+                let budget = stop.records.load(std::sync::atomic::Ordering::Relaxed);
+                let deadline = stop.deadline.unwrap_or_else(Instant::now);
+                let (results, h) = self.prefetch.plan(&client, jobs, budget, deadline).await;
+                held = Some(h);
+                results
+            }
         };
         let mut planned = Vec::new();
         let mut first_error = None;
@@ -516,6 +542,7 @@ impl Source for KinesisSource {
             start: start_offsets,
             end: next,
             records: planned,
+            _held: held,
         });
         Ok(end)
     }
@@ -558,6 +585,7 @@ impl Source for KinesisSource {
                     deadline: None,
                     until: Some(until.clone()),
                     arrival_cutoff: None,
+                    one_page: false,
                 };
                 jobs.push((self.reader(stream, shard), from, stop));
             }
@@ -613,6 +641,14 @@ impl Source for KinesisSource {
 
     fn metrics(&self) -> SourceMetrics {
         let mut m = self.metrics.to_metrics(&self.tracker);
+        m.insert(
+            "prefetch.heldBytes".into(),
+            self.prefetch.held_bytes().into(),
+        );
+        m.insert(
+            "prefetch.peakHeldBytes".into(),
+            self.prefetch.peak_bytes().into(),
+        );
         if let Some(efo) = &self.efo {
             efo.write_metrics(&mut m);
         }
@@ -631,6 +667,7 @@ impl Source for KinesisSource {
     async fn stop(&mut self) -> Result<()> {
         self.planned = None;
         self.readers.clear();
+        self.prefetch.clear();
         if let Some(efo) = self.efo.as_mut() {
             let client = self
                 .client
@@ -652,7 +689,13 @@ impl tributary_sdk::StreamingSource for KinesisSource {
         queue: tributary_sdk::ChunkSender,
     ) -> Result<()> {
         let client = self.client().await?;
-        let offsets = KinesisOffsets::from_offset(start)?;
+        let mut offsets = KinesisOffsets::from_offset(start)?;
+        if !self.restart_checked {
+            // A restart straight into real-time mode: the same rules as a micro-batch restart.
+            self.check_restart(&client, &mut offsets).await?;
+            self.restart_checked = true;
+        }
+        self.stream_start = Some((start.clone(), offsets.to_offset()?));
         crate::efo::start_hook(
             &mut self.efo,
             &client,
@@ -682,7 +725,12 @@ impl tributary_sdk::StreamingSource for KinesisSource {
         start: &Offset,
         delivered: &std::collections::BTreeMap<String, serde_json::Value>,
     ) -> Result<Offset> {
-        crate::efo::streaming::end_offset(start, delivered)
+        match &self.stream_start {
+            Some((given, checked)) if given == start => {
+                crate::efo::streaming::end_offset(checked, delivered)
+            }
+            _ => crate::efo::streaming::end_offset(start, delivered),
+        }
     }
 }
 

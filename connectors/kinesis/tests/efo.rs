@@ -635,7 +635,8 @@ async fn cleanup_leftover_streams() {
         let hint = n.split('-').next().unwrap_or_default();
         if [
             "efort", "efofail", "efo", "eforeuse", "efodel", "efosplit", "efoidle", "efoleak",
-            "sink", "sinkbig", "sinktext", "probe", "bench",
+            "sink", "sinkbig", "sinktext", "probe", "bench", "avnow", "cmd", "efocli", "fbs",
+            "latest", "merge", "ra", "rb", "rtra", "rtrb", "split", "th", "throttle", "efodereg",
         ]
         .contains(&hint)
         {
@@ -647,4 +648,124 @@ async fn cleanup_leftover_streams() {
                 .await;
         }
     }
+}
+
+/// Collects the chunks of a running real-time read until `want` records or 20 s.
+async fn stream_records(
+    rx: &mut tributary_sdk::ChunkReceiver,
+    want: usize,
+) -> (
+    Vec<String>,
+    std::collections::BTreeMap<String, serde_json::Value>,
+) {
+    let (mut got, mut delivered) = (Vec::new(), std::collections::BTreeMap::new());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.len() < want && Instant::now() < deadline {
+        if let Ok(Some(c)) = tokio::time::timeout(Duration::from_secs(2), rx.recv()).await {
+            let c = c.unwrap();
+            got.extend(data(std::slice::from_ref(&c.batch)));
+            delivered.insert(c.partition.clone(), c.position.clone());
+        }
+    }
+    (got, delivered)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_time_restart_applies_the_micro_batch_restart_checks() {
+    if !available(Server::Mock) {
+        return;
+    }
+    let client = raw_client(Server::Mock).await;
+    let a = create_stream(&client, "rtra", 1).await;
+    let b = create_stream(&client, "rtrb", 1).await;
+    put(&client, &a, "k", &values("a", 2)).await;
+    put(&client, &b, "k", &values("b", 2)).await;
+    let opts = |streams: &str, extra: &[(&str, &str)]| {
+        let mut o = efo_options(
+            streams,
+            &[
+                ("consumerName", "rt-restart"),
+                ("requireConsumerDeregistration", "true"),
+            ],
+        );
+        for (k, v) in extra {
+            o.set(*k, *v);
+        }
+        o
+    };
+    // First run: real-time on a.
+    let mut s = efo_source(&opts(&a, &[]), "rtr");
+    let start = s.initial_offset().await.unwrap();
+    let (tx, mut rx) = tributary_sdk::chunk_queue(4);
+    let st = s.as_streaming().unwrap();
+    st.start_stream(&start, tx).await.unwrap();
+    let (got, delivered) = stream_records(&mut rx, 2).await;
+    st.stop_stream().await.unwrap();
+    assert_eq!(got, values("a", 2));
+    let end = st.end_offset(&start, &delivered).unwrap();
+    s.stop().await.unwrap();
+
+    // Restart straight into real-time without a: removed → error before anything is read.
+    let mut s2 = efo_source(&opts(&b, &[]), "rtr");
+    let (tx, _rx) = tributary_sdk::chunk_queue(4);
+    let e = s2
+        .as_streaming()
+        .unwrap()
+        .start_stream(&end, tx)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.code().as_str(),
+        "KINESIS_SOURCE_STREAMS_REMOVED_ON_RESTART",
+        "{e}"
+    );
+
+    // failOnDataLoss=false: logged and counted; b (added) is read from its oldest record and
+    // the end offset continues without a, with b.
+    let mut s3 = efo_source(&opts(&b, &[("failOnDataLoss", "false")]), "rtr");
+    let (tx, mut rx) = tributary_sdk::chunk_queue(4);
+    let st = s3.as_streaming().unwrap();
+    st.start_stream(&end, tx).await.unwrap();
+    let (got, delivered) = stream_records(&mut rx, 2).await;
+    st.stop_stream().await.unwrap();
+    assert_eq!(got, values("b", 2));
+    let end3 = st.end_offset(&end, &delivered).unwrap().to_json_string();
+    assert!(!end3.contains(&a) && end3.contains(&b), "{end3}");
+    assert_eq!(
+        s3.metrics()["dataLoss.KINESIS_SOURCE_STREAMS_REMOVED_ON_RESTART"],
+        1
+    );
+    // An end offset with nothing delivered still carries the added stream.
+    let idle_end = s3
+        .as_streaming()
+        .unwrap()
+        .end_offset(&end, &Default::default())
+        .unwrap()
+        .to_json_string();
+    assert!(
+        !idle_end.contains(&a) && idle_end.contains(&b),
+        "{idle_end}"
+    );
+    s3.stop().await.unwrap();
+
+    // Names → ARN on the same checkpoint is refused in real-time mode too.
+    let arn_a = arn(&client, &a).await;
+    let mut o = opts(&a, &[]);
+    o.remove("streamName");
+    o.set("streamARN", arn_a);
+    let mut s4 = efo_source(&o, "rtr");
+    let (tx, _rx) = tributary_sdk::chunk_queue(4);
+    let e = s4
+        .as_streaming()
+        .unwrap()
+        .start_stream(&end, tx)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.code(),
+        tributary_sdk::ErrorCode::CheckpointIncompatible,
+        "{e}"
+    );
+    gone(&client, &a).await;
+    gone(&client, &b).await;
 }

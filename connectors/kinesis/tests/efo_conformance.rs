@@ -83,6 +83,14 @@ impl SourceFactory for Broken {
     fn describe_state(&self, request: &StateRequest<'_>) -> Result<Option<StateReport>> {
         KinesisSourceFactory.describe_state(request)
     }
+
+    fn stream_binding(&self) -> Option<std::sync::Arc<dyn tributary_sdk::StreamBinding>> {
+        SourceFactory::stream_binding(&KinesisSourceFactory)
+    }
+
+    fn commands(&self) -> Vec<std::sync::Arc<dyn tributary_sdk::ConnectorCommand>> {
+        SourceFactory::commands(&KinesisSourceFactory)
+    }
 }
 
 #[derive(Debug)]
@@ -155,6 +163,14 @@ impl Source for BrokenSource {
 
     async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
         self.inner.read(start, end).await
+    }
+
+    async fn read_stream<'a>(
+        &'a mut self,
+        start: &Offset,
+        end: &Offset,
+    ) -> Result<tributary_sdk::BatchStream<'a>> {
+        self.inner.read_stream(start, end).await
     }
 
     async fn commit(&mut self, end: &Offset) -> Result<()> {

@@ -291,3 +291,89 @@ async fn merge_reads_both_parents_before_the_child() {
         "{r:?}"
     );
 }
+
+/// fetchBufferSize bounds the read-ahead: with a consumer that stops reading, the background
+/// fetch fills the budget and stops there (at most one GetRecords page per shard over it), then
+/// everything is read once, in order, when the consumer resumes.
+#[tokio::test]
+async fn read_ahead_is_bounded_by_fetch_buffer_size_under_a_slow_consumer() {
+    if !available(Server::Mock) {
+        return;
+    }
+    const RECORD: usize = 8_000;
+    const PER_KEY: usize = 150;
+    const PAGE: usize = 10;
+    let client = raw_client(Server::Mock).await;
+    let stream = create_stream(&client, "fbs", 2).await;
+    let pad = "x".repeat(RECORD);
+    let mut sent = Vec::new();
+    for key in ["k1", "k2"] {
+        let vals: Vec<String> = (0..PER_KEY)
+            .map(|i| format!("{key}-{i:04}-{pad}"))
+            .collect();
+        put(&client, &stream, key, &vals).await;
+        sent.extend(vals);
+    }
+    let opts = source_options(
+        Server::Mock,
+        &stream,
+        &[
+            ("fetchBufferSize", "1mb"),
+            ("maxRecordsPerFetch", "10"),
+            ("minFetchPeriod", "0"),
+        ],
+    );
+    let limit: i64 = 1 << 20;
+    // One page per shard: PAGE records of RECORD bytes plus key and value prefix.
+    let bound = limit + 2 * (PAGE * (RECORD + 20)) as i64;
+    let mut s = source(&opts);
+    let start = s.initial_offset().await.unwrap();
+    let first_end = s
+        .latest_offset(&start, &ReadLimit::MaxRows(5))
+        .await
+        .unwrap();
+    // The slow consumer: nothing is read for a while; the background fetch goes on.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let held = |s: &dyn tributary_sdk::Source, k: &str| s.metrics()[k].as_i64().unwrap();
+    let (now, peak) = (
+        held(s.as_ref(), "prefetch.heldBytes"),
+        held(s.as_ref(), "prefetch.peakHeldBytes"),
+    );
+    assert!(
+        now >= limit,
+        "the read-ahead filled the budget ({now} of {limit} bytes held)"
+    );
+    assert!(
+        peak <= bound,
+        "peak held {peak} bytes, over fetchBufferSize {limit} + one page per shard ({bound})"
+    );
+    let mut batches = s.read(&start, &first_end).await.unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 5);
+    let (rest, _) = drain(
+        s.as_mut(),
+        first_end,
+        2 * PER_KEY - 5,
+        Duration::from_secs(60),
+    )
+    .await;
+    batches.extend(rest);
+    let got = rows(&batches);
+    assert_eq!(got.len(), 2 * PER_KEY, "every record once");
+    for key in ["k1", "k2"] {
+        let of_key: Vec<&String> = got.iter().filter(|r| r.1 == key).map(|r| &r.0).collect();
+        let want: Vec<&String> = sent.iter().filter(|v| v.starts_with(key)).collect();
+        assert_eq!(of_key, want, "per-key order of {key}");
+    }
+    let peak = held(s.as_ref(), "prefetch.peakHeldBytes");
+    assert!(
+        peak <= bound,
+        "peak held {peak} bytes over the run (bound {bound})"
+    );
+    s.stop().await.unwrap();
+    assert_eq!(
+        held(s.as_ref(), "prefetch.heldBytes"),
+        0,
+        "stop releases every buffer"
+    );
+    let _ = client.delete_stream().stream_name(&stream).send().await;
+}
