@@ -12,6 +12,9 @@ use std::num::NonZeroU64;
 use tributary_sdk::options::conflicting;
 use tributary_sdk::{Error, ErrorCode, OptionSpec, ParsedOptions, Result};
 
+use super::s3_commit::check_storage;
+pub use super::s3_commit::ALLOW_UNSAFE_RENAME;
+
 /// `path`: the table location.
 pub const PATH: &str = "path";
 /// `partitionBy`: comma-separated partition columns.
@@ -72,6 +75,9 @@ pub struct DeltaConfig {
     /// `storage.*` options without the prefix; values may be `{{secrets/scope/key}}` references,
     /// resolved when the sink is built. Never printed.
     pub storage: BTreeMap<String, String>,
+    /// S3 only: commit by unlocked rename (a single writer on a store without conditional put;
+    /// see [`super::s3_commit`]).
+    pub allow_unsafe_rename: bool,
 }
 
 impl fmt::Debug for DeltaConfig {
@@ -84,6 +90,7 @@ impl fmt::Debug for DeltaConfig {
             .field("checkpoint_interval", &self.checkpoint_interval)
             .field("compression", &self.compression)
             .field("storage", &self.storage.keys().collect::<Vec<_>>())
+            .field("allow_unsafe_rename", &self.allow_unsafe_rename)
             .finish()
     }
 }
@@ -99,6 +106,7 @@ impl DeltaConfig {
             checkpoint_interval: None,
             compression: DeltaCompression::Snappy,
             storage: BTreeMap::new(),
+            allow_unsafe_rename: false,
         }
     }
 }
@@ -149,6 +157,13 @@ pub fn option_specs() -> Vec<OptionSpec> {
              storage.aws_secret_access_key (values may be {{secrets/scope/key}} references).",
         )
         .sensitive(),
+        OptionSpec::bool(
+            ALLOW_UNSAFE_RENAME,
+            "s3:// tables only: commit by unlocked rename instead of S3 conditional put. Two \
+             writers can then overwrite each other's commit; only for a table with a single \
+             writer on a store without conditional put.",
+        )
+        .default_value(false),
     ]
 }
 
@@ -189,6 +204,8 @@ pub fn parse(p: &ParsedOptions) -> Result<DeltaConfig> {
             ));
         }
     }
+    let allow_unsafe_rename = p.bool(ALLOW_UNSAFE_RENAME)?.unwrap_or(false);
+    check_storage(scheme.as_deref(), &storage, allow_unsafe_rename)?;
     let partition_by = match p.string(PARTITION_BY)? {
         None => Vec::new(),
         Some(list) => {
@@ -233,6 +250,7 @@ pub fn parse(p: &ParsedOptions) -> Result<DeltaConfig> {
         checkpoint_interval,
         compression,
         storage,
+        allow_unsafe_rename,
     })
 }
 

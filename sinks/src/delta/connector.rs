@@ -3,6 +3,7 @@
 use tributary_sdk::{ConnectorContext, OptionSpec, ParsedOptions, Result, Sink, SinkConnector};
 
 use super::config::{self, DeltaConfig};
+use super::s3_commit::check_environment;
 use super::sink::DeltaSink;
 use super::table::resolve_storage;
 
@@ -26,8 +27,11 @@ impl SinkConnector for DeltaSinkFactory {
     }
 
     /// Resolves the `storage.*` secret references; the checkpoint id becomes the app id of the
-    /// sink's Delta transactions. Nothing is opened until [`Sink::open`].
+    /// sink's Delta transactions; refuses an environment that makes S3 commits unsafe
+    /// ([`super::s3_commit`]). Nothing is opened until [`Sink::open`].
     fn build(&self, config: DeltaConfig, context: &ConnectorContext) -> Result<Box<dyn Sink>> {
+        let scheme = config::url_scheme(&config.path);
+        check_environment(scheme.as_deref(), config.allow_unsafe_rename)?;
         let storage = resolve_storage(&config.storage, context.secrets.as_ref())?;
         Ok(Box::new(DeltaSink::new(
             config,

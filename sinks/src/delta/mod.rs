@@ -5,7 +5,12 @@
 //!   action (app id = the pipeline's checkpoint id, version = batch id), so a batch replayed
 //!   after a crash is skipped when the table already has it: exactly-once end to end. Creates
 //!   the table from the first batch's schema; `partitionBy`, `mergeSchema`, `targetFileSize`,
-//!   `checkpointInterval`, `compression`, `storage.*` (see [`config`]).
+//!   `checkpointInterval`, `compression`, `storage.*` (see [`config`]). The sink is also a
+//!   [`tributary_sdk::PartWriter`]: the runtime streams a batch's parts into Parquet files as
+//!   they arrive and the batch is committed once, so memory is bounded by a part and the open
+//!   files' row groups, not by the batch.
+//! - S3 tables (feature `delta-s3`) commit with S3 conditional put; configurations that would
+//!   commit without it are refused unless `allowUnsafeRename` is set (see [`s3_commit`]).
 //! - [`merge_backfill`]: the one-time, idempotent backfill MERGE of a named stream's ingestion
 //!   table (insert the backfill rows the table lacks, with `record_source = 'backfill'`).
 //!
@@ -27,11 +32,13 @@
 //! ```
 
 pub mod config;
+mod conform;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod connector;
 pub mod error;
 pub mod merge;
+pub mod s3_commit;
 pub mod schema;
 mod sink;
 pub mod table;

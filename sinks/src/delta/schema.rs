@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use arrow::datatypes::Schema as ArrowSchema;
 use deltalake::kernel::engine::arrow_conversion::TryIntoKernel;
-use deltalake::kernel::{DataType, StructType};
+use deltalake::kernel::{ArrayType, DataType, StructField, StructType};
 use deltalake::schema::normalize_for_delta;
 use tributary_sdk::{Error, ErrorCode, Result};
 
@@ -79,6 +79,47 @@ pub fn check_batch_schema(
         .with_context("option", MERGE_SCHEMA));
     }
     Ok(SchemaChange::AddsColumns(added))
+}
+
+/// The table schema with the batch's new columns (and new nested struct fields, also inside
+/// arrays) appended, each nullable because the existing rows lack it. Call after
+/// [`check_batch_schema`] has accepted the batch: types of existing columns are kept as they are.
+pub fn merge_schemas(table: &StructType, batch: &StructType) -> Result<StructType> {
+    let mut fields: Vec<StructField> = Vec::new();
+    for field in table.fields() {
+        let mut merged = field.clone();
+        if let Some(other) = batch.field(field.name()) {
+            merged.data_type = merge_types(field.data_type(), other.data_type())?;
+        }
+        fields.push(merged);
+    }
+    for field in batch.fields() {
+        if table.field(field.name()).is_none() {
+            let mut added = field.clone();
+            added.nullable = true;
+            fields.push(added);
+        }
+    }
+    StructType::try_new(fields).map_err(|e| {
+        Error::new(
+            ErrorCode::Schema,
+            "cannot merge the batch schema into the Delta table schema",
+        )
+        .with_cause(e)
+    })
+}
+
+fn merge_types(table: &DataType, batch: &DataType) -> Result<DataType> {
+    Ok(match (table, batch) {
+        (DataType::Struct(t), DataType::Struct(b)) => {
+            DataType::Struct(Box::new(merge_schemas(t, b)?))
+        }
+        (DataType::Array(t), DataType::Array(b)) => DataType::Array(Box::new(ArrayType::new(
+            merge_types(t.element_type(), b.element_type())?,
+            t.contains_null(),
+        ))),
+        _ => table.clone(),
+    })
 }
 
 /// True when `batch` lacks a field of `table` (at any struct depth).

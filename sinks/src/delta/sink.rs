@@ -9,6 +9,11 @@
 //! outcome is unknown (an object-store error during the commit) the table is reloaded before the
 //! next attempt, so a commit that did land is seen and not repeated.
 //!
+//! ## Part by part
+//!
+//! The sink is also a [`PartWriter`] (see [`parts`]): the runtime streams a batch's parts into
+//! Parquet files as they arrive and commits them once, with the same `txn` and retry rules.
+//!
 //! ## Concurrent writers
 //!
 //! Appends are committed with Delta's optimistic concurrency: deltalake re-checks a lost race
@@ -33,13 +38,16 @@ use deltalake::parquet::file::properties::WriterProperties;
 use deltalake::protocol::SaveMode;
 use deltalake::table::config::TablePropertiesExt;
 use deltalake::DeltaTable;
-use tributary_sdk::{Delivery, Error, ErrorCode, Result, Sink};
+use tributary_sdk::{Delivery, Error, ErrorCode, PartWriter, Result, Sink};
 use url::Url;
 
 use super::config::{DeltaCompression, DeltaConfig, PARTITION_BY};
 use super::error::{classify, to_error, Failure};
+use super::s3_commit::UNSAFE_RENAME_KEY;
 use super::schema::{check_batch_schema, SchemaChange};
 use super::table::{load_table, table_url};
+
+mod parts;
 
 /// Table property holding the checkpoint interval.
 const CHECKPOINT_INTERVAL_PROPERTY: &str = "delta.checkpointInterval";
@@ -77,6 +85,8 @@ pub struct DeltaSink {
     writer_properties: WriterProperties,
     max_attempts: u32,
     stats: DeltaSinkStats,
+    /// The batch the part writer is staging.
+    attempt: Option<parts::Attempt>,
 }
 
 impl fmt::Debug for DeltaSink {
@@ -100,9 +110,12 @@ impl DeltaSink {
     /// object-store options.
     pub fn new(
         config: DeltaConfig,
-        storage: HashMap<String, String>,
+        mut storage: HashMap<String, String>,
         app_id: Option<String>,
     ) -> Self {
+        if config.allow_unsafe_rename {
+            storage.insert(UNSAFE_RENAME_KEY.to_string(), "true".to_string());
+        }
         let compression = match config.compression {
             DeltaCompression::Snappy => Compression::SNAPPY,
             DeltaCompression::Zstd => Compression::ZSTD(ZstdLevel::default()),
@@ -123,6 +136,7 @@ impl DeltaSink {
                 .build(),
             max_attempts: 20,
             stats: DeltaSinkStats::default(),
+            attempt: None,
         }
     }
 
@@ -375,7 +389,12 @@ impl Sink for DeltaSink {
         ))
     }
 
+    fn as_part_writer(&mut self) -> Option<&mut dyn PartWriter> {
+        Some(self)
+    }
+
     async fn stop(&mut self) -> Result<()> {
+        self.discard_attempt().await;
         self.table = None;
         self.stale = true;
         Ok(())

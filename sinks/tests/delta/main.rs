@@ -4,5 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod merge;
+mod parts;
 mod reader;
+#[cfg(feature = "delta-s3")]
+mod s3;
 mod sink;

@@ -11,7 +11,7 @@ use tributary_sinks::DeltaSinkFactory;
 
 use crate::reader::{column, columns, python, read};
 
-fn schema(extra: bool) -> SchemaRef {
+pub fn schema(extra: bool) -> SchemaRef {
     let mut fields = vec![
         Field::new("id", DataType::Int64, false),
         Field::new("country", DataType::Utf8, true),
@@ -23,7 +23,7 @@ fn schema(extra: bool) -> SchemaRef {
 }
 
 /// Rows `first..first + n`, countries cycling through three values.
-fn batch(first: i64, n: i64, extra: bool) -> RecordBatch {
+pub fn batch(first: i64, n: i64, extra: bool) -> RecordBatch {
     let ids: Vec<i64> = (first..first + n).collect();
     let countries: Vec<&str> = ids
         .iter()
