@@ -52,4 +52,10 @@ impl SourceConnector for FilesSourceFactory {
     fn describe_state(&self, request: &StateRequest<'_>) -> Result<Option<StateReport>> {
         crate::state_report::describe(request).map(Some)
     }
+
+    /// `notifications`: list or tear down what notification mode set up on S3
+    /// ([`crate::commands`]).
+    fn commands(&self) -> Vec<std::sync::Arc<dyn tributary_sdk::ConnectorCommand>> {
+        vec![std::sync::Arc::new(crate::commands::NotificationsCommand)]
+    }
 }

@@ -75,9 +75,10 @@
 //! `cloudFiles.useIncrementalListing` (auto | true | false) lists only the keys after the last
 //! one seen, with a full listing after every 7 incremental ones; `cloudFiles.backfillInterval`
 //! adds a full listing in the background. `cloudFiles.useNotifications=true` learns new files
-//! from events instead (S3 event notifications through the SQS queue `cloudFiles.queueUrl`;
-//! local directories through inotify), listing once on the first run; metric
-//! `approximateQueueSize`. Every listing or event goes through the file state, which queues a
+//! from events instead (S3 event notifications through the SQS queue `cloudFiles.queueUrl`, or
+//! without it a queue and bucket notification the source sets up, named from the checkpoint's
+//! id, listed and removed with the `notifications` command ([`commands`]); local directories
+//! through inotify), listing once on the first run; metric `approximateQueueSize`. Every listing or event goes through the file state, which queues a
 //! path once.
 //!
 //! ## Example
@@ -116,6 +117,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 mod clean;
+pub mod commands;
 pub mod config;
 mod connector;
 pub mod ddl;

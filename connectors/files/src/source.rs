@@ -16,16 +16,18 @@ use async_trait::async_trait;
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use tributary_sdk::{
-    ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode, Offset,
-    ReadLimit, Result, Source, SourceIdentity, SourceMetrics,
+    BatchStream, ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode,
+    Offset, ReadLimit, Result, Source, SourceIdentity, SourceMetrics,
 };
 
 use crate::config::FilesConfig;
 use crate::connector::CONNECTOR;
 use crate::discovery::{now_ms, Discovery};
-use crate::format::{self, DecodeContext};
+use crate::format::DecodeContext;
 use crate::schema::{file_metadata_fields, output_schema, resolve_file_schema};
 use crate::state::{FileStateStore, QueuedFile};
+
+mod read;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 struct SeqOffset {
@@ -54,6 +56,8 @@ pub(crate) struct FilesSource {
     lister: crate::listing::Lister,
     /// Notification mode's event source, opened at the first discovery.
     notifier: Option<crate::notifications::Notifier>,
+    /// The checkpoint's id (names the queue notification mode sets up).
+    checkpoint_id: Option<String>,
     state: FileStateStore,
     state_dir: Option<PathBuf>,
     decode: DecodeContext,
@@ -117,6 +121,7 @@ impl FilesSource {
                 config.backfill_interval,
             ),
             notifier: None,
+            checkpoint_id: context.checkpoint_id.clone(),
             config,
             discovery,
             state,
@@ -141,7 +146,12 @@ impl FilesSource {
         // nothing lands unseen in between.
         let mut listed = Vec::new();
         if self.notifier.is_none() {
-            let notifier = crate::notifications::Notifier::open(&kind, &self.discovery).await?;
+            let notifier = crate::notifications::Notifier::open(
+                &kind,
+                &self.discovery,
+                self.checkpoint_id.as_deref(),
+            )
+            .await?;
             let first_run = self.state.meta(NOTIFICATIONS_LISTED)?.is_none();
             if first_run || notifier.lists_at_every_start() {
                 self.lister.full(&self.discovery, &mut listed).await?;
@@ -172,77 +182,6 @@ impl FilesSource {
             tracing::debug!(new_files = n, path = %self.discovery.root_text(), "files discovered");
         }
         Ok(n)
-    }
-
-    async fn read_file(&mut self, file: &QueuedFile, out: &mut Vec<RecordBatch>) -> Result<()> {
-        let location = self.discovery.location(&file.path)?;
-        let Some(body) = crate::fetch::open(self.discovery.store(), &location, &file.path).await?
-        else {
-            return self.vanished(file);
-        };
-        // The file's bytes are decoded as they arrive: batches fill and leave one by one.
-        let mut chunks = body.into_stream();
-        let info = format::FileInfo {
-            path: &file.path,
-            size: file.size,
-            modification_time_ms: file.modification_time_ms,
-        };
-        let mut decoder = format::decoder(self.config.format, info, &self.decode)?;
-        let mut batches = Vec::new();
-        while let Some(chunk) = chunks.try_next().await? {
-            decoder.push(&chunk, &mut batches)?;
-            self.with_metadata(file, &mut batches, out)?;
-        }
-        let mut decoded = decoder.finish(&mut batches)?;
-        self.with_metadata(file, &mut batches, out)?;
-        if decoded.has_new_columns() {
-            let mut added = std::mem::take(&mut decoded.new_fields);
-            let mut names: Vec<String> = added.iter().map(|f| f.name().clone()).collect();
-            if !decoded.new_columns.is_empty() {
-                names.extend(format::unknown_fields::paths(&decoded.new_columns));
-                added.extend(crate::evolution::json_fields(
-                    &self.config,
-                    &file.path,
-                    std::mem::take(&mut decoded.new_columns),
-                )?);
-            }
-            names.sort();
-            let fields: Vec<_> = self
-                .decode
-                .file_schema
-                .fields()
-                .iter()
-                .map(|f| f.as_ref().clone())
-                .collect();
-            return Err(crate::evolution::on_new_columns(
-                &self.config,
-                &fields,
-                self.state_dir.as_deref(),
-                &file.path,
-                added,
-                names,
-            )?);
-        }
-        self.malformed += decoded.malformed;
-        Ok(())
-    }
-
-    /// Moves decoded batches to `out` with the `_metadata` column added (empty ones dropped).
-    fn with_metadata(
-        &self,
-        file: &QueuedFile,
-        batches: &mut Vec<RecordBatch>,
-        out: &mut Vec<RecordBatch>,
-    ) -> Result<()> {
-        for batch in batches.drain(..) {
-            if batch.num_rows() == 0 {
-                continue;
-            }
-            let mut columns = batch.columns().to_vec();
-            columns.push(metadata_column(file, batch.num_rows()));
-            out.push(RecordBatch::try_new(self.schema.clone(), columns)?);
-        }
-        Ok(())
     }
 }
 
@@ -338,6 +277,14 @@ impl Source for FilesSource {
     }
 
     async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
+        self.read_stream(start, end).await?.try_collect().await
+    }
+
+    async fn read_stream<'a>(
+        &'a mut self,
+        start: &Offset,
+        end: &Offset,
+    ) -> Result<BatchStream<'a>> {
         let (start, end) = (seq_range(start)?, seq_range(end)?);
         if end < start {
             return Err(DataLossEvent::new(
@@ -355,12 +302,7 @@ impl Source for FilesSource {
                 Some(dir) => e.with_context("path", dir.display()),
                 None => e,
             })?;
-        let mut out = Vec::new();
-        for file in &files {
-            self.read_file(file, &mut out).await?;
-        }
-        self.files_read += files.len() as u64;
-        Ok(out)
+        Ok(read::RangeReader::new(self, files).into_stream())
     }
 
     async fn commit(&mut self, end: &Offset) -> Result<()> {

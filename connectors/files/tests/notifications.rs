@@ -214,3 +214,345 @@ async fn s3_events_through_sqs_are_picked_up_within_a_second_and_backfill_finds_
     assert_eq!(all, vec![1, 2, 3, 4], "every file once");
     eprintln!("S3 notification latency {took:?}");
 }
+
+/// Prints the bucket's queue configurations as `id queueArn` lines.
+const QUEUE_CONFIGS: &str = r#"
+c = s3.get_bucket_notification_configuration(Bucket=sys.argv[1])
+for q in c.get("QueueConfigurations", []):
+    print(q.get("Id"), q["QueueArn"])
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_without_queue_url_sets_up_a_queue_from_the_checkpoint_id_and_tears_it_down() {
+    use tributary_sdk::ConnectorCommand;
+    let Some(endpoint) = tributary_skip_log::require_env("TRIBUTARY_S3_ENDPOINT", SERVICE) else {
+        return;
+    };
+    let Some(_) = tributary_skip_log::require_env("TRIBUTARY_MOTO_PYTHON", SERVICE) else {
+        return;
+    };
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        % 10_000_000;
+    let bucket = format!("auto-{n}");
+    // The bucket already sends events elsewhere: that configuration must survive setup and
+    // teardown.
+    boto3(
+        r#"
+bucket, queue = sys.argv[1:3]
+s3.create_bucket(Bucket=bucket)
+url = sqs.create_queue(QueueName=queue)["QueueUrl"]
+arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration={
+    "QueueConfigurations": [{"Id": "keep-me", "QueueArn": arn, "Events": ["s3:ObjectRemoved:*"]}]})
+"#,
+        &[&bucket, &format!("other-{n}")],
+    );
+    let store: Arc<dyn ObjectStore> = Arc::new(
+        AmazonS3Builder::new()
+            .with_endpoint(&endpoint)
+            .with_allow_http(true)
+            .with_bucket_name(&bucket)
+            .with_region("us-east-1")
+            .with_access_key_id("testing")
+            .with_secret_access_key("testing")
+            .build()
+            .unwrap(),
+    );
+    let put = |key: &str, id: i64| {
+        let store = store.clone();
+        let key = ObjectPath::from(key);
+        async move {
+            store
+                .put(&key, PutPayload::from(format!("{{\"id\": {id}}}\n")))
+                .await
+                .unwrap();
+        }
+    };
+    put("in/a.json", 1).await;
+    let state = tempfile::tempdir().unwrap();
+    let path = format!("s3://{bucket}/in");
+    let options: Options = [
+        ("path", path.as_str()),
+        ("cloudFiles.format", "json"),
+        ("schema", "id BIGINT"),
+        ("cloudFiles.endpoint", endpoint.as_str()),
+        ("cloudFiles.awsAccessKey", "testing"),
+        ("cloudFiles.awsSecretKey", "testing"),
+        ("cloudFiles.useNotifications", "true"),
+    ]
+    .into_iter()
+    .collect();
+    let checkpoint_id = format!("ckpt-{n}");
+    let context = ConnectorContext {
+        state_dir: Some(state.path().to_path_buf()),
+        checkpoint_id: Some(checkpoint_id.clone()),
+        ..Default::default()
+    };
+    let queue = format!("tributary-{checkpoint_id}");
+
+    let mut source = FilesSourceFactory.create(&options, &context).unwrap();
+    let start = source.initial_offset().await.unwrap();
+    let (mut all, at, _) = wait_rows(&mut source, &start, Duration::from_secs(5)).await;
+    assert_eq!(all, vec![1], "the first run's listing");
+    let configs = boto3(QUEUE_CONFIGS, &[&bucket]);
+    assert_eq!(configs.lines().count(), 2, "{configs}");
+    assert!(configs.contains("keep-me"), "{configs}");
+    assert!(configs.contains(&format!("{queue} ")), "{configs}");
+
+    let landed = Instant::now();
+    put("in/b.json", 2).await;
+    put("elsewhere/x.json", 99).await; // outside the prefix: filtered by the bucket
+    let (rows, at, _) = wait_rows(&mut source, &at, Duration::from_secs(5)).await;
+    let took = landed.elapsed();
+    assert_eq!(rows, vec![2], "picked up through the created queue");
+    all.extend(rows);
+    drop(source);
+
+    // A restart reuses the queue and the bucket configuration (no duplicate).
+    let mut source = FilesSourceFactory.create(&options, &context).unwrap();
+    put("in/c.json", 3).await;
+    let (rows, _, _) = wait_rows(&mut source, &at, Duration::from_secs(5)).await;
+    all.extend(rows);
+    assert_eq!(all, vec![1, 2, 3]);
+    assert_eq!(
+        source.metrics()["numFullListings"],
+        0,
+        "no listing on restart"
+    );
+    let configs = boto3(QUEUE_CONFIGS, &[&bucket]);
+    assert_eq!(configs.lines().count(), 2, "{configs}");
+    drop(source);
+
+    // `notifications list` and `teardown`.
+    let command = tributary_files::commands::NotificationsCommand;
+    let secrets: Arc<dyn tributary_sdk::SecretStore> = Arc::new(tributary_sdk::EnvSecretStore);
+    let args = |action: &str, id: Option<&str>| -> Vec<String> {
+        let mut a = vec![
+            action.to_string(),
+            "--path".into(),
+            path.clone(),
+            "--cloudFiles.endpoint".into(),
+            endpoint.clone(),
+            "--option".into(),
+            "cloudFiles.awsAccessKey=testing".into(),
+            "--cloudFiles.awsSecretKey=testing".into(),
+        ];
+        if let Some(id) = id {
+            a.extend(["--checkpointId".to_string(), id.to_string()]);
+        }
+        a
+    };
+    let listed = command
+        .run(&args("list", None), secrets.clone())
+        .await
+        .unwrap();
+    let lines: Vec<serde_json::Value> = listed
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{listed}");
+    assert_eq!(lines[0]["id"], queue.as_str());
+    assert_eq!(lines[0]["prefix"], "in/");
+    assert!(lines[0]["queueUrl"].as_str().unwrap().ends_with(&queue));
+    let done = command
+        .run(&args("teardown", Some(&checkpoint_id)), secrets.clone())
+        .await
+        .unwrap();
+    let done: serde_json::Value = serde_json::from_str(&done).unwrap();
+    assert_eq!(done["bucketConfigurationsRemoved"], 1, "{done}");
+    assert_eq!(done["queueDeleted"], true, "{done}");
+    let configs = boto3(QUEUE_CONFIGS, &[&bucket]);
+    assert_eq!(configs.lines().collect::<Vec<_>>().len(), 1, "{configs}");
+    assert!(configs.starts_with("keep-me "), "{configs}");
+    let queues = boto3(
+        "print(sqs.list_queues(QueueNamePrefix=sys.argv[1]).get('QueueUrls', []))",
+        &[&queue],
+    );
+    assert_eq!(queues, "[]");
+    assert_eq!(command.run(&args("list", None), secrets).await.unwrap(), "");
+
+    // Without a checkpoint there is nothing to name the queue after.
+    let other_state = tempfile::tempdir().unwrap();
+    let mut source = FilesSourceFactory
+        .create(
+            &options,
+            &ConnectorContext {
+                state_dir: Some(other_state.path().to_path_buf()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let start = source.initial_offset().await.unwrap();
+    let e = source
+        .latest_offset(&start, &source.default_read_limit())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("cloudFiles.queueUrl"), "{e}");
+    eprintln!("S3 auto-setup notification latency {took:?}");
+}
+
+/// Calls Azurite's REST API signed with the development key (a few lines of Python: no Azure
+/// SDK is installed here): `container NAME` (Blob), `queue NAME`, `post NAME TEXT` (a message
+/// whose text is the base64 of TEXT, as Event Grid writes it), `count NAME` (Queue).
+fn azurite(args: &[&str]) -> String {
+    let script = r#"
+import base64, hashlib, hmac, sys, urllib.request, email.utils
+blob, queue_ep, account, key, action, name = sys.argv[1:7]
+def call(endpoint, method, path, query, body=b"", ctype="application/octet-stream"):
+    date = email.utils.formatdate(usegmt=True)
+    version = "2021-08-06"
+    resource = "/" + account + "/" + endpoint.split("/", 3)[3] + path
+    length = str(len(body)) if body else ""
+    canon = "".join(f"\n{k}:{v}" for k, v in sorted(query.items()))
+    sts = f"{method}\n\n\n{length}\n\n{ctype}\n\n\n\n\n\n\nx-ms-date:{date}\nx-ms-version:{version}\n{resource}{canon}"
+    sig = base64.b64encode(hmac.new(base64.b64decode(key), sts.encode(), hashlib.sha256).digest()).decode()
+    qs = "&".join(f"{k}={v}" for k, v in query.items())
+    req = urllib.request.Request(endpoint + path + ("?" + qs if qs else ""), method=method, data=body,
+        headers={"x-ms-date": date, "x-ms-version": version, "Authorization": f"SharedKey {account}:{sig}", "Content-Type": ctype})
+    return urllib.request.urlopen(req)
+if action == "container":
+    call(blob, "PUT", "/" + name, {"restype": "container"})
+elif action == "queue":
+    call(queue_ep, "PUT", "/" + name, {})
+elif action == "post":
+    text = base64.b64encode(sys.argv[7].encode()).decode()
+    body = f"<QueueMessage><MessageText>{text}</MessageText></QueueMessage>".encode()
+    call(queue_ep, "POST", f"/{name}/messages", {}, body, "application/xml")
+elif action == "count":
+    print(call(queue_ep, "GET", "/" + name, {"comp": "metadata"}).headers["x-ms-approximate-messages-count"])
+"#;
+    let env = |k: &str| std::env::var(k).unwrap();
+    let o = std::process::Command::new("python3")
+        .args(["-c", script])
+        .args([
+            env("TRIBUTARY_AZURITE_BLOB_ENDPOINT"),
+            env("TRIBUTARY_AZURITE_QUEUE_ENDPOINT"),
+            env("TRIBUTARY_AZURITE_ACCOUNT"),
+            env("TRIBUTARY_AZURITE_KEY"),
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
+/// The Event Grid event a subscription of the storage account delivers for a new blob.
+fn blob_created(container: &str, key: &str, size: usize) -> String {
+    let blob = std::env::var("TRIBUTARY_AZURITE_BLOB_ENDPOINT").unwrap();
+    serde_json::json!({
+        "topic": "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/devstoreaccount1",
+        "subject": format!("/blobServices/default/containers/{container}/blobs/{key}"),
+        "eventType": "Microsoft.Storage.BlobCreated",
+        "eventTime": chrono::Utc::now().to_rfc3339(),
+        "id": format!("{container}-{key}"),
+        "data": {"api": "PutBlob", "contentLength": size, "blobType": "BlockBlob",
+                 "url": format!("{blob}/{container}/{key}")},
+        "dataVersion": "",
+        "metadataVersion": "1"
+    })
+    .to_string()
+}
+
+/// Azure notification mode. Azurite has the Queue service but no Event Grid: the test writes
+/// each blob AND posts the Event Grid message a real subscription would deliver into the
+/// Azurite queue. The event producer is simulated; the queue and the source's use of it
+/// (receive, decode, delete after recording) are real.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn azure_blob_events_from_a_storage_queue_are_picked_up() {
+    let Some(blob_endpoint) =
+        tributary_skip_log::require_env("TRIBUTARY_AZURITE_BLOB_ENDPOINT", SERVICE)
+    else {
+        return;
+    };
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        % 10_000_000;
+    let (container, queue) = (format!("events-{n}"), format!("blob-events-{n}"));
+    azurite(&["container", &container]);
+    azurite(&["queue", &queue]);
+    let store: Arc<dyn ObjectStore> = Arc::new(
+        object_store::azure::MicrosoftAzureBuilder::new()
+            .with_account(std::env::var("TRIBUTARY_AZURITE_ACCOUNT").unwrap())
+            .with_access_key(std::env::var("TRIBUTARY_AZURITE_KEY").unwrap())
+            .with_endpoint(blob_endpoint)
+            .with_allow_http(true)
+            .with_container_name(&container)
+            .build()
+            .unwrap(),
+    );
+    let land = |key: &'static str, id: i64, announce: bool| {
+        let (store, container, queue) = (store.clone(), container.clone(), queue.clone());
+        async move {
+            let body = format!("{{\"id\": {id}}}\n");
+            let size = body.len();
+            store
+                .put(&ObjectPath::from(key), PutPayload::from(body))
+                .await
+                .unwrap();
+            if announce {
+                azurite(&["post", &queue, &blob_created(&container, key, size)]);
+            }
+        }
+    };
+    land("in/a.json", 1, false).await; // before the stream: the first run's listing
+    let state = tempfile::tempdir().unwrap();
+    let path = format!("az://{container}/in");
+    let connection = std::env::var("TRIBUTARY_AZURITE_CONNECTION_STRING").unwrap();
+    let options = [
+        ("path", path.as_str()),
+        ("cloudFiles.format", "json"),
+        ("schema", "id BIGINT"),
+        ("cloudFiles.connectionString", connection.as_str()),
+        ("cloudFiles.useNotifications", "true"),
+        ("cloudFiles.queueName", queue.as_str()),
+    ];
+    let mut source = create(&options, Some(state.path()));
+    let start = source.initial_offset().await.unwrap();
+    let (mut all, at, _) = wait_rows(&mut source, &start, Duration::from_secs(5)).await;
+    assert_eq!(all, vec![1]);
+
+    // Events that are not for this stream: another container, a deletion.
+    azurite(&["post", &queue, &blob_created("elsewhere", "in/x.json", 9)]);
+    let deleted = blob_created(&container, "in/a.json", 9).replace(
+        "Microsoft.Storage.BlobCreated",
+        "Microsoft.Storage.BlobDeleted",
+    );
+    azurite(&["post", &queue, &deleted]);
+    land("in/b.json", 2, true).await;
+    // From the moment the event is in the queue (the simulated producer's own time excluded).
+    let landed = Instant::now();
+    let (rows, at, _) = wait_rows(&mut source, &at, Duration::from_secs(5)).await;
+    let took = landed.elapsed();
+    assert_eq!(rows, vec![2]);
+    assert!(took < Duration::from_secs(1), "picked up after {took:?}");
+    all.extend(rows);
+    assert_eq!(
+        azurite(&["count", &queue]),
+        "0",
+        "handled messages are deleted"
+    );
+    drop(source);
+
+    // A restart reads the queue without listing again.
+    land("in/c.json", 3, true).await;
+    let mut source = create(&options, Some(state.path()));
+    let (rows, _, _) = wait_rows(&mut source, &at, Duration::from_secs(5)).await;
+    all.extend(rows);
+    assert_eq!(all, vec![1, 2, 3]);
+    assert_eq!(source.metrics()["numFullListings"], 0);
+
+    // Automatic setup (Event Grid) is refused with what to do instead.
+    let options: Options = options[..5].iter().copied().collect();
+    let e = FilesSourceFactory
+        .create(&options, &ConnectorContext::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("cloudFiles.queueName"), "{e}");
+    assert!(e.to_string().contains("not supported"), "{e}");
+    eprintln!("Azure queue notification latency {took:?}");
+}

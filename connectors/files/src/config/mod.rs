@@ -120,6 +120,11 @@ pub enum Notifications {
     Local,
     /// S3 event notifications in this SQS queue.
     Sqs(String),
+    /// S3 event notifications in a queue the source sets up itself, named from the
+    /// checkpoint's id (`crate::notifications::s3_setup`).
+    SqsAuto,
+    /// Azure Blob events (Event Grid) in this Storage queue.
+    AzureQueue(String),
 }
 
 /// `cloudFiles.useNotifications` and `cloudFiles.queueUrl`.
@@ -144,6 +149,24 @@ fn parse_notifications(p: &ParsedOptions, path: &SourcePath) -> Result<Option<No
         USE_NOTIFICATIONS,
         "chooses how the input is listed at each trigger; with notifications it is not listed",
     )?;
+    let azure = path.as_cloud().is_some_and(|c| c.cloud == Cloud::Azure);
+    p.refuse_ignored(
+        QUEUE_NAME,
+        on,
+        USE_NOTIFICATIONS,
+        "is only used when cloudFiles.useNotifications is true",
+    )?;
+    p.refuse_ignored(
+        QUEUE_NAME,
+        azure,
+        PATH,
+        "names an Azure Storage queue, which only abfss:// and az:// paths use",
+    )?;
+    for option in [RESOURCE_GROUP, SUBSCRIPTION_ID] {
+        if p.is_set(option) {
+            return Err(azure_setup_refused(option));
+        }
+    }
     if !on {
         return Ok(None);
     }
@@ -151,27 +174,40 @@ fn parse_notifications(p: &ParsedOptions, path: &SourcePath) -> Result<Option<No
         SourcePath::Local(_) => Ok(Some(Notifications::Local)),
         SourcePath::Cloud(c) if c.cloud == Cloud::S3 => match p.string(QUEUE_URL)? {
             Some(url) => Ok(Some(Notifications::Sqs(url))),
-            None => Err(Error::new(
-                ErrorCode::MissingOption,
-                format!(
-                    "option '{QUEUE_URL}' is required with {USE_NOTIFICATIONS}=true on s3:// paths \
-                     in this build: create an SQS queue, add an s3:ObjectCreated:* event \
-                     notification of the bucket to it, and give its URL"
-                ),
-            )
-            .with_context("option", QUEUE_URL)),
+            None => Ok(Some(Notifications::SqsAuto)),
+        },
+        SourcePath::Cloud(c) if c.cloud == Cloud::Azure => match p.string(QUEUE_NAME)? {
+            Some(name) => Ok(Some(Notifications::AzureQueue(name))),
+            None => Err(azure_setup_refused(QUEUE_NAME)),
         },
         SourcePath::Cloud(c) => Err(Error::new(
             ErrorCode::InvalidOption,
             format!(
                 "option '{USE_NOTIFICATIONS}': notifications from {} are not supported in this \
-                 build (S3 through SQS and local directories are); use directory listing with \
+                 build (S3 through SQS, Azure through a Storage queue and local directories \
+                 are); use directory listing with \
                  {BACKFILL_INTERVAL} instead",
                 c.cloud.name()
             ),
         )
         .with_context("option", USE_NOTIFICATIONS)),
     }
+}
+
+/// Automatic Azure setup (an Event Grid subscription and its queue) is not supported.
+fn azure_setup_refused(option: &str) -> Error {
+    use names::*;
+    Error::new(
+        ErrorCode::InvalidOption,
+        format!(
+            "option '{option}': automatic setup of Azure notifications (an Event Grid \
+             subscription and a Storage queue, with {SUBSCRIPTION_ID}/{RESOURCE_GROUP}) is not \
+             supported in this build. Create an Event Grid subscription of the storage \
+             account's Microsoft.Storage.BlobCreated events to a Storage queue, and give the \
+             queue's name in {QUEUE_NAME} (read with {CONNECTION_STRING})"
+        ),
+    )
+    .with_context("option", option)
 }
 
 /// `cloudFiles.useIncrementalListing`.
@@ -194,6 +230,13 @@ pub enum CleanSource {
     Delete,
     /// Moved under this directory (local) or prefix (same bucket or container).
     Move(SourcePath),
+}
+
+/// `path` and the object-store options alone (the `notifications` command).
+pub(crate) fn parse_store(p: &ParsedOptions) -> Result<(SourcePath, CloudOptions)> {
+    let path = location::parse(names::PATH, &p.required_string(names::PATH)?)?;
+    let cloud = cloud::parse(p, &path)?;
+    Ok((path, cloud))
 }
 
 impl FilesConfig {

@@ -67,6 +67,12 @@ pub mod names {
     pub const USE_NOTIFICATIONS: &str = "cloudFiles.useNotifications";
     /// The SQS queue receiving the bucket's event notifications.
     pub const QUEUE_URL: &str = "cloudFiles.queueUrl";
+    /// The Azure Storage queue receiving the account's Blob events (Event Grid).
+    pub const QUEUE_NAME: &str = "cloudFiles.queueName";
+    /// Azure automatic notification setup: the resource group (refused: not supported).
+    pub const RESOURCE_GROUP: &str = "cloudFiles.resourceGroup";
+    /// Azure automatic notification setup: the subscription id (refused: not supported).
+    pub const SUBSCRIPTION_ID: &str = "cloudFiles.subscriptionId";
     /// Object-store endpoint URL (S3-compatible stores, emulators).
     pub const ENDPOINT: &str = "cloudFiles.endpoint";
     /// Cloud region.
@@ -247,16 +253,37 @@ fn cloud_option_specs() -> Vec<OptionSpec> {
         OptionSpec::bool(
             USE_NOTIFICATIONS,
             "Discover new files from change notifications instead of listing the input at each \
-             trigger: S3 event notifications read from the SQS queue cloudFiles.queueUrl, local \
-             directories through inotify. The input is listed once on the first run (and at \
+             trigger: S3 event notifications read from the SQS queue cloudFiles.queueUrl (without \
+             it the source creates the queue tributary-<checkpointId>, its policy and the \
+             bucket's s3:ObjectCreated:* notification, and reuses them on restart; remove them \
+             with `tributary connector files notifications teardown`), Azure Blob events from \
+             the Storage queue cloudFiles.queueName, local directories \
+             through inotify. The input is listed once on the first run (and at \
              each start for local directories); cloudFiles.backfillInterval adds periodic full \
              listings.",
         )
         .default_value(false),
         OptionSpec::string(
+            QUEUE_NAME,
+            "With cloudFiles.useNotifications on Azure paths: the Storage queue (of the account \
+             in cloudFiles.connectionString) to which an Event Grid subscription delivers the \
+             account's Microsoft.Storage.BlobCreated events.",
+        ),
+        OptionSpec::string(
+            RESOURCE_GROUP,
+            "Azure: the resource group for automatic Event Grid setup. Not supported in this \
+             build (refused): give cloudFiles.queueName instead.",
+        ),
+        OptionSpec::string(
+            SUBSCRIPTION_ID,
+            "Azure: the subscription for automatic Event Grid setup. Not supported in this \
+             build (refused): give cloudFiles.queueName instead.",
+        ),
+        OptionSpec::string(
             QUEUE_URL,
             "With cloudFiles.useNotifications on s3:// paths: the URL of the SQS queue that \
-             receives the bucket's s3:ObjectCreated:* event notifications.",
+             receives the bucket's s3:ObjectCreated:* event notifications (an existing queue; \
+             without this option the source sets one up).",
         ),
         OptionSpec::duration(
             BACKFILL_INTERVAL,

@@ -6,19 +6,25 @@
 //! Each way of reading runs in its own child process (this test binary again), which reports its
 //! peak resident set (`VmHWM`), so one measurement cannot inflate the next:
 //!
-//! - `stream`: the file's `object_store` byte stream through [`super::decoder`], each batch
-//!   dropped when it is out (what the source does per file; memory bounded by the batch size);
+//! - `stream`: the file's bytes as `crate::fetch` streams them (4 MiB local reads) through
+//!   [`super::decoder`], each batch dropped when it is out (memory bounded by the batch size);
+//! - `stream8k`: the same with `object_store`'s own local stream (8 KiB reads, the former path),
+//!   for the read-size comparison;
 //! - `arrow`: `arrow-json`'s own reader over a buffered file, batches dropped (the library's
 //!   floor);
-//! - `source`: the files source's `read` of the one-file micro-batch, which returns every batch
-//!   of the range (bounded by the decoded size of the micro-batch);
-//! - `whole`: the whole file in memory, then decoded (the former path).
+//! - `source`: the files source's `read_stream` of the one-file micro-batch, parts dropped as
+//!   they come (what the engine does with a part-writing sink);
+//! - `source_read`: the files source's `read`, which returns every batch of the range (bounded
+//!   by the decoded size of the micro-batch);
+//! - `whole`: the whole file in memory, then decoded.
+//!
+//! `FORMAT_RSS_MODES=stream,arrow` picks modes (default: all).
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::local::LocalFileSystem;
 use object_store::ObjectStoreExt;
 
@@ -84,11 +90,31 @@ fn run(mode: &str, file: &Path) -> u64 {
     let name = file.file_name().unwrap().to_string_lossy().into_owned();
     let path = file.display().to_string();
     match mode {
-        "stream" => rt.block_on(async {
-            let store = LocalFileSystem::new_with_prefix(dir).unwrap();
+        "stream" | "stream8k" => rt.block_on(async {
+            let store: Arc<dyn object_store::ObjectStore> =
+                Arc::new(LocalFileSystem::new_with_prefix(dir).unwrap());
             let location = object_store::path::Path::from(name.as_str());
             let meta = store.head(&location).await.unwrap();
-            let mut chunks = store.get(&location).await.unwrap().into_stream();
+            let mut chunks = if mode == "stream" {
+                crate::fetch::open(&store, &location, &path)
+                    .await
+                    .unwrap()
+                    .unwrap()
+                    .into_stream()
+            } else {
+                store
+                    .get(&location)
+                    .await
+                    .unwrap()
+                    .into_stream()
+                    .map_err(|e| {
+                        tributary_sdk::Error::new(
+                            tributary_sdk::ErrorCode::SourceRead,
+                            e.to_string(),
+                        )
+                    })
+                    .boxed()
+            };
             let info = FileInfo {
                 path: &path,
                 size: meta.size,
@@ -119,7 +145,7 @@ fn run(mode: &str, file: &Path) -> u64 {
             let d = super::decode(Format::Json, bytes, &path, &ctx()).unwrap();
             d.batches.iter().map(|b| b.num_rows() as u64).sum()
         }),
-        "source" => rt.block_on(async {
+        "source" | "source_read" => rt.block_on(async {
             use tributary_sdk::{ConnectorContext, Options, ReadLimit, SourceFactoryExt};
             let options: Options = [
                 ("path", path.as_str()),
@@ -133,8 +159,16 @@ fn run(mode: &str, file: &Path) -> u64 {
                 .unwrap();
             let start = src.initial_offset().await.unwrap();
             let end = src.latest_offset(&start, &ReadLimit::All).await.unwrap();
-            let batches = src.read(&start, &end).await.unwrap();
-            batches.iter().map(|b| b.num_rows() as u64).sum()
+            if mode == "source_read" {
+                let batches = src.read(&start, &end).await.unwrap();
+                return batches.iter().map(|b| b.num_rows() as u64).sum();
+            }
+            let mut parts = src.read_stream(&start, &end).await.unwrap();
+            let mut rows = 0;
+            while let Some(part) = parts.try_next().await.unwrap() {
+                rows += part.num_rows() as u64;
+            }
+            rows
         }),
         other => panic!("unknown mode {other}"),
     }
@@ -181,9 +215,16 @@ fn peak_rss_of_a_large_json_lines_file() {
     let modes: Vec<String> = std::env::var("FORMAT_RSS_MODES")
         .map(|m| m.split(',').map(str::to_string).collect())
         .unwrap_or_else(|_| {
-            ["stream", "arrow", "source", "whole"]
-                .map(String::from)
-                .to_vec()
+            [
+                "stream",
+                "stream8k",
+                "arrow",
+                "source",
+                "source_read",
+                "whole",
+            ]
+            .map(String::from)
+            .to_vec()
         });
     for mode in &modes {
         let out = std::process::Command::new(&exe)
@@ -209,11 +250,13 @@ fn peak_rss_of_a_large_json_lines_file() {
         });
         assert!(line.contains(&format!("rows={rows}")), "{line}");
     }
-    if let Some(stream) = peaks.get("stream") {
-        assert!(
-            stream * 1024.0 < 256.0 * 1024.0 * 1024.0,
-            "streaming peak {stream} kB is not bounded by the batch size"
-        );
+    for mode in ["stream", "source"] {
+        if let Some(peak) = peaks.get(mode) {
+            assert!(
+                peak * 1024.0 < 256.0 * 1024.0 * 1024.0,
+                "{mode}: peak {peak} kB is not bounded by the batch size"
+            );
+        }
     }
     drop(dir);
 }

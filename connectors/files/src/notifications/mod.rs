@@ -1,7 +1,8 @@
 //! Notification mode (`cloudFiles.useNotifications=true`): new files are learned from change
 //! events instead of listing the input at every trigger. S3 event notifications are read from
-//! an SQS queue ([`sqs`]); local directories are watched through inotify ([`local`], the
-//! `notify` crate).
+//! an SQS queue ([`sqs`]); Azure Blob events from a Storage queue ([`azure_queue`]); local directories are watched through inotify ([`local`], the
+//! `notify` crate). Without `cloudFiles.queueUrl` the source sets the queue and the bucket's
+//! notification up itself ([`s3_setup`]), named from the checkpoint's id.
 //!
 //! Events become [`ListedFile`]s through the same filters as a listing
 //! ([`Discovery::eligible`]: prefix, globs, hidden names, `cloudFiles.maxFileAge` on the event
@@ -9,7 +10,9 @@
 //! messages are deleted only after the files they name are recorded durably, so a crash
 //! re-delivers them and the state drops the repeats: no loss, no duplicate.
 
+pub(crate) mod azure_queue;
 pub(crate) mod local;
+pub(crate) mod s3_setup;
 pub(crate) mod sqs;
 
 use tributary_sdk::Result;
@@ -34,14 +37,28 @@ pub(crate) enum Notifier {
     Local(local::LocalNotifier),
     /// An SQS queue of S3 event notifications.
     Sqs(sqs::SqsNotifier),
+    /// An Azure Storage queue of Blob events (Event Grid).
+    Azure(azure_queue::AzureQueueNotifier),
 }
 
 impl Notifier {
-    /// Starts watching (local) or connects to the queue (S3).
-    pub async fn open(kind: &Notifications, d: &Discovery) -> Result<Notifier> {
+    /// Starts watching (local) or connects to the queue (S3), setting the queue up first when
+    /// no `cloudFiles.queueUrl` was given (named from `checkpoint_id`).
+    pub async fn open(
+        kind: &Notifications,
+        d: &Discovery,
+        checkpoint_id: Option<&str>,
+    ) -> Result<Notifier> {
         match kind {
             Notifications::Local => local::LocalNotifier::open(d).map(Notifier::Local),
             Notifications::Sqs(url) => sqs::SqsNotifier::open(url, d).await.map(Notifier::Sqs),
+            Notifications::SqsAuto => {
+                let url = s3_setup::auto(d, checkpoint_id).await?;
+                sqs::SqsNotifier::open(&url, d).await.map(Notifier::Sqs)
+            }
+            Notifications::AzureQueue(name) => {
+                azure_queue::AzureQueueNotifier::open(name, d).map(Notifier::Azure)
+            }
         }
     }
 
@@ -56,6 +73,7 @@ impl Notifier {
         match self {
             Notifier::Local(n) => n.poll(d),
             Notifier::Sqs(n) => n.poll(d).await,
+            Notifier::Azure(n) => n.poll(d).await,
         }
     }
 
@@ -64,6 +82,7 @@ impl Notifier {
         match self {
             Notifier::Local(_) => Ok(()),
             Notifier::Sqs(n) => n.ack(receipts).await,
+            Notifier::Azure(n) => n.ack(receipts).await,
         }
     }
 
@@ -72,6 +91,7 @@ impl Notifier {
         match self {
             Notifier::Local(n) => n.pending(),
             Notifier::Sqs(n) => n.approximate_size(),
+            Notifier::Azure(n) => n.approximate_size(),
         }
     }
 }

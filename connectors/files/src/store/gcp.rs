@@ -12,6 +12,11 @@ use super::{client_options, retry, CloudSpec, ResolvedCloudOptions};
 
 /// The GCS client for `spec`'s bucket.
 pub(super) fn build(spec: &CloudSpec) -> object_store::Result<Arc<dyn ObjectStore>> {
+    Ok(Arc::new(builder(spec).build()?))
+}
+
+/// The configured client builder (no I/O).
+fn builder(spec: &CloudSpec) -> GoogleCloudStorageBuilder {
     let o = &spec.options;
     let mut b = GoogleCloudStorageBuilder::from_env()
         .with_bucket_name(&spec.path.bucket)
@@ -23,7 +28,7 @@ pub(super) fn build(spec: &CloudSpec) -> object_store::Result<Arc<dyn ObjectStor
     if let Some(key) = service_account_key(o) {
         b = b.with_service_account_key(key);
     }
-    Ok(Arc::new(b.build()?))
+    b
 }
 
 /// The service account key JSON the options describe.
@@ -51,5 +56,104 @@ pub(super) fn tried(o: &ResolvedCloudOptions) -> String {
                  application default credentials, the metadata server)"
                 .into()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use object_store::gcp::GoogleConfigKey;
+    use object_store::ClientConfigKey;
+    use tributary_sdk::{OptionSpec, Options};
+
+    use super::*;
+    use crate::config::{option_specs, FilesConfig, SourcePath};
+    use crate::store::StoreSpec;
+
+    fn spec(extra: &[(&str, &str)]) -> CloudSpec {
+        let mut options: Options = [
+            ("path", "gs://landing-bucket/events/in"),
+            ("cloudFiles.format", "json"),
+            ("schema", "id BIGINT"),
+        ]
+        .into_iter()
+        .collect();
+        for (k, v) in extra {
+            options.set(*k, *v);
+        }
+        let parsed = OptionSpec::validate_all(&option_specs(), &options, "files").unwrap();
+        let config = FilesConfig::parse(&parsed).unwrap();
+        let SourcePath::Cloud(path) = &config.path else {
+            panic!("not a cloud path: {:?}", config.path)
+        };
+        match StoreSpec::cloud(path, &config.cloud, &tributary_sdk::EnvSecretStore).unwrap() {
+            StoreSpec::Cloud(spec) => *spec,
+            StoreSpec::Local(p) => panic!("local: {p:?}"),
+        }
+    }
+
+    #[test]
+    fn gs_path_with_service_account_options_configures_the_client() {
+        let s = spec(&[
+            (
+                "cloudFiles.clientEmail",
+                "loader@proj.iam.gserviceaccount.com",
+            ),
+            (
+                "cloudFiles.privateKey",
+                "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n",
+            ),
+            ("cloudFiles.privateKeyId", "key-id-1"),
+            ("cloudFiles.endpoint", "http://127.0.0.1:4443"),
+        ]);
+        assert_eq!(s.path.bucket, "landing-bucket");
+        assert_eq!(s.path.key, "events/in");
+        let b = builder(&s);
+        let value = |k: GoogleConfigKey| b.get_config_value(&k);
+        assert_eq!(
+            value(GoogleConfigKey::Bucket).as_deref(),
+            Some("landing-bucket")
+        );
+        assert_eq!(
+            value(GoogleConfigKey::BaseUrl).as_deref(),
+            Some("http://127.0.0.1:4443")
+        );
+        assert_eq!(
+            value(GoogleConfigKey::Client(ClientConfigKey::AllowHttp)).as_deref(),
+            Some("true")
+        );
+        let key: serde_json::Value =
+            serde_json::from_str(&value(GoogleConfigKey::ServiceAccountKey).unwrap()).unwrap();
+        assert_eq!(key["type"], "service_account");
+        assert_eq!(key["client_email"], "loader@proj.iam.gserviceaccount.com");
+        assert_eq!(key["private_key_id"], "key-id-1");
+        assert!(key["private_key"]
+            .as_str()
+            .unwrap()
+            .starts_with("-----BEGIN PRIVATE KEY-----"));
+        assert!(tried(&s.options).contains("loader@proj.iam.gserviceaccount.com"));
+        // The resolved secrets never print.
+        let debug = format!("{s:?}");
+        assert!(
+            !debug.contains("MIIB") && !debug.contains("key-id-1"),
+            "{debug}"
+        );
+    }
+
+    #[test]
+    fn gs_path_without_credential_options_uses_the_google_chain() {
+        let s = spec(&[]);
+        let b = builder(&s);
+        assert_eq!(
+            b.get_config_value(&GoogleConfigKey::Bucket).as_deref(),
+            Some("landing-bucket")
+        );
+        assert_eq!(b.get_config_value(&GoogleConfigKey::BaseUrl), None);
+        if std::env::var_os("GOOGLE_SERVICE_ACCOUNT_KEY").is_none() {
+            assert_eq!(
+                b.get_config_value(&GoogleConfigKey::ServiceAccountKey),
+                None
+            );
+        }
+        assert!(tried(&s.options).contains("GOOGLE_APPLICATION_CREDENTIALS"));
     }
 }
