@@ -87,7 +87,21 @@ fn consumer(bootstrap: &str, topic: &str) -> BaseConsumer {
     c
 }
 
-fn create_topics(rt: &tokio::runtime::Runtime, bootstrap: &str, topics: &[&str]) {
+/// The in-process mock cluster, when the bench runs on it (it has no CreateTopics API).
+type Mock = rdkafka::mocking::MockCluster<'static, rdkafka::producer::DefaultProducerContext>;
+
+fn create_topics(
+    rt: &tokio::runtime::Runtime,
+    bootstrap: &str,
+    mock: Option<&Mock>,
+    topics: &[&str],
+) {
+    if let Some(m) = mock {
+        for t in topics {
+            m.create_topic(t, PARTITIONS, 1).unwrap();
+        }
+        return;
+    }
     let admin: AdminClient<DefaultClientContext> = config(bootstrap).create().unwrap();
     let new: Vec<NewTopic<'_>> = topics
         .iter()
@@ -211,11 +225,17 @@ struct Row {
     p99_ms: f64,
 }
 
-fn run(rt: &tokio::runtime::Runtime, bootstrap: &str, mode: Mode, rate: u64) -> Option<Row> {
+fn run(
+    rt: &tokio::runtime::Runtime,
+    bootstrap: &str,
+    mock: Option<&Mock>,
+    mode: Mode,
+    rate: u64,
+) -> Option<Row> {
     let tag = format!("{}-{}", now_us(), rate);
     let input = format!("bench-rt-in-{tag}");
     let output = format!("bench-rt-out-{tag}");
-    create_topics(rt, bootstrap, &[&input, &output]);
+    create_topics(rt, bootstrap, mock, &[&input, &output]);
     let read_from = if mode == Mode::Floor { &input } else { &output };
     let out = consumer(bootstrap, read_from);
     let stop = Arc::new(AtomicBool::new(false));
@@ -296,7 +316,7 @@ fn main() {
     // The broker: rdkafka's in-process mock cluster by default (tansu's own produce → consume
     // floor is seconds from 10 k/s, so it would measure the broker, not the pipeline); tansu
     // with RT_BENCH_BROKER=tansu (TRIBUTARY_KAFKA_BOOTSTRAP from scripts/services/kafka.sh).
-    let mock;
+    let mut mock = None;
     let bootstrap = match std::env::var("RT_BENCH_BROKER").as_deref() {
         Ok("tansu") => {
             let Ok(b) = std::env::var("TRIBUTARY_KAFKA_BOOTSTRAP") else {
@@ -307,9 +327,11 @@ fn main() {
             b
         }
         _ => {
-            mock = rdkafka::mocking::MockCluster::new(1).unwrap();
+            let m: Mock = rdkafka::mocking::MockCluster::new(1).unwrap();
             println!("broker: rdkafka mock cluster (in process)");
-            mock.bootstrap_servers()
+            let b = m.bootstrap_servers();
+            mock = Some(m);
+            b
         }
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -334,7 +356,7 @@ fn main() {
             Mode::MicroBatch,
             Mode::RealTimeSql,
         ] {
-            if let Some(r) = run(&rt, &bootstrap, mode, rate) {
+            if let Some(r) = run(&rt, &bootstrap, mock.as_ref(), mode, rate) {
                 let note = if r.got < r.offered {
                     format!("  ({} records missing)", r.offered - r.got)
                 } else {
