@@ -156,6 +156,14 @@ impl SourceFactory for Broken {
     fn describe_state(&self, request: &StateRequest<'_>) -> Result<Option<StateReport>> {
         self.inner.describe_state(request)
     }
+
+    fn stream_binding(&self) -> Option<std::sync::Arc<dyn tributary_sdk::StreamBinding>> {
+        self.inner.stream_binding()
+    }
+
+    fn commands(&self) -> Vec<std::sync::Arc<dyn tributary_sdk::ConnectorCommand>> {
+        self.inner.commands()
+    }
 }
 
 #[derive(Debug)]
@@ -252,6 +260,16 @@ impl Source for BrokenSource {
             _ => limit,
         };
         self.inner.latest_offset(start, limit).await
+    }
+
+    /// The parts are the faulty `read`'s batches, so every fault shows through the stream too.
+    async fn read_stream<'a>(
+        &'a mut self,
+        start: &Offset,
+        end: &Offset,
+    ) -> Result<tributary_sdk::BatchStream<'a>> {
+        let batches = self.read(start, end).await?;
+        Ok(Box::pin(futures::stream::iter(batches.into_iter().map(Ok))))
     }
 
     async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {

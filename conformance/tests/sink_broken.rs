@@ -237,6 +237,12 @@ impl Sink for BrokenSink {
         self.inner.stop().await
     }
 
+    /// The faults are injected into whole-batch writes: no part writer, so every batch goes
+    /// through `write` above.
+    fn as_part_writer(&mut self) -> Option<&mut dyn tributary_sdk::PartWriter> {
+        None
+    }
+
     fn as_streaming(&mut self) -> Option<&mut dyn tributary_sdk::StreamingSink> {
         self.inner.as_streaming()
     }

@@ -126,7 +126,10 @@ async fn batches_offsets_errors_and_metrics_cross_the_boundary_intact() {
         .describe(&options)
         .unwrap();
     // The plugin exports the streaming extension: its own answer (the generator streams) holds.
-    assert_eq!(described.real_time, tributary_sdk::RealTimeSupport::Supported);
+    assert_eq!(
+        described.real_time,
+        tributary_sdk::RealTimeSupport::Supported
+    );
     assert_eq!(described, native_description);
     assert_eq!(described.identity.target, "rows:25");
     let ctx = ConnectorContext::default();

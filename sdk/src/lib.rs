@@ -66,8 +66,8 @@ pub mod stream_binding;
 pub mod streaming;
 pub mod typed;
 
-pub use command::ConnectorCommand;
 pub use auth::{Authenticator, Credentials, SaslMechanism, TlsMaterial};
+pub use command::ConnectorCommand;
 pub use connector::{
     ConnectorContext, ConnectorKind, PreparedSink, PreparedSource, SinkFactory, SinkFactoryExt,
     SourceFactory, SourceFactoryExt,
@@ -77,6 +77,7 @@ pub use description::SourceDescription;
 pub use error::{Domain, Error, ErrorCode, Result, Retry};
 pub use offset::Offset;
 pub use options::{OptionKind, OptionSpec, Options, ParsedOptions};
+pub use part_writer::PartWriter;
 pub use read_limit::ReadLimit;
 pub use schema_provider::{
     ResolvedSchema, SchemaFormat, SchemaProvider, StreamSchemas, WireFormat,
@@ -85,7 +86,6 @@ pub use secret::{
     ChainSecretStore, EnvSecretStore, FileSecretStore, Secret, SecretRef, SecretStore,
 };
 pub use sink::{Delivery, Sink};
-pub use part_writer::PartWriter;
 pub use source::{BatchStream, Source, SourceIdentity, SourceMetrics};
 pub use stage::{Stage, StageFactory};
 pub use state::{LoggedBatch, StateReport, StateRequest};

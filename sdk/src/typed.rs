@@ -105,17 +105,17 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
+use crate::command::ConnectorCommand;
 use crate::connector::{
     ConnectorContext, PreparedSink, PreparedSource, SinkFactory, SourceFactory,
 };
-use crate::command::ConnectorCommand;
 use crate::description::SourceDescription;
-use crate::stream_binding::StreamBinding;
 use crate::error::Result;
 use crate::options::{OptionSpec, Options, ParsedOptions};
 use crate::sink::Sink;
 use crate::source::Source;
 use crate::state::{StateReport, StateRequest};
+use crate::stream_binding::StreamBinding;
 
 /// A source connector, typed. Implement this; [`SourceFactory`] comes with it.
 pub trait SourceConnector: Send + Sync + Debug + Clone + 'static {

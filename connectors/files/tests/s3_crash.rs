@@ -183,25 +183,28 @@ kind = "availableNow"
         });
     eprintln!("s3 crash test seed {seed} (TRIBUTARY_CRASH_SEED repeats it)");
     let mut state = seed | 1;
-    let mut next_delay = move || {
+    // The kill point is uniform over the time a whole run takes on this machine (learned from
+    // the runs that completed), so the kills land mid-run however fast or slow the machine is.
+    let mut next_delay = move |whole_run_ms: u64| {
         // xorshift: enough randomness for kill points, no extra dependency.
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
-        Duration::from_millis(30 + state % 500)
+        Duration::from_millis(5 + state % whole_run_ms.max(10))
     };
+    let mut whole_run_ms = 500u64;
 
     let mut next_id = upload(&store, "f000", 10, 20, 0).await;
     let (mut kills, mut runs) = (0, 0);
     while kills < 20 {
         runs += 1;
         assert!(
-            runs <= 80,
+            runs <= 100,
             "only {kills} of {runs} runs were killed mid-way"
         );
         next_id = upload(&store, &format!("f{runs:03}"), 3, 20, next_id).await;
         let mut child = run().spawn().unwrap();
-        let delay = next_delay();
+        let delay = next_delay(whole_run_ms);
         let t0 = Instant::now();
         let mut exited = None;
         while t0.elapsed() < delay {
@@ -212,7 +215,11 @@ kind = "availableNow"
             std::thread::sleep(Duration::from_millis(2));
         }
         match exited {
-            Some(status) => assert!(status.success(), "run {runs} failed"),
+            Some(status) => {
+                assert!(status.success(), "run {runs} failed");
+                // The run finished before its kill point: aim the next kills earlier.
+                whole_run_ms = (t0.elapsed().as_millis() as u64 * 9 / 10).max(10);
+            }
             None => {
                 child.kill().unwrap(); // SIGKILL
                 child.wait().unwrap();

@@ -120,7 +120,11 @@ enum Command {
         /// The source connector (built in, or from the plugin path).
         connector: String,
         /// The subcommand, then its own arguments (`--help` prints its usage).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND [ARGS]")]
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "COMMAND [ARGS]"
+        )]
         args: Vec<String>,
         /// Directory of file secrets: {{secrets/<scope>/<key>}} reads <dir>/<scope>/<key>.
         #[arg(long, value_name = "DIR", env = "TRIBUTARY_SECRETS_DIR")]
@@ -197,7 +201,11 @@ fn connector_command(
             tributary_sdk::ErrorCode::InvalidOption,
             format!(
                 "connector '{connector}' has no command '{name}'; its commands: {}",
-                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
             ),
         ));
     };
