@@ -76,7 +76,8 @@ pub async fn starting_latest(
     Ok(Outcome::Passed)
 }
 
-/// Reading the same `[start, end)` twice, and with a fresh instance, yields the same records.
+/// Reading the same `[start, end)` twice, and with a fresh instance, yields the same records;
+/// `read_stream` yields what `read` returns.
 pub async fn read_range_determinism(
     connector: &dyn SourceFactory,
     fixture: &mut dyn Fixture,
@@ -100,6 +101,20 @@ pub async fn read_range_determinism(
     ensure!(
         first == second,
         "two reads of {start}..{end} returned different batches"
+    );
+    // The host reads through `read_stream`: its parts must hold exactly what `read` returns.
+    let streamed: Vec<_> = {
+        use futures::TryStreamExt;
+        source
+            .read_stream(&start, &end)
+            .await?
+            .try_collect()
+            .await?
+    };
+    let (r, s) = (fixture.payloads(&first)?, fixture.payloads(&streamed)?);
+    ensure!(
+        r == s,
+        "read_stream of {start}..{end} differs from read: {s:?} vs {r:?}"
     );
     source.stop().await?;
     drop(source);
