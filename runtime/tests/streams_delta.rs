@@ -34,10 +34,14 @@ use tributary_sdk::{EnvSecretStore, Sink};
 use tributary_sinks::delta::{merge_backfill_with, DeltaConfig, DeltaSink, MergeOptions};
 
 const READ_TABLE: &str = r#"
-import json, sys
+import json, os, sys
 from deltalake import DeltaTable
 t = DeltaTable(sys.argv[1]).to_pyarrow_table()
 print(json.dumps({"rows": t.to_pylist(), "columns": [[f.name, str(f.type)] for f in t.schema]}, default=str))
+# deltalake's runtime threads can abort the interpreter's shutdown ("terminate called without
+# an active exception") after the answer is printed: leave without finalising.
+sys.stdout.flush()
+os._exit(0)
 "#;
 
 /// The table as Python deltalake reads it.
