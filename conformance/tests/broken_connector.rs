@@ -272,6 +272,22 @@ impl Source for BrokenSource {
         Ok(Box::pin(futures::stream::iter(batches.into_iter().map(Ok))))
     }
 
+    async fn plan_partitions(
+        &mut self,
+        start: &Offset,
+        end: &Offset,
+        parallelism: usize,
+    ) -> Result<Option<Vec<tributary_sdk::InputPartition>>> {
+        self.inner.plan_partitions(start, end, parallelism).await
+    }
+
+    async fn read_partition<'a>(
+        &'a mut self,
+        partition: &tributary_sdk::InputPartition,
+    ) -> Result<tributary_sdk::BatchStream<'a>> {
+        self.inner.read_partition(partition).await
+    }
+
     async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
         let batches = self.inner.read(start, end).await?;
         let n = self.reads.entry(format!("{start:?}..{end:?}")).or_default();

@@ -243,6 +243,10 @@ impl Sink for BrokenSink {
         None
     }
 
+    fn as_stager(&mut self) -> Option<&mut dyn tributary_sdk::PartitionStager> {
+        None
+    }
+
     fn as_streaming(&mut self) -> Option<&mut dyn tributary_sdk::StreamingSink> {
         self.inner.as_streaming()
     }

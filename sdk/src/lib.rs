@@ -17,6 +17,8 @@
 //!   [`SinkFactory`] the host holds are derived from them.
 //! - [`Stage`]: a transformation applied to a source's batches (decoding lives in the
 //!   `tributary-decode` crate as a stage); [`StateReport`]: a connector's own checkpoint state.
+//! - [`InputPartition`] and [`PartitionStager`]: a batch split into partitions read and staged
+//!   on other machines (a distributed engine), committed once by the driver.
 //! - [`StreamingSource`] / [`StreamingSink`]: the opt-in streaming read and acknowledged write of
 //!   real-time mode (long batches, records delivered as they arrive).
 //!
@@ -50,6 +52,7 @@ pub mod connector;
 pub mod data_loss;
 pub mod description;
 pub mod error;
+pub mod input_partition;
 pub mod offset;
 pub mod options;
 pub mod part_writer;
@@ -60,6 +63,7 @@ pub mod schema_provider;
 pub mod secret;
 pub mod sink;
 pub mod source;
+pub mod stager;
 pub mod stage;
 pub mod state;
 pub mod stream_binding;
@@ -75,6 +79,7 @@ pub use connector::{
 pub use data_loss::{DataLossEvent, DataLossKind, DataLossTracker};
 pub use description::SourceDescription;
 pub use error::{Domain, Error, ErrorCode, Result, Retry};
+pub use input_partition::InputPartition;
 pub use offset::Offset;
 pub use options::{OptionKind, OptionSpec, Options, ParsedOptions};
 pub use part_writer::PartWriter;
@@ -87,6 +92,7 @@ pub use secret::{
 };
 pub use sink::{Delivery, Sink};
 pub use source::{BatchStream, Source, SourceIdentity, SourceMetrics};
+pub use stager::{PartitionStager, StagedOutput};
 pub use stage::{Stage, StageFactory};
 pub use state::{LoggedBatch, StateReport, StateRequest};
 pub use stream_binding::{IngestionColumn, StreamBinding};

@@ -53,4 +53,10 @@ pub trait Sink: Send + Debug {
     fn as_part_writer(&mut self) -> Option<&mut dyn crate::part_writer::PartWriter> {
         None
     }
+
+    /// The staged write of a distributed batch (see [`crate::stager`]). Sinks that return
+    /// `None` (the default) cannot be written by a distributed engine's executors.
+    fn as_stager(&mut self) -> Option<&mut dyn crate::stager::PartitionStager> {
+        None
+    }
 }

@@ -28,6 +28,7 @@ use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 
 use crate::error::Result;
+use crate::input_partition::InputPartition;
 use crate::offset::Offset;
 use crate::read_limit::ReadLimit;
 
@@ -97,6 +98,40 @@ pub trait Source: Send + Debug {
     ) -> Result<BatchStream<'a>> {
         let batches = self.read(start, end).await?;
         Ok(Box::pin(futures::stream::iter(batches.into_iter().map(Ok))))
+    }
+
+    /// Splits `[start, end)` into input partitions that a source built elsewhere from the same
+    /// connector and options reads with [`Source::read_partition`] (see
+    /// [`crate::input_partition`]). Deterministic: the same range and `parallelism` give the
+    /// same partitions. `parallelism` is the engine's task slots (Spark's
+    /// `defaultParallelism`): a source whose pieces are not fixed (groups of files) aims for
+    /// about that many; one whose pieces are (Kafka partitions) may ignore it.
+    /// `Ok(None)` (the default) keeps the range whole, read on the driver.
+    async fn plan_partitions(
+        &mut self,
+        start: &Offset,
+        end: &Offset,
+        parallelism: usize,
+    ) -> Result<Option<Vec<InputPartition>>> {
+        let _ = (start, end, parallelism);
+        Ok(None)
+    }
+
+    /// Reads one partition planned by [`Source::plan_partitions`], usually on another machine.
+    /// The source was built from the same options but never asked to plan or commit.
+    async fn read_partition<'a>(
+        &'a mut self,
+        partition: &InputPartition,
+    ) -> Result<BatchStream<'a>> {
+        Err(crate::error::Error::new(
+            crate::error::ErrorCode::Internal,
+            format!(
+                "{} does not read input partitions (asked for partition {}: {})",
+                self.identity().connector,
+                partition.index,
+                partition.label
+            ),
+        ))
     }
 
     /// The streaming read of real-time mode, for sources that support it (see

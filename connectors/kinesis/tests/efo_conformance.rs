@@ -173,6 +173,22 @@ impl Source for BrokenSource {
         self.inner.read_stream(start, end).await
     }
 
+    async fn plan_partitions(
+        &mut self,
+        start: &Offset,
+        end: &Offset,
+        parallelism: usize,
+    ) -> Result<Option<Vec<tributary_sdk::InputPartition>>> {
+        self.inner.plan_partitions(start, end, parallelism).await
+    }
+
+    async fn read_partition<'a>(
+        &'a mut self,
+        partition: &tributary_sdk::InputPartition,
+    ) -> Result<tributary_sdk::BatchStream<'a>> {
+        self.inner.read_partition(partition).await
+    }
+
     async fn commit(&mut self, end: &Offset) -> Result<()> {
         self.inner.commit(end).await
     }

@@ -1,0 +1,3 @@
+//! # tributary-ballista
+//!
+//! Scale-out on Apache Ballista (see the crate description).
