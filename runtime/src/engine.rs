@@ -89,6 +89,9 @@ pub struct Pipeline {
     pub(crate) stages: Vec<Box<dyn Stage>>,
     /// The schema the sinks receive (after the stages), known once the stages are open.
     pub(crate) output_schema: Option<arrow::datatypes::SchemaRef>,
+    /// `[engine] kind = "ballista"`: batches read and staged by a cluster's executors.
+    #[cfg(feature = "ballista")]
+    pub(crate) distributed: Option<crate::distributed::driver::Distributed>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -126,6 +129,15 @@ fn prepare(spec: &PipelineSpec, registry: &Registry) -> Result<Prepared> {
         )
         .with_context("option", "trigger.kind"));
     }
+    if spec.engine != crate::distributed::EngineSpec::Embedded
+        && matches!(spec.trigger, Trigger::RealTime { .. })
+    {
+        return Err(Error::new(
+            ErrorCode::ConflictingOptions,
+            "trigger kind realTime runs in the pipeline's own process; with engine kind \"ballista\" use processingTime or availableNow",
+        )
+        .with_context("option", "engine.kind"));
+    }
     let mut stages = Vec::new();
     for (name, options) in &spec.stages {
         let factory = registry.stage(name)?;
@@ -161,6 +173,10 @@ impl Pipeline {
         registry: &Registry,
         secrets: Arc<dyn SecretStore>,
     ) -> Result<Pipeline> {
+        #[cfg(feature = "ballista")]
+        if spec.engine != crate::distributed::EngineSpec::Embedded {
+            crate::distributed::payload::TaskPayload::check(spec, registry)?;
+        }
         let prepared = prepare(spec, registry)?;
         let description = prepared.source.description().clone();
         let checkpoint = Checkpoint::open(&spec.checkpoint)?;
@@ -200,6 +216,29 @@ impl Pipeline {
         for (name, sink) in prepared.sinks {
             sinks.push((name, sink.build(&sink_ctx)?));
         }
+        #[cfg(feature = "ballista")]
+        let distributed = match &spec.engine {
+            crate::distributed::EngineSpec::Embedded => None,
+            crate::distributed::EngineSpec::Ballista {
+                scheduler,
+                parallelism,
+                batch_timeout,
+            } => {
+                crate::distributed::driver::Distributed::check_sinks(&mut sinks)?;
+                let payload =
+                    crate::distributed::payload::TaskPayload::new(spec, registry, &meta.id)?;
+                let payload = serde_json::to_value(payload).map_err(|e| {
+                    Error::new(ErrorCode::Internal, format!("pipeline payload: {e}"))
+                })?;
+                Some(crate::distributed::driver::Distributed::new(
+                    scheduler.clone(),
+                    *parallelism,
+                    *batch_timeout,
+                    spec.name.clone(),
+                    payload,
+                ))
+            }
+        };
         Ok(Pipeline {
             name: spec.name.clone(),
             trigger: spec.trigger,
@@ -213,6 +252,8 @@ impl Pipeline {
             idle_poll: Duration::from_millis(500),
             output_schema: None,
             stages,
+            #[cfg(feature = "ballista")]
+            distributed,
         })
     }
 
@@ -394,16 +435,31 @@ impl Pipeline {
             .output_schema
             .clone()
             .unwrap_or_else(|| self.source.schema());
-        let io = crate::batch_io::read_and_write(
-            self.source.as_mut(),
-            &mut self.stages,
-            &mut self.sinks,
-            &schema,
-            batch_id,
-            start,
-            end,
-        )
-        .await?;
+        #[allow(unused_mut)]
+        let mut distributed_batch: Option<crate::distributed::DistributedBatch> = None;
+        #[cfg(feature = "ballista")]
+        if let Some(d) = &mut self.distributed {
+            distributed_batch = d
+                .run_batch(self.source.as_mut(), &mut self.sinks, batch_id, start, end)
+                .await?;
+        }
+        let (io, tasks, scheduling_ms) = match distributed_batch {
+            Some(b) => (b.io, b.tasks, Some(b.scheduling_ms)),
+            None => (
+                crate::batch_io::read_and_write(
+                    self.source.as_mut(),
+                    &mut self.stages,
+                    &mut self.sinks,
+                    &schema,
+                    batch_id,
+                    start,
+                    end,
+                )
+                .await?,
+                Vec::new(),
+                None,
+            ),
+        };
         durations.get_batch = io.read.as_millis() as u64;
         durations.add_batch = io.write.as_millis() as u64;
         let rows = io.rows;
@@ -447,6 +503,8 @@ impl Pipeline {
             sinks: sink_progress,
             latencies: None,
             interim: false,
+            tasks,
+            scheduling_ms,
         };
         for l in &mut self.listeners {
             l.on_progress(&event);

@@ -25,6 +25,7 @@
 mod batch_io;
 pub mod checkpoint;
 pub mod conformance;
+pub mod distributed;
 pub mod engine;
 pub mod latency;
 pub mod pipeline;

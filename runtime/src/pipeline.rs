@@ -20,6 +20,9 @@
 //! kind = "availableNow"
 //! ```
 //!
+//! An optional `[engine]` runs the batches on a Ballista cluster (`kind = "ballista"`,
+//! `scheduler = "df://host:port"`; see `crate::distributed`).
+//!
 //! An optional `[transform]` runs stateless SQL on every batch after decoding (`sql = "SELECT
 //! ... FROM source"`, static tables in `[[transform.table]]`; cargo feature `sql`).
 //!
@@ -33,6 +36,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use tributary_sdk::{Error, ErrorCode, Options, Result};
 
+use crate::distributed::{EngineSection, EngineSpec};
 use crate::trigger::{Trigger, TriggerSpec};
 
 /// A connector section: its name and options. Its `Debug` prints option names only: the raw
@@ -86,6 +90,9 @@ pub struct PipelineFile {
     /// `[[transform.table]]` static tables (see `crate::transform`).
     #[serde(default)]
     pub transform: Option<toml::Value>,
+    /// Where batches run (`[engine]`; default: this process).
+    #[serde(default)]
+    pub engine: Option<EngineSection>,
 }
 
 /// A pipeline ready to build: options as Spark-style maps, trigger parsed.
@@ -112,6 +119,8 @@ pub struct PipelineSpec {
     pub transform: Option<toml::Value>,
     /// Where the pipeline came from (the file), for messages.
     pub origin: String,
+    /// Where batches run.
+    pub engine: EngineSpec,
 }
 
 fn to_options(section: &str, table: &BTreeMap<String, toml::Value>) -> Result<Options> {
@@ -201,6 +210,15 @@ impl PipelineSpec {
             })?,
             transform: file.transform.clone(),
             origin: origin.to_string(),
+            engine: file
+                .engine
+                .clone()
+                .unwrap_or_default()
+                .parse()
+                .map_err(|e| {
+                    Error::new(e.code(), format!("{origin}: {}", e.message()))
+                        .with_context("file", origin)
+                })?,
         })
     }
 

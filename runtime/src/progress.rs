@@ -87,6 +87,31 @@ pub struct ProgressEvent {
     /// batch still runs (its offsets are not committed yet).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub interim: bool,
+    /// Distributed batches (`[engine] kind = "ballista"`): where each input partition ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskProgress>,
+    /// Distributed batches: the milliseconds from submitting the job to the last task's
+    /// result, minus the slowest task's own time (scheduling and transfer overhead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduling_ms: Option<u64>,
+}
+
+/// One task of a distributed batch.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskProgress {
+    /// The input partition.
+    pub partition: usize,
+    /// What it read (`orders-3 [100, 200)`).
+    pub label: String,
+    /// The executor that ran it (the attempt whose result was committed).
+    pub executor: String,
+    /// The executor's host.
+    pub host: String,
+    /// Rows it produced.
+    pub rows: u64,
+    /// Its time on the executor.
+    pub duration_ms: u64,
 }
 
 /// Receives progress events.

@@ -378,6 +378,8 @@ impl Pipeline {
                 .collect(),
             latencies,
             interim,
+            tasks: Vec::new(),
+            scheduling_ms: None,
         }
     }
 }

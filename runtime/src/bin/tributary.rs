@@ -130,6 +130,59 @@ enum Command {
         #[arg(long, value_name = "DIR", env = "TRIBUTARY_SECRETS_DIR")]
         secrets_dir: Option<PathBuf>,
     },
+    /// Start an Apache Ballista scheduler for pipelines with `[engine] kind = "ballista"`:
+    /// it splits each batch into tasks and places them on executors.
+    ///
+    /// Example: tributary scheduler --bind 127.0.0.1:50050
+    #[cfg(feature = "ballista")]
+    Scheduler {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:50050")]
+        bind: std::net::SocketAddr,
+        /// An executor silent this long is declared dead and its tasks run elsewhere.
+        #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+        executor_timeout: std::time::Duration,
+        /// Attempts of one task before its batch fails.
+        #[arg(long, default_value_t = 4)]
+        task_max_failures: usize,
+    },
+    /// Start a Ballista executor that runs the tasks of distributed batches with the
+    /// connectors built into this binary and the plugins of its plugin path.
+    ///
+    /// Example: tributary executor --scheduler df://127.0.0.1:50050 --id exec-1 --flight-port 50051 --grpc-port 50052
+    #[cfg(feature = "ballista")]
+    Executor {
+        /// The scheduler, as in the pipeline's `[engine] scheduler`.
+        #[arg(long)]
+        scheduler: String,
+        /// This executor's id in progress events (default: executor-<flight port>).
+        #[arg(long)]
+        id: Option<String>,
+        /// Address to bind and advertise.
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: std::net::IpAddr,
+        /// Arrow Flight port (task results are fetched from it).
+        #[arg(long, default_value_t = 50051)]
+        flight_port: u16,
+        /// gRPC port (tasks arrive on it).
+        #[arg(long, default_value_t = 50052)]
+        grpc_port: u16,
+        /// Tasks run at once (default: the number of CPUs).
+        #[arg(long)]
+        slots: Option<usize>,
+        /// Interval between heartbeats to the scheduler.
+        #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+        heartbeat: std::time::Duration,
+        /// Plugin directories, searched before TRIBUTARY_PLUGIN_PATH.
+        #[arg(long = "plugin-path", value_name = "DIR")]
+        plugin_path: Vec<PathBuf>,
+        /// Directory of file secrets: {{secrets/<scope>/<key>}} reads <dir>/<scope>/<key>.
+        #[arg(long, value_name = "DIR", env = "TRIBUTARY_SECRETS_DIR")]
+        secrets_dir: Option<PathBuf>,
+        /// Where shuffle files go (default: a temporary directory).
+        #[arg(long, value_name = "DIR")]
+        work_dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -228,6 +281,61 @@ fn connector_command(
 
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
+        #[cfg(feature = "ballista")]
+        Command::Scheduler {
+            bind,
+            executor_timeout,
+            task_max_failures,
+        } => {
+            let mut options = tributary_ballista::SchedulerOptions::new(bind);
+            options.executor_timeout = executor_timeout;
+            options.task_max_failures = task_max_failures;
+            let rt = tokio::runtime::Runtime::new()?;
+            rt.block_on(tributary_ballista::run_scheduler(options))
+        }
+        #[cfg(feature = "ballista")]
+        Command::Executor {
+            scheduler,
+            id,
+            bind,
+            flight_port,
+            grpc_port,
+            slots,
+            heartbeat,
+            plugin_path,
+            secrets_dir,
+            work_dir,
+        } => {
+            let (scheduler_host, scheduler_port) =
+                tributary_ballista::scheduler_address(&scheduler)?;
+            let id = id.unwrap_or_else(|| format!("executor-{flight_port}"));
+            let mut secrets = ChainSecretStore::new().with(EnvSecretStore);
+            if let Some(dir) = secrets_dir {
+                secrets = secrets.with(FileSecretStore::new(dir));
+            }
+            let registry = Arc::new(Registry::with_plugins(&plugin_path)?);
+            let handler = Arc::new(
+                tributary_runtime::distributed::handler::RuntimeTaskHandler::new(
+                    &id,
+                    registry,
+                    Arc::new(secrets),
+                ),
+            );
+            let options = tributary_ballista::ExecutorOptions {
+                id,
+                host: bind,
+                flight_port,
+                grpc_port,
+                scheduler_host,
+                scheduler_port,
+                slots: slots
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+                heartbeat,
+                work_dir: work_dir.map(|d| d.display().to_string()),
+            };
+            let rt = tokio::runtime::Runtime::new()?;
+            rt.block_on(tributary_ballista::run_executor(options, handler))
+        }
         Command::Streams(args) => tributary_runtime::streams::cli::dispatch(args),
         Command::Connector {
             connector,

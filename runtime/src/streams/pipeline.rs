@@ -74,6 +74,7 @@ pub fn pipeline_spec_with(
         trigger,
         transform: None,
         origin: format!("stream {name}"),
+        engine: crate::distributed::EngineSpec::Embedded,
     })
 }
 

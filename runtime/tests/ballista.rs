@@ -1,0 +1,371 @@
+//! Scale-out on Apache Ballista with real processes on loopback: a `tributary scheduler`, two
+//! `tributary executor`s and the pipeline's own `tributary run` as the driver.
+//!
+//! - a files landing directory and a Kafka topic with 8 partitions, each ingested to Parquet by
+//!   one pipeline whose tasks ran on both executors (asserted from the progress events);
+//! - kill -9 of one executor mid-batch: its tasks run again on the other, rows exactly once;
+//! - kill -9 of the driver between `offsets/N` and `commits/N`: the same ranges replay, rows
+//!   exactly once;
+//! - an unreachable scheduler, a sink without a staged write and a literal secret are each one
+//!   clear error.
+//!
+//! Rows are checked with the Parquet reader, independent of the pipeline.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod common;
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_listening(port: u16, what: &str) {
+    let t = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "{what} never listened on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A scheduler and executors, killed when dropped.
+struct Cluster {
+    url: String,
+    scheduler: Child,
+    executors: Vec<(String, Child)>,
+    logs: PathBuf,
+}
+
+impl Cluster {
+    fn start(logs: &Path, executors: usize) -> Cluster {
+        std::fs::create_dir_all(logs).unwrap();
+        let port = free_port();
+        let log = |name: &str| std::fs::File::create(logs.join(format!("{name}.log"))).unwrap();
+        let scheduler = tributary()
+            .args(["scheduler", "--bind", &format!("127.0.0.1:{port}")])
+            .args(["--executor-timeout", "6s"])
+            .env("TRIBUTARY_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log("scheduler"))
+            .spawn()
+            .unwrap();
+        wait_listening(port, "the scheduler");
+        let url = format!("df://127.0.0.1:{port}");
+        let mut cluster = Cluster {
+            url: url.clone(),
+            scheduler,
+            executors: Vec::new(),
+            logs: logs.to_path_buf(),
+        };
+        for i in 0..executors {
+            cluster.add_executor(&format!("exec-{i}"));
+        }
+        // Registration happens with the first heartbeat.
+        std::thread::sleep(Duration::from_secs(2));
+        cluster
+    }
+
+    fn add_executor(&mut self, id: &str) {
+        let (flight, grpc) = (free_port(), free_port());
+        let child = tributary()
+            .args(["executor", "--scheduler", &self.url, "--id", id])
+            .args(["--flight-port", &flight.to_string()])
+            .args(["--grpc-port", &grpc.to_string()])
+            .args(["--slots", "2", "--heartbeat", "1s"])
+            .env("TRIBUTARY_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(self.logs.join(format!("{id}.log"))).unwrap())
+            .spawn()
+            .unwrap();
+        wait_listening(flight, id);
+        wait_listening(grpc, id);
+        self.executors.push((id.to_string(), child));
+    }
+
+    fn kill_executor(&mut self, id: &str) {
+        let (_, child) = self.executors.iter_mut().find(|(i, _)| i == id).unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.executors {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = self.scheduler.kill();
+        let _ = self.scheduler.wait();
+    }
+}
+
+/// A files → Parquet pipeline on the cluster.
+fn files_pipeline(l: &Layout, url: &str, extra_engine: &str) -> PathBuf {
+    let text = format!(
+        r#"
+name = "scale"
+checkpoint = "{ck}"
+[source]
+connector = "files"
+options = {{ path = "{input}", "cloudFiles.format" = "json", schema = "id BIGINT, name STRING, amount DOUBLE" }}
+[[sink]]
+connector = "parquet"
+options = {{ path = "{out}" }}
+[trigger]
+kind = "availableNow"
+[engine]
+kind = "ballista"
+scheduler = "{url}"
+parallelism = 8
+batchTimeout = "5m"
+{extra_engine}
+"#,
+        ck = l.checkpoint().display(),
+        input = l.input().display(),
+        out = l.output().display(),
+    );
+    let p = l.root.path().join("scale.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// The progress events a run wrote.
+fn events(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The executors that ran the committed tasks.
+fn task_executors(events: &[serde_json::Value]) -> std::collections::BTreeSet<String> {
+    events
+        .iter()
+        .flat_map(|e| e["tasks"].as_array().cloned().unwrap_or_default())
+        .map(|t| t["executor"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn files_batches_run_on_both_executors_exactly_once() {
+    let l = Layout::new();
+    let mut cluster = Cluster::start(&l.root.path().join("logs"), 2);
+    let rows = write_json_files(&l.input(), "f", 16, 500, 0);
+    let p = files_pipeline(&l, &cluster.url, "");
+    let progress = l.root.path().join("progress.jsonl");
+    let o = tributary()
+        .args(["run", "-q", "--progress-json"])
+        .arg(&progress)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        output_ids(&l.output()),
+        (0..rows as i64).collect::<Vec<_>>()
+    );
+    let ev = events(&progress);
+    let tasks: usize = ev
+        .iter()
+        .map(|e| e["tasks"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert!(tasks >= 2, "expected several tasks, got {tasks}: {ev:?}");
+    assert_eq!(
+        task_executors(&ev),
+        ["exec-0", "exec-1"].iter().map(|s| s.to_string()).collect(),
+        "{ev:?}"
+    );
+    assert!(ev.iter().all(|e| e["schedulingMs"].is_u64()), "{ev:?}");
+
+    // A second run finds nothing new; new files are a new batch, still exactly once.
+    let more = write_json_files(&l.input(), "g", 4, 500, rows);
+    let o = tributary().args(["run", "-q"]).arg(&p).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        output_ids(&l.output()),
+        (0..more as i64).collect::<Vec<_>>()
+    );
+    cluster.kill_executor("exec-1");
+}
+
+#[test]
+fn a_killed_executor_s_tasks_run_again_elsewhere_exactly_once() {
+    let l = Layout::new();
+    let mut cluster = Cluster::start(&l.root.path().join("logs"), 2);
+    // Big enough that tasks are still running when the executor dies.
+    let rows = write_json_files(&l.input(), "f", 8, 60_000, 0);
+    let p = files_pipeline(&l, &cluster.url, "");
+    let progress = l.root.path().join("progress.jsonl");
+    let mut driver = tributary()
+        .args(["run", "-q", "--progress-json"])
+        .arg(&progress)
+        .arg(&p)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Tasks stage under <out>/_staging/<batch>: kill exec-1 once both executors are writing.
+    let staging = l.output().join("_staging");
+    let t = Instant::now();
+    loop {
+        let staged = walk(&staging);
+        if staged >= 3 {
+            break;
+        }
+        assert!(
+            driver.try_wait().unwrap().is_none(),
+            "the batch ended before an executor could be killed"
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "no staged file appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cluster.kill_executor("exec-1");
+    let o = driver.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        output_ids(&l.output()),
+        (0..rows as i64).collect::<Vec<_>>()
+    );
+    let ev = events(&progress);
+    assert!(task_executors(&ev).contains("exec-0"), "{ev:?}");
+}
+
+fn walk(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            if e.path().is_dir() {
+                walk(&e.path())
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+#[test]
+fn a_driver_killed_between_offsets_and_commits_replays_the_same_ranges() {
+    let l = Layout::new();
+    let cluster = Cluster::start(&l.root.path().join("logs"), 2);
+    let rows = write_json_files(&l.input(), "f", 8, 40_000, 0);
+    let p = files_pipeline(&l, &cluster.url, "");
+    let mut driver = tributary().args(["run", "-q"]).arg(&p).spawn().unwrap();
+    let offsets = l.checkpoint().join("offsets").join("0");
+    let commits = l.checkpoint().join("commits").join("0");
+    let t = Instant::now();
+    while !offsets.exists() {
+        assert!(driver.try_wait().unwrap().is_none(), "the run ended first");
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "offsets/0 never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !commits.exists(),
+        "the batch committed before the driver could be killed"
+    );
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    let logged = std::fs::read_to_string(&offsets).unwrap();
+
+    let progress = l.root.path().join("progress.jsonl");
+    let o = tributary()
+        .args(["run", "-q", "--progress-json"])
+        .arg(&progress)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&offsets).unwrap(), logged);
+    let ev = events(&progress);
+    assert_eq!(ev[0]["batchId"], 0, "{ev:?}");
+    assert_eq!(ev[0]["replayed"], true, "{ev:?}");
+    assert_eq!(
+        output_ids(&l.output()),
+        (0..rows as i64).collect::<Vec<_>>()
+    );
+    drop(cluster);
+}
+
+#[test]
+fn an_unreachable_scheduler_is_one_clear_error() {
+    let l = Layout::new();
+    write_json_files(&l.input(), "f", 1, 10, 0);
+    let url = format!("df://127.0.0.1:{}", free_port());
+    let p = files_pipeline(&l, &url, "");
+    let o = tributary().args(["run", "-q"]).arg(&p).output().unwrap();
+    let line = assert_one_clear_error(&o);
+    assert!(line.contains(&url), "{line}");
+}
+
+#[test]
+fn sinks_without_a_staged_write_and_literal_secrets_are_refused() {
+    let l = Layout::new();
+    write_json_files(&l.input(), "f", 1, 10, 0);
+    let p = files_pipeline(&l, "df://127.0.0.1:1", "");
+    let text = std::fs::read_to_string(&p).unwrap();
+
+    let console = l.root.path().join("console.toml");
+    std::fs::write(
+        &console,
+        text.replace("connector = \"parquet\"", "connector = \"console\"")
+            .replace(
+                &format!("options = {{ path = \"{}\" }}", l.output().display()),
+                "",
+            ),
+    )
+    .unwrap();
+    let o = tributary()
+        .args(["run", "-q"])
+        .arg(&console)
+        .output()
+        .unwrap();
+    let line = assert_one_clear_error(&o);
+    assert!(
+        line.contains("'console'") && line.contains("staged write"),
+        "{line}"
+    );
+
+    let secret = l.root.path().join("secret.toml");
+    std::fs::write(
+        &secret,
+        text.replace(
+            "\"cloudFiles.format\" = \"json\"",
+            "\"cloudFiles.format\" = \"json\", \"cloudFiles.awsSecretKey\" = \"hunter2\"",
+        ),
+    )
+    .unwrap();
+    let o = tributary()
+        .args(["run", "-q"])
+        .arg(&secret)
+        .output()
+        .unwrap();
+    let line = assert_one_clear_error(&o);
+    assert!(
+        line.contains("cloudFiles.awsSecretKey") && line.contains("secret reference"),
+        "{line}"
+    );
+    assert!(!stderr(&o).contains("hunter2"), "{}", stderr(&o));
+}
