@@ -137,7 +137,19 @@ impl PhysicalExtensionCodec for TributaryPhysicalCodec {
         proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         match decode_job(buf)? {
-            Some(job) => Ok(Arc::new(TaskExec::new(Arc::new(job), self.runner.clone()))),
+            Some(job) => {
+                let [input] = inputs else {
+                    return Err(DataFusionError::Internal(format!(
+                        "a Tributary task plan takes one input, got {}",
+                        inputs.len()
+                    )));
+                };
+                Ok(Arc::new(TaskExec::new(
+                    Arc::new(job),
+                    input.clone(),
+                    self.runner.clone(),
+                )))
+            }
             None => self.inner.try_decode(buf, inputs, ctx, proto_converter),
         }
     }

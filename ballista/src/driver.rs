@@ -81,6 +81,10 @@ impl BallistaDriver {
         let config = SessionConfig::new_with_ballista()
             .with_target_partitions(1)
             .with_ballista_job_name(job_name)
+            // One task per input partition, each run once: no adaptive re-planning and no
+            // coalescing of "small" partitions into one task.
+            .with_ballista_adaptive_query_planner(false)
+            .with_ballista_coalesce_enabled(false)
             .with_ballista_logical_extension_codec(Arc::new(TributaryLogicalCodec::default()))
             .with_ballista_physical_extension_codec(Arc::new(TributaryPhysicalCodec::default()));
         let state = SessionStateBuilder::new()

@@ -14,7 +14,7 @@ use datafusion::datasource::{TableProvider, TableType};
 use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 
-use crate::exec::TaskExec;
+use crate::exec::{index_scan, TaskExec};
 use crate::job::{result_schema, JobSpec};
 
 /// One batch as a table (see the module docs).
@@ -52,6 +52,7 @@ impl TableProvider for JobTable {
         _filters: &[Expr],
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
-        Ok(Arc::new(TaskExec::new(self.job.clone(), None)))
+        let input = index_scan(&self.job)?;
+        Ok(Arc::new(TaskExec::new(self.job.clone(), input, None)))
     }
 }

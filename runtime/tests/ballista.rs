@@ -244,7 +244,18 @@ fn a_killed_executor_s_tasks_run_again_elsewhere_exactly_once() {
         (0..rows as i64).collect::<Vec<_>>()
     );
     let ev = events(&progress);
-    assert!(task_executors(&ev).contains("exec-0"), "{ev:?}");
+    // The committed attempts all ran on the executor that survived: exec-1's tasks were
+    // retried there (exec-1 was killed while its tasks ran, before its results were fetched).
+    let killed_log = std::fs::read_to_string(l.root.path().join("logs/exec-1.log")).unwrap();
+    assert!(
+        killed_log.contains("Execute task"),
+        "exec-1 was killed before it ran a task: {killed_log}"
+    );
+    assert_eq!(
+        task_executors(&ev),
+        ["exec-0".to_string()].into_iter().collect(),
+        "{ev:?}"
+    );
 }
 
 fn walk(dir: &Path) -> usize {

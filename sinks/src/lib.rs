@@ -6,10 +6,13 @@
 //!   a replayed batch is printed again).
 //! - [`parquet`]: a directory of Parquet files, one file per micro-batch, committed atomically
 //!   (temp file, fsync, rename) and named after the batch id, so a replayed batch replaces its
-//!   earlier attempt: exactly-once end to end with a deterministic source.
+//!   earlier attempt: exactly-once end to end with a deterministic source. On a distributed
+//!   engine, executors stage one file per input partition and the driver publishes them once
+//!   per batch ([`parquet::stager`]).
 //! - `delta` (feature `delta`): Delta Lake tables on deltalake 1.1, one commit per micro-batch
 //!   with a `txn` action keyed by the checkpoint id and batch id (exactly-once), plus the backfill
-//!   MERGE of named streams.
+//!   MERGE of named streams. On a distributed engine, executors write data files and the driver
+//!   commits them in one transaction per batch.
 //!
 //! ## Example
 //!

@@ -9,9 +9,14 @@
 //! The batch streams into its temp file part by part ([`PartWriter`]); a row group is flushed
 //! every 64 MiB, so memory does not grow with the batch.
 //!
+//! On a distributed engine the sink is a [`tributary_sdk::PartitionStager`] (see [`stager`]):
+//! executors stage one file per input partition under `_staging/`, and the driver publishes
+//! batch `n` as `part-<n, 20 digits>-<partition, 5 digits>.parquet`, recording the commit under
+//! `_commits/`. Readers must ignore names starting with `_` as well (Spark and pyarrow do).
+//!
 //! Options: `path` (required), `compression` (`zstd` default, `snappy`, `none`).
 
-use std::fs::{self, File};
+use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 
 use arrow::array::RecordBatch;
@@ -21,9 +26,11 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use tributary_sdk::{
-    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, PartWriter, Result,
-    Sink, SinkConnector,
+    ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, PartWriter,
+    PartitionStager, Result, Sink, SinkConnector,
 };
+
+pub mod stager;
 
 /// Writes each batch as one Parquet file, atomically and idempotently.
 #[derive(Debug)]
@@ -34,6 +41,9 @@ pub struct ParquetSink {
     /// The batch being written (between begin and commit).
     batch: Option<u64>,
     staged: Option<Staged>,
+    /// The input partition being staged by [`PartitionStager`] (its file is created with the
+    /// first non-empty part at the path given here, instead of the batch's temp file).
+    partition: Option<stager::PartitionAttempt>,
 }
 
 impl ParquetSink {
@@ -45,6 +55,7 @@ impl ParquetSink {
             schema: None,
             batch: None,
             staged: None,
+            partition: None,
         }
     }
 
@@ -69,10 +80,10 @@ impl ParquetSink {
         ))
     }
 
-    /// Stages one part: the batch's temp file is created with its first non-empty part (an
-    /// empty batch writes no file), and a row group is flushed once it holds
-    /// [`ROW_GROUP_BYTES`] so memory stays bounded whatever the batch's size.
-    fn stage_part(&mut self, part: &RecordBatch) -> Result<()> {
+    /// Stages one part: the batch's temp file (or the partition's staged file) is created with
+    /// its first non-empty part (an empty batch writes no file), and a row group is flushed once
+    /// it holds [`ROW_GROUP_BYTES`] so memory stays bounded whatever the batch's size.
+    fn append_part(&mut self, part: &RecordBatch) -> Result<()> {
         if part.num_rows() == 0 {
             return Ok(());
         }
@@ -83,8 +94,23 @@ impl ParquetSink {
             ));
         };
         if self.staged.is_none() {
-            let tmp = self.temp_file(batch_id);
-            let file = File::create(&tmp).map_err(|e| self.io_err("create", &tmp, e))?;
+            let (tmp, file) = match &self.partition {
+                // A staged file's name is unique to its attempt: never truncate another's.
+                Some(attempt) => {
+                    let path = attempt.path.clone();
+                    let file = OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&path)
+                        .map_err(|e| self.io_err("create", &path, e))?;
+                    (path, file)
+                }
+                None => {
+                    let tmp = self.temp_file(batch_id);
+                    let file = File::create(&tmp).map_err(|e| self.io_err("create", &tmp, e))?;
+                    (tmp, file)
+                }
+            };
             let props = WriterProperties::builder()
                 .set_compression(self.compression)
                 .build();
@@ -92,7 +118,11 @@ impl ParquetSink {
             let writer = ArrowWriter::try_new(file, schema, Some(props)).map_err(|e| {
                 Error::new(ErrorCode::SinkWrite, "parquet sink cannot start a file").with_cause(e)
             })?;
-            self.staged = Some(Staged { tmp, writer });
+            self.staged = Some(Staged {
+                tmp,
+                writer,
+                rows: 0,
+            });
         }
         let Some(staged) = self.staged.as_mut() else {
             return Ok(());
@@ -103,6 +133,7 @@ impl ParquetSink {
                 .with_cause(e)
         };
         staged.writer.write(part).map_err(encode)?;
+        staged.rows += part.num_rows() as u64;
         if staged.writer.in_progress_size() >= ROW_GROUP_BYTES {
             staged.writer.flush().map_err(encode)?;
         }
@@ -110,27 +141,42 @@ impl ParquetSink {
     }
 
     /// Finishes the staged file: fsync, rename over the batch's final name, fsync the directory.
-    fn commit_staged(&mut self) -> Result<()> {
+    /// Files a distributed commit of the same batch published are then removed (a batch
+    /// replayed on the embedded engine after a distributed attempt, see [`stager`]).
+    fn publish_batch(&mut self) -> Result<()> {
         let Some(batch_id) = self.batch.take() else {
             return Ok(());
         };
-        let Some(Staged { tmp, writer }) = self.staged.take() else {
+        let Some(staged) = self.staged.take() else {
+            self.drop_distributed_commit(batch_id)?;
             return Ok(());
         };
+        let (tmp, _, _) = self.finish_file(staged)?;
+        let dest = self.batch_file(batch_id);
+        fs::rename(&tmp, &dest).map_err(|e| self.io_err("rename into", &dest, e))?;
+        sync_dir(&self.dir).map_err(|e| self.io_err("fsync directory", &self.dir, e))?;
+        self.drop_distributed_commit(batch_id)?;
+        Ok(())
+    }
+
+    /// Closes a staged file (footer written, fsynced): its path, rows and bytes.
+    fn finish_file(&self, staged: Staged) -> Result<(PathBuf, u64, u64)> {
+        let Staged { tmp, writer, rows } = staged;
         let file = writer.into_inner().map_err(|e| {
             Error::new(ErrorCode::SinkWrite, "parquet sink cannot finish a file").with_cause(e)
         })?;
         file.sync_all().map_err(|e| self.io_err("fsync", &tmp, e))?;
-        drop(file);
-        let dest = self.batch_file(batch_id);
-        fs::rename(&tmp, &dest).map_err(|e| self.io_err("rename into", &dest, e))?;
-        sync_dir(&self.dir).map_err(|e| self.io_err("fsync directory", &self.dir, e))?;
-        Ok(())
+        let bytes = file
+            .metadata()
+            .map_err(|e| self.io_err("stat", &tmp, e))?
+            .len();
+        Ok((tmp, rows, bytes))
     }
 
-    /// Drops an unfinished attempt's temp file.
+    /// Drops an unfinished attempt's temp (or staged) file.
     fn discard_staged(&mut self) {
-        if let Some(Staged { tmp, writer }) = self.staged.take() {
+        self.partition = None;
+        if let Some(Staged { tmp, writer, .. }) = self.staged.take() {
             drop(writer);
             let _ = fs::remove_file(tmp);
         }
@@ -140,10 +186,11 @@ impl ParquetSink {
 /// The in-progress row group is flushed at this encoded size (64 MiB).
 const ROW_GROUP_BYTES: usize = 64 << 20;
 
-/// The temp file of the batch being written.
+/// The temp file of the batch being written (or the staged file of a partition).
 struct Staged {
     tmp: PathBuf,
     writer: ArrowWriter<File>,
+    rows: u64,
 }
 
 impl std::fmt::Debug for Staged {
@@ -182,9 +229,9 @@ impl Sink for ParquetSink {
         self.discard_staged();
         self.batch = Some(batch_id);
         for b in batches {
-            self.stage_part(b)?;
+            self.append_part(b)?;
         }
-        self.commit_staged()
+        self.publish_batch()
     }
 
     async fn stop(&mut self) -> Result<()> {
@@ -193,6 +240,10 @@ impl Sink for ParquetSink {
     }
 
     fn as_part_writer(&mut self) -> Option<&mut dyn PartWriter> {
+        Some(self)
+    }
+
+    fn as_stager(&mut self) -> Option<&mut dyn PartitionStager> {
         Some(self)
     }
 }
@@ -207,11 +258,11 @@ impl PartWriter for ParquetSink {
     }
 
     async fn write_part(&mut self, part: &RecordBatch) -> Result<()> {
-        self.stage_part(part)
+        self.append_part(part)
     }
 
     async fn commit_batch(&mut self) -> Result<()> {
-        self.commit_staged()
+        self.publish_batch()
     }
 }
 

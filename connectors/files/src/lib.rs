@@ -81,6 +81,18 @@
 //! through inotify), listing once on the first run; metric `approximateQueueSize`. Every listing or event goes through the file state, which queues a
 //! path once.
 //!
+//! ## Scale-out (input partitions)
+//!
+//! On the driver, `plan_partitions(start, end, parallelism)` groups the batch's files (exactly
+//! those `read` reads, in its order) as Spark packs file partitions: at most
+//! `min(128 MiB, max(4 MiB, totalBytes / parallelism))` per group, counting 4 MiB of open cost
+//! per file; a file is never split. Each partition carries its files' paths, sizes and
+//! modification times and the stream's schema, so an executor's source, built from the same
+//! options with no state directory, reads it (`read_partition`) without the checkpoint: no
+//! listing, no notification queue, no clean-up. With no `schema` option the executor's source
+//! still infers one when built (one listing and the sample files); the partition's schema (the
+//! checkpoint's, possibly evolved) is the one it reads with.
+//!
 //! ## Example
 //!
 //! ```

@@ -4,6 +4,9 @@
 //! Offsets are `{"seq": N}`: the next file sequence number to read. A batch `[start, end)` is
 //! exactly the files queued under those sequence numbers, so replaying it reads the same files
 //! in the same order.
+//!
+//! For scale-out the source splits a range into groups of files ([`partitions`]) that a source
+//! built elsewhere from the same options, with no state directory, reads.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,7 +20,7 @@ use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use tributary_sdk::{
     BatchStream, ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode,
-    Offset, ReadLimit, Result, Source, SourceIdentity, SourceMetrics,
+    InputPartition, Offset, ReadLimit, Result, Source, SourceIdentity, SourceMetrics,
 };
 
 use crate::config::FilesConfig;
@@ -27,6 +30,7 @@ use crate::format::DecodeContext;
 use crate::schema::{file_metadata_fields, output_schema, resolve_file_schema};
 use crate::state::{FileStateStore, QueuedFile};
 
+mod partitions;
 mod read;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,16 +105,7 @@ impl FilesSource {
             None => state.set_meta("identity", &identity.target)?,
         }
         let file_schema = resolve_file_schema(&config, &discovery, state_dir.as_deref())?;
-        let decode = DecodeContext::new(
-            config.format,
-            file_schema,
-            &config.rescued_column,
-            config.mode,
-            config.csv,
-        )
-        .with_multi_line(config.multi_line)
-        .with_schema_evolution(config.schema_evolution)
-        .with_options(config.format_options.clone());
+        let decode = decode_context(&config, file_schema);
         let schema = output_schema(&decode.decoded_schema);
         Ok(FilesSource {
             identity,
@@ -173,6 +168,32 @@ impl FilesSource {
         Ok(n)
     }
 
+    /// Reads `file_schema` from now on (an input partition planned with another schema).
+    fn use_file_schema(&mut self, file_schema: SchemaRef) {
+        self.decode = decode_context(&self.config, file_schema);
+        self.schema = output_schema(&self.decode.decoded_schema);
+    }
+
+    /// The queued files of `[start, end)`, in sequence order: what `read` reads.
+    fn range_files(&self, start: &Offset, end: &Offset) -> Result<Vec<QueuedFile>> {
+        let (start, end) = (seq_range(start)?, seq_range(end)?);
+        if end < start {
+            return Err(DataLossEvent::new(
+                DataLossKind::EndBeforeStart,
+                self.discovery.target(),
+                "the batch's end offset is before its start",
+            )
+            .with_positions(start, end)
+            .into_error());
+        }
+        self.state
+            .files_in(start, end)
+            .map_err(|e| match &self.state_dir {
+                Some(dir) => e.with_context("path", dir.display()),
+                None => e,
+            })
+    }
+
     /// Queues the new files of a listing (or of events) durably.
     fn record(&mut self, listed: Vec<crate::state::ListedFile>) -> Result<usize> {
         let n = self
@@ -212,6 +233,20 @@ impl FilesSource {
         .with_context("location", &file.path)
         .with_context("file", &file.path))
     }
+}
+
+/// The decoding of `file_schema` with the config's format options.
+fn decode_context(config: &FilesConfig, file_schema: SchemaRef) -> DecodeContext {
+    DecodeContext::new(
+        config.format,
+        file_schema,
+        &config.rescued_column,
+        config.mode,
+        config.csv,
+    )
+    .with_multi_line(config.multi_line)
+    .with_schema_evolution(config.schema_evolution)
+    .with_options(config.format_options.clone())
 }
 
 fn metadata_column(file: &QueuedFile, rows: usize) -> ArrayRef {
@@ -285,24 +320,42 @@ impl Source for FilesSource {
         start: &Offset,
         end: &Offset,
     ) -> Result<BatchStream<'a>> {
-        let (start, end) = (seq_range(start)?, seq_range(end)?);
-        if end < start {
-            return Err(DataLossEvent::new(
-                DataLossKind::EndBeforeStart,
-                self.discovery.target(),
-                "the batch's end offset is before its start",
-            )
-            .with_positions(start, end)
-            .into_error());
-        }
-        let files = self
-            .state
-            .files_in(start, end)
-            .map_err(|e| match &self.state_dir {
-                Some(dir) => e.with_context("path", dir.display()),
-                None => e,
-            })?;
+        let files = self.range_files(start, end)?;
         Ok(read::RangeReader::new(self, files).into_stream())
+    }
+
+    /// The range's files (exactly those `read` reads, in its order) in groups packed as Spark
+    /// packs file partitions (see [`partitions`]).
+    async fn plan_partitions(
+        &mut self,
+        start: &Offset,
+        end: &Offset,
+        parallelism: usize,
+    ) -> Result<Option<Vec<InputPartition>>> {
+        let files = self.range_files(start, end)?;
+        partitions::plan(
+            &self.identity.target,
+            &self.decode.file_schema,
+            files,
+            parallelism,
+        )
+        .map(Some)
+    }
+
+    /// One group of files, read as `read_stream` reads a range (parts of at most 8192 rows,
+    /// `_metadata` included), without the file-state store. Errors name the partition
+    /// (context `partition`).
+    async fn read_partition<'a>(
+        &'a mut self,
+        partition: &InputPartition,
+    ) -> Result<BatchStream<'a>> {
+        let files = self.partition_files(partition)?;
+        let label = format!("{} ({})", partition.index, partition.label);
+        Ok(Box::pin(
+            read::RangeReader::new(self, files)
+                .into_stream()
+                .map_err(move |e| e.with_context("partition", &label)),
+        ))
     }
 
     async fn commit(&mut self, end: &Offset) -> Result<()> {

@@ -208,6 +208,55 @@ async fn s3_files_are_read_once_across_restarts_with_metadata() {
     assert_eq!(end3, end2);
 }
 
+/// Input partitions (scale-out): the driver's groups of S3 files, read by a source built from
+/// the same options with no state directory, are the driver's rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_input_partitions_read_the_same_files() {
+    let Some(s3) = S3::new() else { return };
+    let state = tempfile::tempdir().unwrap();
+    let mut base = 0;
+    for (i, n) in [3, 40, 1, 9000, 12, 5].into_iter().enumerate() {
+        put(&s3.store, &format!("in/p{i}.json"), json_rows(base, n)).await;
+        base += n;
+    }
+    let mut options = s3.options("in");
+    options.push(("cloudFiles.inferColumnTypes".into(), "true".into()));
+    let mut driver = create(&options, Some(state.path())).unwrap();
+    let start = driver.initial_offset().await.unwrap();
+    let (end, read) = run_once(&mut driver, &start).await;
+    assert_eq!(read.len() as i64, base);
+    let partitions = driver
+        .plan_partitions(&start, &end, 3)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(partitions.len(), 3, "{partitions:?}");
+    let first = format!("(first: s3://{}/in/p0.json)", s3.bucket);
+    assert!(
+        partitions[0].label.ends_with(&first),
+        "{}",
+        partitions[0].label
+    );
+
+    let mut executor = create(&options, None).unwrap();
+    let mut got = Vec::new();
+    for p in &partitions {
+        let batches: Vec<RecordBatch> = executor
+            .read_partition(p)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert!(batches.iter().all(|b| b.schema() == driver.schema()));
+        got.extend(rows(&batches));
+    }
+    assert_eq!(got, read);
+    let mut ids: Vec<i64> = got.iter().map(|r| r.0).collect();
+    ids.sort();
+    assert_eq!(ids, (0..base).collect::<Vec<_>>());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_clean_source_moves_within_the_bucket_and_deletes() {
     let Some(s3) = S3::new() else { return };

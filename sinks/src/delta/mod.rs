@@ -9,6 +9,9 @@
 //!   [`tributary_sdk::PartWriter`]: the runtime streams a batch's parts into Parquet files as
 //!   they arrive and the batch is committed once, so memory is bounded by a part and the open
 //!   files' row groups, not by the batch.
+//!   On a distributed engine it is a [`tributary_sdk::PartitionStager`]: executors write data
+//!   files per input partition and the driver commits their `add` actions in one commit with the
+//!   batch's `txn` (files of failed task attempts stay unreferenced until `VACUUM`).
 //! - S3 tables (feature `delta-s3`) commit with S3 conditional put; configurations that would
 //!   commit without it are refused unless `allowUnsafeRename` is set (see [`s3_commit`]).
 //! - [`merge_backfill`]: the one-time, idempotent backfill MERGE of a named stream's ingestion

@@ -14,6 +14,13 @@
 //! The sink is also a [`PartWriter`] (see [`parts`]): the runtime streams a batch's parts into
 //! Parquet files as they arrive and commits them once, with the same `txn` and retry rules.
 //!
+//! ## Distributed batches
+//!
+//! The sink is also a [`tributary_sdk::PartitionStager`] (see [`stager`]): executors write a
+//! batch's input partitions as data files with the same writer and return their `add` actions;
+//! the driver commits all of them in one commit with the batch's `txn`. Every commit goes
+//! through one retry loop ([`commit`]).
+//!
 //! ## Concurrent writers
 //!
 //! Appends are committed with Delta's optimistic concurrency: deltalake re-checks a lost race
@@ -24,33 +31,28 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::time::Duration;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
-use deltalake::checkpoints::create_checkpoint;
-use deltalake::kernel::transaction::CommitProperties;
-use deltalake::kernel::Transaction;
-use deltalake::operations::write::SchemaMode;
 use deltalake::parquet::basic::{Compression, ZstdLevel};
 use deltalake::parquet::file::properties::WriterProperties;
-use deltalake::protocol::SaveMode;
 use deltalake::table::config::TablePropertiesExt;
 use deltalake::DeltaTable;
-use tributary_sdk::{Delivery, Error, ErrorCode, PartWriter, Result, Sink};
+use tributary_sdk::{Delivery, Error, ErrorCode, PartWriter, PartitionStager, Result, Sink};
 use url::Url;
 
 use super::config::{DeltaCompression, DeltaConfig, PARTITION_BY};
-use super::error::{classify, to_error, Failure};
+use super::error::to_error;
 use super::s3_commit::UNSAFE_RENAME_KEY;
 use super::schema::{check_batch_schema, SchemaChange};
 use super::table::{load_table, table_url};
 
+mod commit;
 mod parts;
+mod stager;
 
-/// Table property holding the checkpoint interval.
-const CHECKPOINT_INTERVAL_PROPERTY: &str = "delta.checkpointInterval";
+use commit::{txn_version, Payload};
 
 /// What the sink has done since it was opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -244,62 +246,6 @@ impl DeltaSink {
         self.checked_schema = Some((schema.clone(), evolve));
         Ok(evolve)
     }
-
-    /// One attempt at committing the batch.
-    async fn commit(
-        &mut self,
-        version: i64,
-        batches: &[RecordBatch],
-        evolve: bool,
-    ) -> Result<std::result::Result<DeltaTable, Failure>> {
-        let table = self
-            .table
-            .clone()
-            .ok_or_else(|| Error::new(ErrorCode::Internal, "delta sink written before open"))?;
-        let exists = table.version().is_some();
-        let mut properties = CommitProperties::default()
-            .with_create_checkpoint(self.own_checkpoint_interval.is_none());
-        if let Some(app) = &self.app_id {
-            properties = properties.with_application_transaction(Transaction::new(app, version));
-        }
-        let mut write = table
-            .write(batches.to_vec())
-            .with_save_mode(SaveMode::Append)
-            .with_writer_properties(self.writer_properties.clone())
-            .with_commit_properties(properties);
-        if !self.config.partition_by.is_empty() {
-            write = write.with_partition_columns(self.config.partition_by.clone());
-        }
-        if evolve && exists {
-            // Checked above: only columns added under mergeSchema, or columns left out.
-            write = write.with_schema_mode(SchemaMode::Merge);
-        }
-        if let Some(size) = self.config.target_file_size {
-            write = write.with_target_file_size(Some(size));
-        }
-        if !exists {
-            if let Some(n) = self.config.checkpoint_interval {
-                write = write.with_configuration([(
-                    CHECKPOINT_INTERVAL_PROPERTY.to_string(),
-                    Some(n.to_string()),
-                )]);
-            }
-        }
-        Ok(write.await.map_err(classify))
-    }
-
-    async fn after_commit(&mut self, table: &DeltaTable) -> Result<()> {
-        let (Some(n), Some(version)) = (self.own_checkpoint_interval, table.version()) else {
-            return Ok(());
-        };
-        if (version + 1) % n == 0 {
-            create_checkpoint(table, None)
-                .await
-                .map_err(|e| to_error("checkpoint", self.location(), e))?;
-            self.stats.checkpoints += 1;
-        }
-        Ok(())
-    }
 }
 
 #[async_trait]
@@ -333,63 +279,20 @@ impl Sink for DeltaSink {
             .with_context("expected", schema.to_string())
             .with_context("actual", other.schema().to_string()));
         }
-        let version = i64::try_from(batch_id).map_err(|_| {
-            Error::new(
-                ErrorCode::Internal,
-                "batch id too large for a Delta transaction version",
-            )
-            .with_context("batch", batch_id)
-        })?;
-        let mut delay = Duration::from_millis(20);
-        for attempt in 1..=self.max_attempts {
-            if self.stale {
-                self.reload().await?;
-            }
-            if self.app_id.is_some() && self.committed.is_some_and(|c| c >= version) {
-                tracing::info!(
-                    batch = batch_id,
-                    path = %self.location(),
-                    "delta sink: batch already committed (replay after a restart), skipped"
-                );
-                self.stats.skipped_replays += 1;
-                return Ok(());
-            }
-            let evolve = self.check_schema(&schema)?;
-            match self.commit(version, &batches, evolve).await? {
-                Ok(table) => {
-                    self.after_commit(&table).await?;
-                    self.table = Some(table);
-                    self.committed = Some(version);
-                    self.stats.commits += 1;
-                    return Ok(());
-                }
-                Err(Failure::Conflict(e)) if attempt < self.max_attempts => {
-                    tracing::warn!(
-                        batch = batch_id,
-                        attempt,
-                        error = %e,
-                        "delta sink: commit lost a race with another writer, retrying"
-                    );
-                    self.stats.conflict_retries += 1;
-                    self.stale = true;
-                    tokio::time::sleep(delay + jitter(delay)).await;
-                    delay = (delay * 2).min(Duration::from_secs(2));
-                }
-                Err(Failure::Conflict(e)) | Err(Failure::Other(e)) => {
-                    self.stale = true;
-                    return Err(
-                        to_error("write to", self.location(), e).with_context("batch", batch_id)
-                    );
-                }
-            }
-        }
-        Err(Error::new(
-            ErrorCode::Internal,
-            "delta sink retry loop ended without a result",
-        ))
+        let version = txn_version(batch_id)?;
+        let payload = Payload::Batches {
+            batches: &batches,
+            schema: &schema,
+        };
+        self.commit_with_retry(batch_id, version, payload).await?;
+        Ok(())
     }
 
     fn as_part_writer(&mut self) -> Option<&mut dyn PartWriter> {
+        Some(self)
+    }
+
+    fn as_stager(&mut self) -> Option<&mut dyn PartitionStager> {
         Some(self)
     }
 
@@ -399,17 +302,4 @@ impl Sink for DeltaSink {
         self.stale = true;
         Ok(())
     }
-}
-
-/// Up to half of `delay`, so that writers which lost the same race do not retry in step.
-fn jitter(delay: Duration) -> Duration {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let half = delay.as_micros() / 2;
-    if half == 0 {
-        return Duration::ZERO;
-    }
-    Duration::from_micros(u64::try_from(u128::from(nanos) % half).unwrap_or(0))
 }

@@ -1,5 +1,6 @@
-//! The Delta sink and the backfill MERGE, read back by an independent reader (Python
-//! `deltalake`; skipped with a note when `scripts/services/registry-python.sh` has not run).
+//! The Delta sink (with its part writer and its staged write of distributed batches) and the
+//! backfill MERGE, read back by an independent reader (Python `deltalake`; skipped with a note
+//! when `scripts/services/registry-python.sh` has not run).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -9,3 +10,4 @@ mod reader;
 #[cfg(feature = "delta-s3")]
 mod s3;
 mod sink;
+mod stager;

@@ -1,7 +1,8 @@
 //! Delta tables on S3 (feature `delta-s3`) against moto's server (`scripts/services/objectstore.sh`):
 //! create, append through `write` and through the part writer, a replay skipped, two writers
-//! committing concurrently with S3 conditional put (moto honours `If-None-Match: *`), read back
-//! by Python `deltalake`; and the unsafe commit configurations refused.
+//! committing concurrently with S3 conditional put (moto honours `If-None-Match: *`), partitions
+//! staged by two executors and committed once, read back by Python `deltalake`; and the unsafe
+//! commit configurations refused.
 
 use std::process::Command;
 use std::sync::Arc;
@@ -177,6 +178,44 @@ async fn s3_table_create_append_replay_and_concurrent_writers() {
         "S3 conflict retries: a={} b={}",
         a.conflict_retries, b.conflict_retries
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_partitions_staged_by_two_executors_are_one_commit() {
+    let Some(s3) = S3::start() else { return };
+    let Some(py) = python() else { return };
+    let mut outputs = Vec::new();
+    for (partition, first) in [(0usize, 0i64), (1, 100)] {
+        // Each executor has its own sink object; data files go straight to the bucket.
+        let mut executor = s3.sink("staged", "ckpt-s3-staged");
+        let st = executor.as_stager().unwrap();
+        st.begin_partition(0, partition, schema(false))
+            .await
+            .unwrap();
+        st.stage_part(&batch(first, 60, false)).await.unwrap();
+        st.stage_part(&batch(first + 60, 40, false)).await.unwrap();
+        outputs.push(st.finish_partition().await.unwrap());
+    }
+    let mut driver = s3.sink("staged", "ckpt-s3-staged");
+    for _ in 0..2 {
+        driver
+            .as_stager()
+            .unwrap()
+            .commit_staged(0, outputs.clone())
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        (driver.stats().commits, driver.stats().skipped_replays),
+        (1, 1)
+    );
+    let table = s3.read(&py, "staged", &["ckpt-s3-staged"]);
+    assert_eq!(
+        table["ids"],
+        serde_json::json!((0..200).collect::<Vec<i64>>())
+    );
+    assert_eq!(table["version"], 0);
+    assert_eq!(table["txn"]["ckpt-s3-staged"], 0);
 }
 
 #[test]

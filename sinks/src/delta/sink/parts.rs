@@ -22,35 +22,67 @@
 //! had already completed, and the files of an attempt that crashed the process, are never in
 //! the log and are left to `VACUUM`, which deletes unreferenced files older than the retention
 //! period. Files of an attempt whose commit failed are deleted here only when the reloaded
-//! table proves the batch was committed by an earlier attempt (so they can never be
-//! referenced); after an error whose outcome is unknown they are left to `VACUUM` too.
+//! table proves the batch was committed by an earlier attempt before this one tried to commit
+//! (so they can never be referenced); after a lost race (the commit found may be this
+//! attempt's own, whose success was reported as a conflict) or an error whose outcome is
+//! unknown they are left to `VACUUM` too.
+//!
+//! The stager of distributed batches ([`super::stager`]) stages its partitions with the same
+//! writer (`begin_attempt`, [`PartWriter::write_part`], `close_attempt`) and commits them
+//! with the same retry (`commit_with_retry`).
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::{Schema as ArrowSchema, SchemaRef};
 use async_trait::async_trait;
 use deltalake::datafile::writer::{DeltaWriter, WriterConfig};
 use deltalake::kernel::engine::arrow_conversion::TryIntoArrow;
-use deltalake::kernel::transaction::{CommitBuilder, CommitProperties, TableReference};
-use deltalake::kernel::{Action, Add, MetadataExt, StructType, Transaction};
+use deltalake::kernel::{Add, StructType};
 use deltalake::operations::write::WriterStatsConfig;
-use deltalake::protocol::{DeltaOperation, SaveMode};
-use deltalake::{DeltaTable, TableProperty};
+use deltalake::DeltaTable;
 use futures::StreamExt;
 use std::sync::Arc;
-use std::time::Duration;
 use tributary_sdk::{Error, ErrorCode, PartWriter, Result};
 
-use super::{jitter, DeltaSink};
+use super::commit::{txn_version, Committed, Payload};
+use super::DeltaSink;
 use crate::delta::conform::conform;
-use crate::delta::error::{classify, to_error, Failure};
-use crate::delta::schema::{check_batch_schema, merge_schemas, to_delta_schema, SchemaChange};
+use crate::delta::error::to_error;
+use crate::delta::schema::{merge_schemas, to_delta_schema};
 
-/// The batch being staged by the part writer.
+/// The batch being staged by the part writer (or one input partition of it, staged by the
+/// stager of a distributed batch).
 pub(super) struct Attempt {
     batch_id: u64,
     version: i64,
+    /// The input partition, when staged by [`tributary_sdk::PartitionStager`].
+    partition: Option<usize>,
     /// `None` when the table already holds the batch: its parts are ignored.
     staging: Option<Staging>,
+}
+
+impl Attempt {
+    /// The input partition, when staged by [`tributary_sdk::PartitionStager`].
+    pub(super) fn partition(&self) -> Option<usize> {
+        self.partition
+    }
+}
+
+/// A finished attempt: its data files written and closed, not yet committed.
+pub(super) struct Closed {
+    pub(super) batch_id: u64,
+    pub(super) version: i64,
+    /// `None` when the table already held the batch, or no row was written.
+    pub(super) files: Option<ClosedFiles>,
+}
+
+/// The data files of a finished attempt.
+pub(super) struct ClosedFiles {
+    pub(super) adds: Vec<Add>,
+    /// The Delta schema the files were written with, and its Arrow form.
+    pub(super) file_schema: StructType,
+    pub(super) arrow_schema: SchemaRef,
+    pub(super) partitions: Vec<String>,
+    pub(super) rows: u64,
 }
 
 /// Files being written for one batch.
@@ -137,117 +169,6 @@ impl DeltaSink {
         })
     }
 
-    /// One attempt at committing staged files; `Ok(Err(_))` is a failed commit to classify.
-    async fn commit_files(
-        &mut self,
-        version: i64,
-        adds: &[Add],
-        staging_schema: &StructType,
-        staging_arrow: &SchemaRef,
-        partitions: &[String],
-    ) -> Result<std::result::Result<DeltaTable, Failure>> {
-        let mut table = self
-            .table
-            .clone()
-            .ok_or_else(|| Error::new(ErrorCode::Internal, "delta sink written before open"))?;
-        let mut properties = CommitProperties::default()
-            .with_create_checkpoint(self.own_checkpoint_interval.is_none());
-        if let Some(app) = &self.app_id {
-            properties = properties.with_application_transaction(Transaction::new(app, version));
-        }
-        let mut actions: Vec<Action> = adds.iter().cloned().map(Action::Add).collect();
-        let Ok(state) = table.snapshot() else {
-            // A new table: protocol, metadata, files and txn in one commit (version 0).
-            let mut create = table
-                .create()
-                .with_columns(staging_schema.fields().cloned())
-                .with_partition_columns(partitions.to_vec())
-                .with_actions(actions)
-                .with_commit_properties(properties);
-            if let Some(n) = self.config.checkpoint_interval {
-                create = create.with_configuration_property(
-                    TableProperty::CheckpointInterval,
-                    Some(n.to_string()),
-                );
-            }
-            return match create.await {
-                Ok(created) => Ok(Ok(created)),
-                Err(e) => {
-                    // Another writer created the table first: a lost race, not a failure.
-                    let exists = table
-                        .log_store()
-                        .is_delta_table_location()
-                        .await
-                        .unwrap_or(false);
-                    Ok(Err(if exists {
-                        Failure::Conflict(e)
-                    } else {
-                        classify(e)
-                    }))
-                }
-            };
-        };
-        let table_partitions = state.metadata().partition_columns();
-        if table_partitions != partitions {
-            return Err(Error::new(
-                ErrorCode::SinkWrite,
-                format!(
-                    "the Delta table at {} is now partitioned by '{}' but this batch was staged \
-                     for '{}' (another writer created or replaced it); the batch is replayed",
-                    self.location(),
-                    table_partitions.join(","),
-                    partitions.join(","),
-                ),
-            )
-            .with_context("path", self.location())
-            .with_retry(tributary_sdk::Retry::After(Duration::from_millis(200))));
-        }
-        let change = check_batch_schema(
-            state.schema().as_ref(),
-            staging_arrow,
-            self.config.merge_schema,
-        )
-        .map_err(|e| e.with_context("path", self.location()))?;
-        if let SchemaChange::AddsColumns(_) = change {
-            let merged = merge_schemas(state.schema().as_ref(), staging_schema)?;
-            let metadata =
-                MetadataExt::with_schema(state.metadata().clone(), &merged).map_err(|e| {
-                    Error::new(
-                        ErrorCode::Schema,
-                        format!(
-                            "delta sink cannot evolve the schema of the table at {}",
-                            self.location()
-                        ),
-                    )
-                    .with_cause(e)
-                })?;
-            actions.insert(0, Action::Metadata(metadata));
-        }
-        let operation = DeltaOperation::Write {
-            mode: SaveMode::Append,
-            partition_by: (!partitions.is_empty()).then(|| partitions.to_vec()),
-            predicate: None,
-        };
-        let committed = CommitBuilder::from(properties)
-            .with_actions(actions)
-            .build(
-                Some(state as &dyn TableReference),
-                table.log_store(),
-                operation,
-            )
-            .await;
-        match committed {
-            Ok(commit) => {
-                table
-                    .update_incremental(Some(commit.version()))
-                    .await
-                    .map_err(|e| to_error("reload", self.location(), e))?;
-                Ok(Ok(table))
-            }
-            Err(e) => Ok(Err(classify(e))),
-        }
-    }
-
     /// Deletes staged files that can never be referenced (best effort).
     async fn delete_files(&mut self, adds: &[Add]) {
         let Some(store) = self.table.as_ref().map(DeltaTable::object_store) else {
@@ -266,17 +187,17 @@ impl DeltaSink {
     }
 }
 
-#[async_trait]
-impl PartWriter for DeltaSink {
-    async fn begin_batch(&mut self, batch_id: u64, schema: SchemaRef) -> Result<()> {
+impl DeltaSink {
+    /// Starts staging batch `batch_id` (or its input partition `partition`): skipped when the
+    /// table already holds the batch, else the file writer is opened.
+    pub(super) async fn begin_attempt(
+        &mut self,
+        batch_id: u64,
+        partition: Option<usize>,
+        schema: SchemaRef,
+    ) -> Result<()> {
         self.discard_attempt().await;
-        let version = i64::try_from(batch_id).map_err(|_| {
-            Error::new(
-                ErrorCode::Internal,
-                "batch id too large for a Delta transaction version",
-            )
-            .with_context("batch", batch_id)
-        })?;
+        let version = txn_version(batch_id)?;
         if self.stale {
             self.reload().await?;
         }
@@ -290,6 +211,7 @@ impl PartWriter for DeltaSink {
             self.attempt = Some(Attempt {
                 batch_id,
                 version,
+                partition,
                 staging: None,
             });
             return Ok(());
@@ -299,9 +221,62 @@ impl PartWriter for DeltaSink {
         self.attempt = Some(Attempt {
             batch_id,
             version,
+            partition,
             staging: Some(staging),
         });
         Ok(())
+    }
+
+    /// Closes the current attempt's files (see [`Closed`]); `what` names the caller in errors.
+    pub(super) async fn close_attempt(&mut self, what: &str) -> Result<Closed> {
+        let Some(attempt) = self.attempt.take() else {
+            return Err(Error::new(
+                ErrorCode::Internal,
+                format!("delta sink: {what} without a begun batch"),
+            ));
+        };
+        let Attempt {
+            batch_id,
+            version,
+            staging,
+            ..
+        } = attempt;
+        let mut closed = Closed {
+            batch_id,
+            version,
+            files: None,
+        };
+        let Some(staging) = staging else {
+            return Ok(closed);
+        };
+        let Staging {
+            writer,
+            file_schema,
+            arrow_schema,
+            partitions,
+            rows,
+        } = staging;
+        let adds = writer.close().await.map_err(|e| {
+            self.stale = true;
+            to_error("finish the data files of", self.location(), e).with_context("batch", batch_id)
+        })?;
+        if rows > 0 && !adds.is_empty() {
+            closed.files = Some(ClosedFiles {
+                adds,
+                file_schema,
+                arrow_schema,
+                partitions,
+                rows,
+            });
+        }
+        Ok(closed)
+    }
+}
+
+#[async_trait]
+impl PartWriter for DeltaSink {
+    async fn begin_batch(&mut self, batch_id: u64, schema: SchemaRef) -> Result<()> {
+        self.begin_attempt(batch_id, None, schema).await
     }
 
     async fn write_part(&mut self, part: &RecordBatch) -> Result<()> {
@@ -335,82 +310,33 @@ impl PartWriter for DeltaSink {
     }
 
     async fn commit_batch(&mut self) -> Result<()> {
-        let Some(attempt) = self.attempt.take() else {
+        if self.attempt.as_ref().is_some_and(|a| a.partition.is_some()) {
+            self.discard_attempt().await;
             return Err(Error::new(
                 ErrorCode::Internal,
-                "delta sink: commit_batch without begin_batch",
+                "delta sink: commit_batch on a staged partition (use finish_partition)",
             ));
-        };
-        let (batch_id, version) = (attempt.batch_id, attempt.version);
-        let Some(staging) = attempt.staging else {
+        }
+        let closed = self.close_attempt("commit_batch").await?;
+        let Some(files) = closed.files else {
+            // Already in the table, or nothing to commit (as `write` does with an empty batch).
             return Ok(());
         };
-        let Staging {
-            writer,
-            file_schema,
-            arrow_schema,
-            partitions,
-            rows,
-        } = staging;
-        let adds = writer.close().await.map_err(|e| {
-            self.stale = true;
-            to_error("finish the data files of", self.location(), e).with_context("batch", batch_id)
-        })?;
-        if rows == 0 || adds.is_empty() {
-            // Nothing to commit, as `write` does with an empty batch.
-            return Ok(());
+        let payload = Payload::Files {
+            adds: &files.adds,
+            file_schema: &files.file_schema,
+            arrow_schema: &files.arrow_schema,
+            partitions: &files.partitions,
+        };
+        let committed = self
+            .commit_with_retry(closed.batch_id, closed.version, payload)
+            .await?;
+        if committed == (Committed::Before { tried: false }) {
+            // Committed by an earlier attempt before this one tried: these files were
+            // written by this attempt only and can never be referenced. After a lost race the
+            // commit found may be this attempt's own: its files are left to VACUUM.
+            self.delete_files(&files.adds).await;
         }
-        let mut delay = Duration::from_millis(20);
-        for attempt in 1..=self.max_attempts {
-            if self.stale {
-                self.reload().await?;
-            }
-            if self.app_id.is_some() && self.committed.is_some_and(|c| c >= version) {
-                tracing::info!(
-                    batch = batch_id,
-                    path = %self.location(),
-                    "delta sink: batch committed by an earlier attempt; its staged files are removed"
-                );
-                self.delete_files(&adds).await;
-                self.stats.skipped_replays += 1;
-                return Ok(());
-            }
-            let outcome = self
-                .commit_files(version, &adds, &file_schema, &arrow_schema, &partitions)
-                .await
-                .inspect_err(|_| self.stale = true)?;
-            match outcome {
-                Ok(table) => {
-                    self.after_commit(&table).await?;
-                    self.table = Some(table);
-                    self.committed = Some(version);
-                    self.checked_schema = None;
-                    self.stats.commits += 1;
-                    return Ok(());
-                }
-                Err(Failure::Conflict(e)) if attempt < self.max_attempts => {
-                    tracing::warn!(
-                        batch = batch_id,
-                        attempt,
-                        error = %e,
-                        "delta sink: commit lost a race with another writer, retrying"
-                    );
-                    self.stats.conflict_retries += 1;
-                    self.stale = true;
-                    tokio::time::sleep(delay + jitter(delay)).await;
-                    delay = (delay * 2).min(Duration::from_secs(2));
-                }
-                Err(Failure::Conflict(e)) | Err(Failure::Other(e)) => {
-                    self.stale = true;
-                    return Err(
-                        to_error("write to", self.location(), e).with_context("batch", batch_id)
-                    );
-                }
-            }
-        }
-        Err(Error::new(
-            ErrorCode::Internal,
-            "delta sink retry loop ended without a result",
-        ))
+        Ok(())
     }
 }
