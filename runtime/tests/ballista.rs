@@ -380,3 +380,176 @@ fn sinks_without_a_staged_write_and_literal_secrets_are_refused() {
     );
     assert!(!stderr(&o).contains("hunter2"), "{}", stderr(&o));
 }
+
+/// An 8-partition topic on the real broker (tansu) → Parquet, tasks on both executors.
+#[cfg(feature = "kafka")]
+#[test]
+fn kafka_partitions_run_on_both_executors_exactly_once() {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    use rdkafka::client::DefaultClientContext;
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    use rdkafka::ClientConfig;
+
+    let Some(bootstrap) =
+        tributary_skip_log::require_env("TRIBUTARY_KAFKA_BOOTSTRAP", "scripts/services/kafka.sh")
+    else {
+        return;
+    };
+    let topic = format!("scale-{}-{}", std::process::id(), rand::random::<u32>());
+    let records = 800usize;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut cfg = ClientConfig::new();
+        cfg.set("bootstrap.servers", &bootstrap);
+        let admin: AdminClient<DefaultClientContext> = cfg.create().unwrap();
+        admin
+            .create_topics(
+                &[NewTopic::new(&topic, 8, TopicReplication::Fixed(1))],
+                &AdminOptions::new(),
+            )
+            .await
+            .unwrap();
+        let producer: FutureProducer = cfg.create().unwrap();
+        let sends: Vec<_> = (0..records)
+            .map(|i| {
+                let payload = format!("{{\"id\": {i}}}");
+                let producer = producer.clone();
+                let topic = topic.clone();
+                async move {
+                    producer
+                        .send(
+                            FutureRecord::<(), _>::to(&topic)
+                                .payload(&payload)
+                                .partition((i % 8) as i32),
+                            Duration::from_secs(30),
+                        )
+                        .await
+                        .unwrap();
+                }
+            })
+            .collect();
+        futures::future::join_all(sends).await;
+    });
+
+    let l = Layout::new();
+    let cluster = Cluster::start(&l.root.path().join("logs"), 2);
+    let text = format!(
+        r#"
+name = "scale-kafka"
+checkpoint = "{ck}"
+[source]
+connector = "kafka"
+options = {{ "kafka.bootstrap.servers" = "{bootstrap}", subscribe = "{topic}", startingOffsets = "earliest" }}
+[[sink]]
+connector = "parquet"
+options = {{ path = "{out}" }}
+[trigger]
+kind = "availableNow"
+[engine]
+kind = "ballista"
+scheduler = "{url}"
+"#,
+        ck = l.checkpoint().display(),
+        out = l.output().display(),
+        url = cluster.url,
+    );
+    let p = l.root.path().join("kafka.toml");
+    std::fs::write(&p, text).unwrap();
+    let progress = l.root.path().join("progress.jsonl");
+    let o = tributary()
+        .args(["run", "-q", "--progress-json"])
+        .arg(&progress)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ev = events(&progress);
+    let labels: Vec<String> = ev
+        .iter()
+        .flat_map(|e| e["tasks"].as_array().cloned().unwrap_or_default())
+        .map(|t| t["label"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(labels.len(), 8, "one task per topic-partition: {labels:?}");
+    assert_eq!(
+        task_executors(&ev),
+        ["exec-0", "exec-1"].iter().map(|s| s.to_string()).collect(),
+        "{ev:?}"
+    );
+    // Every (partition, offset) exactly once, read back with the Parquet reader.
+    use arrow::array::{AsArray, Int32Array, Int64Array};
+    let mut seen = std::collections::BTreeSet::new();
+    let mut n = 0;
+    for b in tributary_sinks::parquet::read_dir_batches(&l.output()).unwrap() {
+        let part: &Int32Array = b.column_by_name("partition").unwrap().as_primitive();
+        let off: &Int64Array = b.column_by_name("offset").unwrap().as_primitive();
+        for i in 0..b.num_rows() {
+            seen.insert((part.value(i), off.value(i)));
+            n += 1;
+        }
+    }
+    assert_eq!((n, seen.len()), (records, records));
+    for p in 0..8 {
+        let offsets: Vec<i64> = seen.iter().filter(|(q, _)| *q == p).map(|(_, o)| *o).collect();
+        assert_eq!(offsets, (0..(records / 8) as i64).collect::<Vec<_>>(), "partition {p}");
+    }
+}
+
+/// The files landing directory → a Delta table: one transaction per batch, read back by the
+/// independent Python deltalake reader.
+#[cfg(feature = "delta")]
+#[test]
+fn files_to_delta_commits_each_batch_once() {
+    let l = Layout::new();
+    let cluster = Cluster::start(&l.root.path().join("logs"), 2);
+    let rows = write_json_files(&l.input(), "f", 12, 300, 0);
+    let p = files_pipeline(&l, &cluster.url, "");
+    let table = l.root.path().join("table");
+    let text = std::fs::read_to_string(&p).unwrap().replace(
+        &format!(
+            "connector = \"parquet\"\noptions = {{ path = \"{}\" }}",
+            l.output().display()
+        ),
+        &format!("connector = \"delta\"\noptions = {{ path = \"{}\" }}", table.display()),
+    );
+    std::fs::write(&p, text).unwrap();
+    let progress = l.root.path().join("progress.jsonl");
+    let o = tributary()
+        .args(["run", "-q", "--progress-json"])
+        .arg(&progress)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ev = events(&progress);
+    assert_eq!(
+        task_executors(&ev),
+        ["exec-0", "exec-1"].iter().map(|s| s.to_string()).collect(),
+        "{ev:?}"
+    );
+    // One commit per batch: the log's versions are the batches.
+    let versions = std::fs::read_dir(table.join("_delta_log"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .count();
+    assert_eq!(versions, ev.len(), "{ev:?}");
+    let Some(python) = tributary_skip_log::require_env(
+        "TRIBUTARY_DELTA_PYTHON",
+        "scripts/services/registry-python.sh",
+    ) else {
+        return;
+    };
+    let script = "import sys, os\nfrom deltalake import DeltaTable\nt = DeltaTable(sys.argv[1]).to_pyarrow_table(columns=['id'])\nids = sorted(t.column('id').to_pylist())\nprint(len(ids), len(set(ids)), ids[0], ids[-1])\nsys.stdout.flush()\nos._exit(0)\n";
+    let out = std::process::Command::new(python)
+        .args(["-c", script])
+        .arg(&table)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text.trim(),
+        format!("{rows} {rows} 0 {}", rows - 1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -384,30 +384,56 @@ impl Source for KinesisSource {
     }
 
     async fn initial_offset(&mut self) -> Result<Offset> {
+        let t0 = Instant::now();
         let client = self.client().await?;
+        let client_ms = t0.elapsed().as_millis() as u64;
         let position = match self.config.initial_position {
             InitialPosition::TrimHorizon => ShardPosition::TrimHorizon,
             InitialPosition::Latest => ShardPosition::AtTimestamp(now_ms()),
             InitialPosition::AtTimestamp(ms) => ShardPosition::AtTimestamp(ms),
         };
         let mut offsets = KinesisOffsets::new(self.config.streams.keying);
-        crate::efo::start_hook(
-            &mut self.efo,
-            &client,
-            self.config.streams.keying,
-            self.config.streams.ids.iter(),
-        )
-        .await?;
-        for id in self.config.streams.ids.clone() {
-            let info = self.stream_info(&client, &id).await?;
-            let shards = planner::list_shards(&client, &self.stream_ref(&id)).await?;
+        // Every stream at once, and per stream its description and shard list at once; the
+        // EFO consumers are then looked up (or registered) with the ARNs just described.
+        let ids = self.config.streams.ids.clone();
+        let described = {
+            let (this, client) = (&*self, &client);
+            join_all(ids.iter().map(|id| async move {
+                let stream = this.stream_ref(id);
+                let (info, shards) = futures::join!(
+                    this.stream_info(client, id),
+                    planner::list_shards(client, &stream)
+                );
+                Ok::<_, Error>((id.clone(), info?, shards?))
+            }))
+            .await
+        };
+        let described_ms = t0.elapsed().as_millis() as u64 - client_ms;
+        let mut arns = BTreeMap::new();
+        for d in described {
+            let (id, info, shards) = d?;
+            arns.insert(id.clone(), info.arn.clone());
             offsets.streams.insert(
                 id.clone(),
                 planner::initial_stream(&info, &shards, &position),
             );
             self.last_refresh.insert(id, Instant::now());
         }
+        crate::efo::start_hook(
+            &mut self.efo,
+            &client,
+            self.config.streams.keying,
+            ids.iter(),
+            &arns,
+        )
+        .await?;
         self.restart_checked = true;
+        tracing::debug!(
+            client_ms,
+            streams_and_shards_ms = described_ms,
+            total_ms = t0.elapsed().as_millis() as u64,
+            "initial offset"
+        );
         offsets.to_offset()
     }
 
@@ -432,6 +458,7 @@ impl Source for KinesisSource {
             &client,
             self.config.streams.keying,
             next.streams.keys(),
+            &BTreeMap::new(),
         )
         .await?;
         let records_budget = Arc::new(AtomicI64::new(
@@ -701,6 +728,7 @@ impl tributary_sdk::StreamingSource for KinesisSource {
             &client,
             self.config.streams.keying,
             offsets.streams.keys(),
+            &BTreeMap::new(),
         )
         .await?;
         let schema = self.schema.clone();

@@ -25,6 +25,7 @@ use crate::planner::{self, StreamRef};
 /// How long register/deregister wait for the consumer to become ACTIVE / disappear.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(200);
+const FIRST_POLL: Duration = Duration::from_millis(50);
 
 /// One enhanced fan-out consumer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -167,6 +168,8 @@ pub async fn register(
     validate_consumer_name("consumerName", name)?;
     let deadline = Instant::now() + wait;
     let mut created = false;
+    // A new consumer is often ACTIVE within a second: poll fast first, then every POLL.
+    let mut pause = FIRST_POLL;
     loop {
         match describe(client, stream_arn, name).await? {
             Some(c) if c.is_active() => {
@@ -224,7 +227,8 @@ pub async fn register(
             )
             .with_context("consumer", name));
         }
-        tokio::time::sleep(POLL).await;
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(POLL);
     }
 }
 

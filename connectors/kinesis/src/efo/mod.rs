@@ -122,22 +122,41 @@ impl std::fmt::Debug for EfoReader {
 }
 
 /// The source's hook at start and at each plan: registers the consumers of `streams` (once).
+/// `known_arns` are stream ARNs the source already described (no second DescribeStreamSummary).
 pub(crate) async fn start_hook<'a>(
     efo: &mut Option<EfoReader>,
     client: &Client,
     keying: StreamKeying,
     streams: impl Iterator<Item = &'a String>,
+    known_arns: &BTreeMap<String, String>,
 ) -> Result<()> {
     let Some(efo) = efo.as_mut() else {
         return Ok(());
     };
-    let refs: Vec<StreamRef> = streams
-        .map(|id| StreamRef {
-            keying,
-            id: id.clone(),
+    let refs: Vec<(StreamRef, Option<String>)> = streams
+        .filter(|id| !efo.consumers.contains_key(*id))
+        .map(|id| {
+            (
+                StreamRef {
+                    keying,
+                    id: id.clone(),
+                },
+                known_arns.get(id).cloned(),
+            )
         })
         .collect();
-    efo.start(client, &refs).await
+    if refs.is_empty() {
+        return Ok(());
+    }
+    efo.start_known(client, &refs).await
+}
+
+/// What starting the consumer of one stream found.
+struct StreamStart {
+    stream: String,
+    arn: String,
+    consumer: consumers::Registered,
+    leaked: Vec<String>,
 }
 
 impl EfoReader {
@@ -196,42 +215,86 @@ impl EfoReader {
     /// Registers or reuses the consumer on every stream not done yet, waits until ACTIVE, and
     /// logs the leak report. Idempotent.
     pub async fn start(&mut self, client: &Client, streams: &[StreamRef]) -> Result<()> {
-        for stream in streams {
-            if self.consumers.contains_key(&stream.id) {
-                continue;
-            }
-            let arn = consumers::stream_arn(client, stream).await?;
-            let reg =
-                consumers::register(client, &arn, &self.name, consumers::DEFAULT_WAIT).await?;
-            if !reg.created {
-                tracing::info!(consumer = %self.name, stream = %stream.id, arn = %reg.consumer.arn, "reusing the existing EFO consumer");
-            }
-            let owners = [self.pipeline_id.clone()];
-            let leaked: Vec<String> =
-                consumers::orphaned(client, &arn, &self.settings.prefix, &owners)
-                    .await?
+        let refs: Vec<(StreamRef, Option<String>)> = streams
+            .iter()
+            .filter(|s| !self.consumers.contains_key(&s.id))
+            .map(|s| (s.clone(), None))
+            .collect();
+        self.start_known(client, &refs).await
+    }
+
+    /// [`EfoReader::start`] with the stream ARNs the caller may already know. The streams are
+    /// started at once, and per stream the consumer lookup (or registration) and the leak
+    /// report's listing run at once.
+    async fn start_known(
+        &mut self,
+        client: &Client,
+        streams: &[(StreamRef, Option<String>)],
+    ) -> Result<()> {
+        let (name, prefix, owner) = (
+            self.name.as_str(),
+            self.settings.prefix.as_str(),
+            self.pipeline_id.clone(),
+        );
+        let starts = streams.iter().map(|(stream, known)| {
+            let owners = [owner.clone()];
+            async move {
+                let t0 = Instant::now();
+                let arn = match known {
+                    Some(arn) => arn.clone(),
+                    None => consumers::stream_arn(client, stream).await?,
+                };
+                let described_ms = t0.elapsed().as_millis() as u64;
+                let (reg, orphans) = futures::join!(
+                    consumers::register(client, &arn, name, consumers::DEFAULT_WAIT),
+                    consumers::orphaned(client, &arn, prefix, &owners)
+                );
+                let reg = reg?;
+                tracing::debug!(
+                    stream = %stream.id,
+                    created = reg.created,
+                    describe_stream_ms = described_ms,
+                    consumer_and_leak_report_ms = t0.elapsed().as_millis() as u64 - described_ms,
+                    "EFO start: stream ARN, consumer and leak report"
+                );
+                let leaked: Vec<String> = orphans?
                     .into_iter()
                     .map(|c| c.name)
-                    .filter(|n| n != &self.name)
+                    .filter(|n| n != name)
                     .collect();
-            if !leaked.is_empty() {
+                Ok::<_, tributary_sdk::Error>(StreamStart {
+                    stream: stream.id.clone(),
+                    arn,
+                    consumer: reg,
+                    leaked,
+                })
+            }
+        });
+        let started = futures::future::join_all(starts).await;
+        for s in started {
+            let s = s?;
+            let (stream, reg) = (s.stream, s.consumer);
+            if !reg.created {
+                tracing::info!(consumer = %self.name, stream = %stream, arn = %reg.consumer.arn, "reusing the existing EFO consumer");
+            }
+            if !s.leaked.is_empty() {
                 tracing::warn!(
-                    stream = %stream.id,
+                    stream = %stream,
                     prefix = %self.settings.prefix,
-                    leaked = ?leaked,
+                    leaked = ?s.leaked,
                     "EFO consumers under the prefix that this pipeline does not own (leaked unless another running pipeline uses them); each costs money: `tributary kinesis consumers deregister --stream {} --name NAME`",
-                    stream.id
+                    stream
                 );
-                for n in leaked {
+                for n in s.leaked {
                     if !self.leaked.contains(&n) {
                         self.leaked.push(n);
                     }
                 }
             }
             self.consumers.insert(
-                stream.id.clone(),
+                stream,
                 Arc::new(SharedConsumer {
-                    stream_arn: arn,
+                    stream_arn: s.arn,
                     name: self.name.clone(),
                     current: Mutex::new(reg.consumer),
                 }),

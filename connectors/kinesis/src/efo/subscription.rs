@@ -168,6 +168,7 @@ impl ShardTask {
                 return;
             }
             let arn = self.consumer.current.lock().await.arn.clone();
+            let asked = tokio::time::Instant::now();
             let sp = match starting_position(&position) {
                 Ok(sp) => sp,
                 Err(e) => {
@@ -201,6 +202,8 @@ impl ShardTask {
             };
             self.stats.subscriptions.fetch_add(1, Ordering::Relaxed);
             let opened = tokio::time::Instant::now();
+            tracing::debug!(shard = %self.shard, subscribe_ms = (opened - asked).as_millis() as u64, "EFO subscription opened");
+            let mut first_event = true;
             loop {
                 let left = self.renew_after.saturating_sub(opened.elapsed());
                 if left.is_zero() {
@@ -213,6 +216,10 @@ impl ShardTask {
                 match next {
                     Ok(Some(SubscribeToShardEventStream::SubscribeToShardEvent(ev))) => {
                         failures = 0;
+                        if first_event {
+                            first_event = false;
+                            tracing::debug!(shard = %self.shard, records = ev.records().len(), after_open_ms = opened.elapsed().as_millis() as u64, "EFO subscription: first event");
+                        }
                         let records: Vec<FetchedRecord> = ev
                             .records()
                             .iter()
