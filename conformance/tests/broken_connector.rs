@@ -4,6 +4,11 @@
 //! fault (bare, and inside the wrapper) passes every case that applies to it. (The wrapper is
 //! fault injection around a real connector, not a stand-in for one; it forwards every method,
 //! which `clippy::missing_trait_methods` enforces.)
+//!
+//! The generator does not plan input partitions, so bare it skips `input_partitions_cover_range`
+//! as not applicable. The wrapper plans them on top of it — `[start, end)` split into row
+//! ranges, each read by the generator's own `read` — so the case runs inside the wrapper, and
+//! two faults break the partitions: one drops a record of each, one makes neighbours overlap.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -14,11 +19,12 @@ use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use tributary_conformance::fixtures::GeneratorFixture;
 use tributary_conformance::{CaseStatus, Report, RunOptions};
-use tributary_plugin_generator::GeneratorSourceFactory;
+use tributary_plugin_generator::{GeneratorSourceFactory, RowsOffset};
 use tributary_sdk::secret::resolve_value;
 use tributary_sdk::{
-    ConnectorContext, Offset, OptionSpec, Options, PreparedSource, ReadLimit, Result, Source,
-    SourceDescription, SourceFactory, SourceIdentity, SourceMetrics, StateReport, StateRequest,
+    ConnectorContext, InputPartition, Offset, OptionSpec, Options, PreparedSource, ReadLimit,
+    Result, Source, SourceDescription, SourceFactory, SourceIdentity, SourceMetrics, StateReport,
+    StateRequest,
 };
 
 /// One way of being wrong.
@@ -45,6 +51,10 @@ enum Fault {
     MalformedFailsInPermissiveMode,
     /// `prepare_available_now` fixes nothing: an availableNow run reads records produced later.
     UnboundedAvailableNow,
+    /// `read_partition` loses the last row of every input partition.
+    PartitionsDropRecord,
+    /// Neighbouring input partitions overlap by one row.
+    PartitionsOverlap,
 }
 
 /// The full set of cases each fault must fail — no more, no fewer.
@@ -61,6 +71,8 @@ const EXPECTED: &[(Fault, &[&str])] = &[
             "available_now_bounded",
             "fail_on_data_loss_false",
             "permissive_decoding",
+            // The partitions, read by the generator itself, keep the row `read` drops.
+            "input_partitions_cover_range",
         ],
     ),
     (Fault::IgnoresReadLimit, &["rate_limit_honoured"]),
@@ -78,6 +90,11 @@ const EXPECTED: &[(Fault, &[&str])] = &[
         &["permissive_decoding"],
     ),
     (Fault::UnboundedAvailableNow, &["available_now_bounded"]),
+    (
+        Fault::PartitionsDropRecord,
+        &["input_partitions_cover_range"],
+    ),
+    (Fault::PartitionsOverlap, &["input_partitions_cover_range"]),
 ];
 
 /// The sensitive option the wrapper adds (the generator itself has none), so the secrets case
@@ -219,6 +236,39 @@ impl std::fmt::Debug for BrokenSource {
     }
 }
 
+/// The spec of the wrapper's input partitions: generator rows `[start, end)`.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RowRange {
+    start: u64,
+    end: u64,
+}
+
+/// Rows `[from, to)` in `parallelism` ranges (fewer when there are fewer rows); with `overlap`
+/// every range but the last reaches one row into the next.
+fn row_partitions(from: u64, to: u64, parallelism: usize, overlap: bool) -> Vec<InputPartition> {
+    let n = (parallelism.max(1) as u64)
+        .min(to.saturating_sub(from))
+        .max(1);
+    let size = to.saturating_sub(from);
+    (0..n)
+        .map(|i| {
+            let start = from + size * i / n;
+            let mut end = from + size * (i + 1) / n;
+            if overlap && i + 1 < n {
+                end += 1;
+            }
+            let mut p = InputPartition::new(
+                i as usize,
+                format!("rows [{start}, {end})"),
+                serde_json::json!({ "start": start, "end": end }),
+            );
+            p.expected_records = Some(end - start);
+            p
+        })
+        .collect()
+}
+
 /// `batches` without their last row.
 fn drop_last_row(mut batches: Vec<RecordBatch>) -> Vec<RecordBatch> {
     if let Some(i) = batches.iter().rposition(|b| b.num_rows() > 0) {
@@ -272,20 +322,38 @@ impl Source for BrokenSource {
         Ok(Box::pin(futures::stream::iter(batches.into_iter().map(Ok))))
     }
 
+    /// The generator's own plan when it has one; otherwise row ranges of about
+    /// `rows / parallelism` rows (see [`row_partitions`]).
     async fn plan_partitions(
         &mut self,
         start: &Offset,
         end: &Offset,
         parallelism: usize,
-    ) -> Result<Option<Vec<tributary_sdk::InputPartition>>> {
-        self.inner.plan_partitions(start, end, parallelism).await
+    ) -> Result<Option<Vec<InputPartition>>> {
+        if let Some(parts) = self.inner.plan_partitions(start, end, parallelism).await? {
+            return Ok(Some(parts));
+        }
+        let (from, to) = (RowsOffset::of(start)?, RowsOffset::of(end)?);
+        let overlap = self.fault == Some(Fault::PartitionsOverlap);
+        Ok(Some(row_partitions(from, to, parallelism, overlap)))
     }
 
     async fn read_partition<'a>(
         &'a mut self,
-        partition: &tributary_sdk::InputPartition,
+        partition: &InputPartition,
     ) -> Result<tributary_sdk::BatchStream<'a>> {
-        self.inner.read_partition(partition).await
+        let Ok(rows) = partition.decode_spec::<RowRange>("wrapped generator") else {
+            return self.inner.read_partition(partition).await;
+        };
+        let batches = self
+            .inner
+            .read(&RowsOffset::at(rows.start)?, &RowsOffset::at(rows.end)?)
+            .await?;
+        let batches = match self.fault {
+            Some(Fault::PartitionsDropRecord) => drop_last_row(batches),
+            _ => batches,
+        };
+        Ok(Box::pin(futures::stream::iter(batches.into_iter().map(Ok))))
     }
 
     async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
@@ -344,6 +412,22 @@ async fn the_healthy_generator_passes_bare_and_wrapped() {
     assert!(wrapped.is_success(), "{}", wrapped.to_table());
     let mut skipped = with_status(&bare, CaseStatus::Skipped);
     assert!(skipped.remove("secrets_hidden"), "{}", bare.to_table());
+    // Bare, the generator plans no input partitions: the case does not apply, and says so.
+    assert!(
+        skipped.remove("input_partitions_cover_range"),
+        "{}",
+        bare.to_table()
+    );
+    let not_applicable = bare
+        .cases
+        .iter()
+        .find(|c| c.name == "input_partitions_cover_range")
+        .and_then(|c| c.reason.clone())
+        .unwrap_or_default();
+    assert!(
+        not_applicable.contains("does not plan input partitions"),
+        "{not_applicable}"
+    );
     assert_eq!(with_status(&wrapped, CaseStatus::Skipped), skipped);
 }
 

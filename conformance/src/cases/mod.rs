@@ -12,6 +12,7 @@ mod efo;
 mod lifecycle;
 mod limits;
 pub mod option_checks;
+mod partitions;
 mod reading;
 mod subscription;
 
@@ -35,6 +36,7 @@ pub use efo::{
 };
 pub use lifecycle::{secrets_hidden, shutdown_releases_resources, unknown_option_refused};
 pub use limits::{available_now_bounded, idle_source_returns_empty, rate_limit_honoured};
+pub use partitions::input_partitions_cover_range;
 pub use reading::{
     read_range_determinism, replay_after_restart, starting_earliest, starting_latest,
 };
@@ -115,6 +117,8 @@ macro_rules! __source_cases {
                 "a new query from latest reads only records produced after it started",
             read_range_determinism: []
                 "the same offset range read twice (and by a new instance) yields the same records",
+            input_partitions_cover_range: []
+                "the input partitions of a range, read by an executor's instance, hold what read returns",
             replay_after_restart: []
                 "an uncommitted batch replays exactly after a restart: no loss, no duplicate",
             rate_limit_honoured: [RateLimit]

@@ -76,6 +76,7 @@ pub mod connection;
 mod error;
 mod metrics;
 pub mod offsets;
+mod partitions;
 pub mod planner;
 mod reader;
 pub mod schema;

@@ -9,8 +9,10 @@
 
 use crate::offsets::PartitionOffsets;
 
-/// One partition's planned offsets `[start, end)`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One partition's planned offsets `[start, end)`; serialised as the spec of an input partition
+/// (`{"topic":"orders","partition":3,"start":100,"end":200}`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct OffsetRange {
     /// Topic.
     pub topic: String,

@@ -8,6 +8,10 @@
 //!   `maxOffsetsPerTrigger`, and reports lag metrics.
 //! - [`KafkaSource::read`] reads exactly `[start, end)` of every partition (assign + seek, never a
 //!   group subscription), in parallel pieces when `minPartitions` / `maxRecordsPerPartition` ask.
+//! - [`KafkaSource::plan_partitions`] (the driver of a scaled-out pipeline) plans the same
+//!   pieces as `read` — one code path, `read` is "plan, then read every piece" — and returns one
+//!   input partition per piece; [`KafkaSource::read_partition`] (an executor, a source built
+//!   from the same options without a checkpoint) reads one piece (`partitions.rs`).
 //! - [`KafkaSource::commit`] publishes the offsets to the consumer group, for monitoring only:
 //!   the checkpoint is the truth.
 //!
@@ -25,9 +29,10 @@ use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use tributary_sdk::typed::SourceConnector;
 use tributary_sdk::{
-    ChunkSender, ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode,
-    Offset, OptionSpec, Options, ParsedOptions, ReadLimit, RealTimeSupport, Result, Source,
-    SourceDescription, SourceIdentity, SourceMetrics, StreamingSource,
+    BatchStream, ChunkSender, ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker,
+    Error, ErrorCode, InputPartition, Offset, OptionSpec, Options, ParsedOptions, ReadLimit,
+    RealTimeSupport, Result, Source, SourceDescription, SourceIdentity, SourceMetrics,
+    StreamingSource,
 };
 
 use crate::client::{Admin, RequestPolicy};
@@ -35,6 +40,7 @@ use crate::config::{source_option_specs, Position, SourceConfig, Subscription};
 use crate::connection::ConnectionProfile;
 use crate::metrics::{lag_metrics, with_byte_estimate, ByteWindow};
 use crate::offsets::{PartitionOffsets, EARLIEST, LATEST};
+use crate::partitions::{input_partitions, range_of};
 use crate::planner::{rate_limit, split_ranges, OffsetRange};
 use crate::reader::{RangeReader, ReadSettings};
 use crate::schema::{kafka_schema, KEY_COLUMN, PAYLOAD_COLUMN};
@@ -296,6 +302,143 @@ impl KafkaSource {
         Ok(out)
     }
 
+    /// The pieces `[start, end)` is read in: everything a read decides before it reads, shared
+    /// by [`Source::read`] and [`Source::plan_partitions`]. Partitions deleted from the range,
+    /// added partitions that do not start at 0, recreated partitions (offsets went back) and
+    /// inverted ranges are data-loss events under `failOnDataLoss`; new and recreated
+    /// partitions start at their earliest offset; the ranges are then split by `minPartitions`
+    /// / `maxRecordsPerPartition`. A function of the offsets (and, for new or recreated
+    /// partitions, of their earliest offset), so a replayed range gets the same pieces.
+    async fn plan_ranges(&mut self, start: &Offset, end: &Offset) -> Result<Vec<OffsetRange>> {
+        let start = PartitionOffsets::from_offset(start)?;
+        let end = PartitionOffsets::from_offset(end)?;
+        for (t, p, s) in start.iter() {
+            if end.get(t, p).is_none() {
+                self.report(
+                    t,
+                    p,
+                    DataLossEvent::new(
+                        DataLossKind::PartitionDeleted,
+                        location(t, p),
+                        format!("Partition {t}-{p} was deleted"),
+                    )
+                    .with_positions(s, "none"),
+                )?;
+            }
+        }
+        // Partitions that need their earliest offset: new ones and recreated ones.
+        let need_low: Vec<(String, i32)> = end
+            .iter()
+            .filter(|(t, p, e)| start.get(t, *p).is_none_or(|s| *e < s))
+            .map(|(t, p, _)| (t.to_string(), p))
+            .collect();
+        let (low, high) = if need_low.is_empty() {
+            (PartitionOffsets::new(), PartitionOffsets::new())
+        } else {
+            let admin = self.admin()?;
+            let mut parts = std::collections::BTreeMap::<String, Vec<i32>>::new();
+            for (t, p) in need_low {
+                parts.entry(t).or_default().push(p);
+            }
+            blocking(move || admin.watermarks(&parts)).await?
+        };
+        let mut ranges = Vec::new();
+        for (t, p, e) in end.iter() {
+            let s = match start.get(t, p) {
+                None => {
+                    let l = low.get(t, p).unwrap_or(0);
+                    if l > 0 {
+                        self.report(
+                            t,
+                            p,
+                            DataLossEvent::new(
+                                DataLossKind::AddedPartitionNotFromStart,
+                                location(t, p),
+                                format!("Added partition {t}-{p} starts from {l} instead of 0"),
+                            )
+                            .with_positions(0, l),
+                        )?;
+                    }
+                    l
+                }
+                // The partition still reaches the start: the planned range itself is inverted
+                // (a damaged or edited offset log); nothing is read for it.
+                Some(s) if e < s && high.get(t, p).is_some_and(|h| h >= s) => {
+                    self.report(
+                        t,
+                        p,
+                        DataLossEvent::new(
+                            DataLossKind::EndBeforeStart,
+                            location(t, p),
+                            format!("The batch's end offset {e} of partition {t}-{p} is before its start offset {s}"),
+                        )
+                        .with_positions(s, e),
+                    )?;
+                    e
+                }
+                Some(s) if e < s => {
+                    self.report(
+                        t,
+                        p,
+                        DataLossEvent::new(
+                            DataLossKind::PartitionRecreated,
+                            location(t, p),
+                            format!("Partition {t}-{p}'s offset was changed from {s} to {e} (topic deleted and recreated?)"),
+                        )
+                        .with_positions(s, e),
+                    )?;
+                    low.get(t, p).unwrap_or(0).min(e)
+                }
+                Some(s) => s,
+            };
+            ranges.push(OffsetRange {
+                topic: t.to_string(),
+                partition: p,
+                start: s,
+                end: e,
+            });
+        }
+        Ok(split_ranges(
+            ranges,
+            self.config.min_partitions,
+            self.config.max_records_per_partition,
+        ))
+    }
+
+    /// Reads planned ranges (a whole batch's, or one input partition's) with the pooled
+    /// consumers. Gaps are checked by the reader; the data-loss events it let pass
+    /// (failOnDataLoss=false) are logged at warn and counted here.
+    async fn read_ranges(&mut self, ranges: Vec<OffsetRange>) -> Result<Vec<RecordBatch>> {
+        let settings = ReadSettings {
+            schema: self.schema.clone(),
+            include_headers: self.config.include_headers,
+            fail_on_data_loss: self.config.fail_on_data_loss,
+            poll_timeout: self.config.poll_timeout,
+            request_timeout: self.config.request_timeout,
+            group_id: self.group_id.clone(),
+        };
+        let mut reader = self
+            .reader
+            .take()
+            .unwrap_or_else(|| RangeReader::new(self.profile.clone()));
+        let (reader, result) = tokio::task::spawn_blocking(move || {
+            let r = reader.read(ranges, &settings);
+            (reader, r)
+        })
+        .await
+        .map_err(|e| {
+            Error::new(ErrorCode::Internal, "the Kafka read thread panicked").with_cause(e)
+        })?;
+        self.reader = Some(reader);
+        let out = result?;
+        for ev in out.events {
+            // Only events the reader let pass (failOnDataLoss=false) arrive here: counted.
+            self.tracker.report(ev)?;
+        }
+        self.window.record(out.records, out.bytes, Instant::now());
+        Ok(out.batches)
+    }
+
     /// Reports a data-loss event of `topic`-`partition`; a failing one names both in its
     /// context, as the reader's events do.
     fn report(&mut self, topic: &str, partition: i32, event: DataLossEvent) -> Result<()> {
@@ -437,127 +580,35 @@ impl Source for KafkaSource {
     }
 
     async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
-        let start = PartitionOffsets::from_offset(start)?;
-        let end = PartitionOffsets::from_offset(end)?;
-        for (t, p, s) in start.iter() {
-            if end.get(t, p).is_none() {
-                self.report(
-                    t,
-                    p,
-                    DataLossEvent::new(
-                        DataLossKind::PartitionDeleted,
-                        location(t, p),
-                        format!("Partition {t}-{p} was deleted"),
-                    )
-                    .with_positions(s, "none"),
-                )?;
-            }
-        }
-        // Partitions that need their earliest offset: new ones and recreated ones.
-        let need_low: Vec<(String, i32)> = end
-            .iter()
-            .filter(|(t, p, e)| start.get(t, *p).is_none_or(|s| *e < s))
-            .map(|(t, p, _)| (t.to_string(), p))
-            .collect();
-        let (low, high) = if need_low.is_empty() {
-            (PartitionOffsets::new(), PartitionOffsets::new())
-        } else {
-            let admin = self.admin()?;
-            let mut parts = std::collections::BTreeMap::<String, Vec<i32>>::new();
-            for (t, p) in need_low {
-                parts.entry(t).or_default().push(p);
-            }
-            blocking(move || admin.watermarks(&parts)).await?
-        };
-        let mut ranges = Vec::new();
-        for (t, p, e) in end.iter() {
-            let s = match start.get(t, p) {
-                None => {
-                    let l = low.get(t, p).unwrap_or(0);
-                    if l > 0 {
-                        self.report(
-                            t,
-                            p,
-                            DataLossEvent::new(
-                                DataLossKind::AddedPartitionNotFromStart,
-                                location(t, p),
-                                format!("Added partition {t}-{p} starts from {l} instead of 0"),
-                            )
-                            .with_positions(0, l),
-                        )?;
-                    }
-                    l
-                }
-                // The partition still reaches the start: the planned range itself is inverted
-                // (a damaged or edited offset log); nothing is read for it.
-                Some(s) if e < s && high.get(t, p).is_some_and(|h| h >= s) => {
-                    self.report(
-                        t,
-                        p,
-                        DataLossEvent::new(
-                            DataLossKind::EndBeforeStart,
-                            location(t, p),
-                            format!("The batch's end offset {e} of partition {t}-{p} is before its start offset {s}"),
-                        )
-                        .with_positions(s, e),
-                    )?;
-                    e
-                }
-                Some(s) if e < s => {
-                    self.report(
-                        t,
-                        p,
-                        DataLossEvent::new(
-                            DataLossKind::PartitionRecreated,
-                            location(t, p),
-                            format!("Partition {t}-{p}'s offset was changed from {s} to {e} (topic deleted and recreated?)"),
-                        )
-                        .with_positions(s, e),
-                    )?;
-                    low.get(t, p).unwrap_or(0).min(e)
-                }
-                Some(s) => s,
-            };
-            ranges.push(OffsetRange {
-                topic: t.to_string(),
-                partition: p,
-                start: s,
-                end: e,
-            });
-        }
-        let ranges = split_ranges(
-            ranges,
-            self.config.min_partitions,
-            self.config.max_records_per_partition,
-        );
-        let settings = ReadSettings {
-            schema: self.schema.clone(),
-            include_headers: self.config.include_headers,
-            fail_on_data_loss: self.config.fail_on_data_loss,
-            poll_timeout: self.config.poll_timeout,
-            request_timeout: self.config.request_timeout,
-            group_id: self.group_id.clone(),
-        };
-        let mut reader = self
-            .reader
-            .take()
-            .unwrap_or_else(|| RangeReader::new(self.profile.clone()));
-        let (reader, result) = tokio::task::spawn_blocking(move || {
-            let r = reader.read(ranges, &settings);
-            (reader, r)
-        })
-        .await
-        .map_err(|e| {
-            Error::new(ErrorCode::Internal, "the Kafka read thread panicked").with_cause(e)
-        })?;
-        self.reader = Some(reader);
-        let out = result?;
-        for ev in out.events {
-            // Only events the reader let pass (failOnDataLoss=false) arrive here: counted.
-            self.tracker.report(ev)?;
-        }
-        self.window.record(out.records, out.bytes, Instant::now());
-        Ok(out.batches)
+        let ranges = self.plan_ranges(start, end).await?;
+        self.read_ranges(ranges).await
+    }
+
+    /// One input partition per planned offset range: the same data-loss checks and the same
+    /// `minPartitions` / `maxRecordsPerPartition` split as [`Source::read`] (see
+    /// `partitions.rs` for the spec). `parallelism` is ignored, as Spark's Kafka source
+    /// ignores `defaultParallelism`: topic-partitions are the natural pieces, and only
+    /// `minPartitions` splits them further.
+    async fn plan_partitions(
+        &mut self,
+        start: &Offset,
+        end: &Offset,
+        _parallelism: usize,
+    ) -> Result<Option<Vec<InputPartition>>> {
+        let ranges = self.plan_ranges(start, end).await?;
+        Ok(Some(input_partitions(ranges)?))
+    }
+
+    /// Reads exactly one planned offset range with assign + seek: no consumer group is joined
+    /// and nothing is committed, so an executor can run it anywhere. Gaps inside the range
+    /// follow `failOnDataLoss` as in [`Source::read`].
+    async fn read_partition<'a>(
+        &'a mut self,
+        partition: &InputPartition,
+    ) -> Result<BatchStream<'a>> {
+        let range = range_of(partition, &self.config.subscription)?;
+        let batches = self.read_ranges(vec![range]).await?;
+        Ok(Box::pin(futures::stream::iter(batches.into_iter().map(Ok))))
     }
 
     async fn commit(&mut self, end: &Offset) -> Result<()> {

@@ -217,6 +217,7 @@ async fn runner_report_for_kafka() {
         "starting_earliest",
         "starting_latest",
         "read_range_determinism",
+        "input_partitions_cover_range",
         "replay_after_restart",
         "rate_limit_honoured",
         "idle_source_returns_empty",
