@@ -282,13 +282,18 @@ async fn the_healthy_sink_passes_every_case() {
         CaseStatus::Skipped
     );
 
-    // Inside the wrapper (which declares a sensitive token and hides it) every case runs.
+    // Inside the wrapper (which declares a sensitive token and hides it) every case runs but
+    // the staged write's: the JSON-lines sink has none (the Parquet and Delta fixtures run it).
     let wrapped = report(&Broken::with(None)).await;
     println!("wrapped:\n{}", wrapped.to_table());
     assert!(wrapped.is_success(), "{}", wrapped.to_table());
     assert_eq!(
+        case(&wrapped, "sink_staged_commit_exactly_once").status,
+        CaseStatus::Skipped
+    );
+    assert_eq!(
         wrapped.passed(),
-        tributary_conformance::all_sink_cases().len(),
+        tributary_conformance::all_sink_cases().len() - 1,
         "{}",
         wrapped.to_table()
     );

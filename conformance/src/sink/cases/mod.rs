@@ -7,6 +7,7 @@
 
 mod options;
 mod replay;
+mod staged;
 mod writing;
 
 use arrow::array::RecordBatch;
@@ -19,6 +20,7 @@ use crate::sink::rows::{check_rows, test_schema};
 
 pub use options::{sink_secrets_hidden, sink_unknown_option_refused};
 pub use replay::{sink_replay_after_restart, sink_replay_replaces_batch};
+pub use staged::sink_staged_commit_exactly_once;
 pub use writing::{sink_empty_batch, sink_writes_every_row};
 
 /// The signature of every sink case.
@@ -59,6 +61,8 @@ macro_rules! __sink_cases {
                 "an exactly-once sink replaces a replayed batch id: no duplicate",
             sink_replay_after_restart:
                 "after a crash (no stop) a new instance replays the last batch without duplicating it",
+            sink_staged_commit_exactly_once:
+                "partitions staged by separate instances and committed by a third are published once, across a retried task, a repeated commit and a replayed batch",
             sink_empty_batch:
                 "an empty slice and a zero-row batch are written without error and add no row",
             sink_unknown_option_refused:
