@@ -489,8 +489,16 @@ scheduler = "{url}"
     }
     assert_eq!((n, seen.len()), (records, records));
     for p in 0..8 {
-        let offsets: Vec<i64> = seen.iter().filter(|(q, _)| *q == p).map(|(_, o)| *o).collect();
-        assert_eq!(offsets, (0..(records / 8) as i64).collect::<Vec<_>>(), "partition {p}");
+        let offsets: Vec<i64> = seen
+            .iter()
+            .filter(|(q, _)| *q == p)
+            .map(|(_, o)| *o)
+            .collect();
+        assert_eq!(
+            offsets,
+            (0..(records / 8) as i64).collect::<Vec<_>>(),
+            "partition {p}"
+        );
     }
 }
 
@@ -509,7 +517,10 @@ fn files_to_delta_commits_each_batch_once() {
             "connector = \"parquet\"\noptions = {{ path = \"{}\" }}",
             l.output().display()
         ),
-        &format!("connector = \"delta\"\noptions = {{ path = \"{}\" }}", table.display()),
+        &format!(
+            "connector = \"delta\"\noptions = {{ path = \"{}\" }}",
+            table.display()
+        ),
     );
     std::fs::write(&p, text).unwrap();
     let progress = l.root.path().join("progress.jsonl");

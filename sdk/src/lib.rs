@@ -63,8 +63,8 @@ pub mod schema_provider;
 pub mod secret;
 pub mod sink;
 pub mod source;
-pub mod stager;
 pub mod stage;
+pub mod stager;
 pub mod state;
 pub mod stream_binding;
 pub mod streaming;
@@ -92,8 +92,8 @@ pub use secret::{
 };
 pub use sink::{Delivery, Sink};
 pub use source::{BatchStream, Source, SourceIdentity, SourceMetrics};
-pub use stager::{PartitionStager, StagedOutput};
 pub use stage::{Stage, StageFactory};
+pub use stager::{PartitionStager, StagedOutput};
 pub use state::{LoggedBatch, StateReport, StateRequest};
 pub use stream_binding::{IngestionColumn, StreamBinding};
 pub use streaming::{
