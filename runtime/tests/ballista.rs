@@ -564,3 +564,28 @@ fn files_to_delta_commits_each_batch_once() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A task that fails on every executor (a malformed record under `mode = FAILFAST`, met only by
+/// the executor that reads the file) fails the batch with one clear error naming the
+/// partition, after the scheduler's retries — it does not hang, and nothing is committed.
+#[test]
+fn a_task_failing_everywhere_is_one_clear_error() {
+    let l = Layout::new();
+    let cluster = Cluster::start(&l.root.path().join("logs"), 2);
+    write_json_files(&l.input(), "f", 3, 10, 0);
+    std::fs::write(l.input().join("g-bad.json"), "{\"id\": 1, \"name\": \n").unwrap();
+    let p = files_pipeline(&l, &cluster.url, "");
+    let text = std::fs::read_to_string(&p).unwrap().replace(
+        "\"cloudFiles.format\" = \"json\"",
+        "\"cloudFiles.format\" = \"json\", mode = \"FAILFAST\"",
+    );
+    std::fs::write(&p, text).unwrap();
+    let t = Instant::now();
+    let o = tributary().args(["run", "-q"]).arg(&p).output().unwrap();
+    let line = assert_one_clear_error(&o);
+    assert!(t.elapsed() < Duration::from_secs(120), "took {:?}", t.elapsed());
+    assert!(line.contains("g-bad.json"), "{line}");
+    assert!(line.contains("partition"), "{line}");
+    assert!(!l.checkpoint().join("commits").join("0").exists());
+    assert!(output_ids(&l.output()).is_empty());
+}

@@ -152,3 +152,40 @@ pub(crate) fn no_stager(name: &str) -> Error {
     )
     .with_context("option", "engine.kind")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_executor_without_the_connector_names_it_and_itself() {
+        let handler = RuntimeTaskHandler::new(
+            "exec-7",
+            Arc::new(Registry::new()),
+            Arc::new(tributary_sdk::EnvSecretStore),
+        );
+        let payload = TaskPayload {
+            pipeline: "p".into(),
+            checkpoint_id: "ck".into(),
+            source: "kafka".into(),
+            source_options: Default::default(),
+            stages: Vec::new(),
+            transform: None,
+            sinks: Vec::new(),
+            origin: "p.toml".into(),
+        };
+        let job = JobSpec {
+            name: "p batch 0".into(),
+            batch_id: 0,
+            payload: serde_json::to_value(payload).unwrap(),
+            partitions: vec![InputPartition::new(0, "t-0 [0, 5)", serde_json::json!({}))],
+        };
+        let e = handler.run_task(&job, &job.partitions[0]).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::UnknownConnector);
+        assert!(
+            e.message().contains("exec-7") && e.message().contains("'kafka'"),
+            "{}",
+            e.message()
+        );
+    }
+}
