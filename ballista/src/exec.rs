@@ -196,6 +196,9 @@ async fn run_one(
             job.partitions.len()
         ))
     })?;
+    let started_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
     let t = Instant::now();
     let output = handler.run_task(job, input).await.map_err(|e| {
         DataFusionError::Execution(format!(
@@ -208,6 +211,7 @@ async fn run_one(
         executor: me.id.clone(),
         host: me.host.clone(),
         millis: t.elapsed().as_millis() as u64,
+        started_ms,
         output,
     })
     .map_err(|e| DataFusionError::Execution(e.to_string()))

@@ -39,6 +39,8 @@ pub struct TaskResult {
     pub host: String,
     /// Milliseconds the task took on the executor.
     pub millis: u64,
+    /// When the task started on the executor (Unix epoch milliseconds, the executor's clock).
+    pub started_ms: u64,
     /// The handler's output (the sinks' manifests).
     pub output: serde_json::Value,
 }
@@ -50,6 +52,7 @@ pub fn result_schema() -> SchemaRef {
         Field::new("executor", DataType::Utf8, false),
         Field::new("host", DataType::Utf8, false),
         Field::new("millis", DataType::UInt64, false),
+        Field::new("started_ms", DataType::UInt64, false),
         Field::new("output", DataType::Utf8, false),
     ]))
 }
@@ -69,6 +72,7 @@ pub(crate) fn result_batch(r: &TaskResult) -> Result<RecordBatch> {
             Arc::new(StringArray::from(vec![r.executor.as_str()])),
             Arc::new(StringArray::from(vec![r.host.as_str()])),
             Arc::new(UInt64Array::from(vec![r.millis])),
+            Arc::new(UInt64Array::from(vec![r.started_ms])),
             Arc::new(StringArray::from(vec![output])),
         ],
     )
@@ -102,6 +106,10 @@ pub(crate) fn decode_results(batches: &[RecordBatch]) -> Result<Vec<TaskResult>>
             .as_any()
             .downcast_ref::<UInt64Array>()
             .ok_or_else(|| bad("millis"))?;
+        let started = col("started_ms")?
+            .as_any()
+            .downcast_ref::<UInt64Array>()
+            .ok_or_else(|| bad("started_ms"))?;
         let output = col("output")?
             .as_any()
             .downcast_ref::<StringArray>()
@@ -115,6 +123,7 @@ pub(crate) fn decode_results(batches: &[RecordBatch]) -> Result<Vec<TaskResult>>
                 executor: executor.value(i).to_string(),
                 host: host.value(i).to_string(),
                 millis: millis.value(i),
+                started_ms: started.value(i),
                 output: serde_json::from_str(output.value(i)).map_err(|e| {
                     Error::new(ErrorCode::Internal, format!("task output is not JSON: {e}"))
                 })?,
@@ -136,6 +145,7 @@ mod tests {
             executor: "exec-a".into(),
             host: "127.0.0.1".into(),
             millis: 12,
+            started_ms: 1_700_000_000_000,
             output: serde_json::json!({"sinks": [{"rows": 5}]}),
         };
         let b = result_batch(&r).unwrap();

@@ -7,7 +7,8 @@
 //! both as `tributary run` processes over the same topic, availableNow, in batches of
 //! `SCALE_BENCH_BATCH` records (`maxOffsetsPerTrigger`), so per-batch overhead shows. Reported:
 //! rows/s of each, the ratio, mean and p50/max scheduling overhead per batch (`schedulingMs`
-//! of the progress events: job submitted → results back, minus the slowest task), and the
+//! of the progress events: the job's time at the driver minus the span in which its tasks
+//! ran), the wait between two tasks on one executor slot, and the
 //! plan/codec overhead per batch (a job of 8 partitions encoded and decoded through the
 //! physical codec, in process).
 //!
@@ -293,6 +294,38 @@ fn main() {
                 .flat_map(|e| e["tasks"].as_array().cloned().unwrap_or_default())
                 .map(|t| t["executor"].as_str().unwrap().to_string())
                 .collect();
+            // Between two tasks on one single-slot executor: the wait for the next task.
+            let mut gaps = Vec::new();
+            for e in &events {
+                let tasks = e["tasks"].as_array().cloned().unwrap_or_default();
+                for ex in &executors {
+                    let mut mine: Vec<(u64, u64)> = tasks
+                        .iter()
+                        .filter(|t| t["executor"].as_str() == Some(ex.as_str()))
+                        .map(|t| {
+                            let s = t["startedMs"].as_u64().unwrap();
+                            (s, s + t["durationMs"].as_u64().unwrap())
+                        })
+                        .collect();
+                    mine.sort_unstable();
+                    for w in mine.windows(2) {
+                        gaps.push(w[1].0.saturating_sub(w[0].1));
+                    }
+                }
+            }
+            let task_ms: Vec<u64> = events
+                .iter()
+                .flat_map(|e| e["tasks"].as_array().cloned().unwrap_or_default())
+                .map(|t| t["durationMs"].as_u64().unwrap())
+                .collect();
+            println!(
+                "{:<22} tasks: {} of mean {:.0} ms; wait between two tasks on one executor slot: mean {:.1} ms, max {} ms",
+                "",
+                task_ms.len(),
+                task_ms.iter().sum::<u64>() as f64 / task_ms.len().max(1) as f64,
+                gaps.iter().sum::<u64>() as f64 / gaps.len().max(1) as f64,
+                gaps.iter().max().copied().unwrap_or(0)
+            );
             let mean = sched.iter().sum::<u64>() as f64 / sched.len() as f64;
             println!(
                 "{:<22} scheduling overhead per batch: mean {mean:.0} ms, p50 {} ms, max {} ms; tasks ran on {executors:?}",

@@ -90,8 +90,10 @@ pub struct ProgressEvent {
     /// Distributed batches (`[engine] kind = "ballista"`): where each input partition ran.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<TaskProgress>,
-    /// Distributed batches: the milliseconds from submitting the job to the last task's
-    /// result, minus the slowest task's own time (scheduling and transfer overhead).
+    /// Distributed batches: the job's milliseconds (submitted → results back at the driver)
+    /// not covered by tasks running, i.e. the job's time minus the span from the first task's
+    /// start to the last task's end (placing the job, shipping plans, collecting results).
+    /// Gaps between tasks on one executor slot are inside that span and not counted here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduling_ms: Option<u64>,
 }
@@ -112,6 +114,8 @@ pub struct TaskProgress {
     pub rows: u64,
     /// Its time on the executor.
     pub duration_ms: u64,
+    /// When it started (Unix epoch milliseconds, the executor's clock).
+    pub started_ms: u64,
 }
 
 /// Receives progress events.

@@ -583,7 +583,11 @@ fn a_task_failing_everywhere_is_one_clear_error() {
     let t = Instant::now();
     let o = tributary().args(["run", "-q"]).arg(&p).output().unwrap();
     let line = assert_one_clear_error(&o);
-    assert!(t.elapsed() < Duration::from_secs(120), "took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(120),
+        "took {:?}",
+        t.elapsed()
+    );
     assert!(line.contains("g-bad.json"), "{line}");
     assert!(line.contains("partition"), "{line}");
     assert!(!l.checkpoint().join("commits").join("0").exists());

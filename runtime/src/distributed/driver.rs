@@ -124,10 +124,19 @@ impl Distributed {
                 host: r.host.clone(),
                 rows: out.rows,
                 duration_ms: r.millis,
+                started_ms: r.started_ms,
             });
             outputs.push(out);
         }
-        let slowest = results.iter().map(|r| r.millis).max().unwrap_or(0);
+        // The span in which tasks ran, from the executors' clocks (skew between machines
+        // shifts it; on one machine it is exact).
+        let first = results.iter().map(|r| r.started_ms).min().unwrap_or(0);
+        let last = results
+            .iter()
+            .map(|r| r.started_ms + r.millis)
+            .max()
+            .unwrap_or(0);
+        let span = last.saturating_sub(first);
         let t = Instant::now();
         for (i, (name, sink)) in sinks.iter_mut().enumerate() {
             let staged = outputs.iter().map(|o| o.sinks[i].clone()).collect();
@@ -141,7 +150,7 @@ impl Distributed {
                 write: t.elapsed(),
             },
             tasks,
-            scheduling_ms: job_ms.saturating_sub(slowest),
+            scheduling_ms: job_ms.saturating_sub(span),
         }))
     }
 }

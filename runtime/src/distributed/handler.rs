@@ -180,7 +180,10 @@ mod tests {
             payload: serde_json::to_value(payload).unwrap(),
             partitions: vec![InputPartition::new(0, "t-0 [0, 5)", serde_json::json!({}))],
         };
-        let e = handler.run_task(&job, &job.partitions[0]).await.unwrap_err();
+        let e = handler
+            .run_task(&job, &job.partitions[0])
+            .await
+            .unwrap_err();
         assert_eq!(e.code(), ErrorCode::UnknownConnector);
         assert!(
             e.message().contains("exec-7") && e.message().contains("'kafka'"),
