@@ -18,6 +18,8 @@
 #   faketime (FAKETIME_TIMESTAMP_FILE, FAKETIME_NO_CACHE=1) writing `+25h` to the time file
 #   expires the data of a 24 h stream, `+400` expires iterators. kinesalite has no EFO and no
 #   stream-ARN calls.
+# - kinesis-mock counts every shard of a live stream against SHARD_LIMIT (default 50), which a
+#   few runs of the suite exceed: start raises it to KINESIS_MOCK_SHARD_LIMIT (default 1000).
 set -euo pipefail
 
 cmd=${1:-start}
@@ -144,6 +146,7 @@ EOF
     cd "$DIR"
     KINESIS_MOCK_PLAIN_PORT=$P_PLAIN KINESIS_MOCK_TLS_PORT=$P_TLS \
       KINESIS_MOCK_CERT_PATH=$DIR/tls/server.json LOG_LEVEL=WARN \
+      SHARD_LIMIT="${KINESIS_MOCK_SHARD_LIMIT:-1000}" \
       nohup node -r "$DIR/loopback.js" "$TOOLS/node_modules/kinesis-local/main.js" \
       >"$DIR/kinesis-mock.log" 2>&1 &
     echo $! >"$DIR/kinesis-mock.pid"

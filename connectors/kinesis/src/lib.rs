@@ -10,6 +10,9 @@
 //!   the shard lineage ([`offsets::KinesisOffsets`]); `read(start, end)` returns exactly the
 //!   records after `start` up to and including `end` of every shard, so a replayed batch has
 //!   the same records. Children of a split or merge are read only after their parents.
+//! - **Scale-out.** `plan_partitions` splits a range into per-shard sequence-number ranges
+//!   (input partitions, `partitions.rs`) that an executor's source reads by polling with
+//!   `read_partition`; together they are exactly what `read` returns.
 //! - **Data loss is never silent.** Trimmed records, recreated streams and streams removed on
 //!   restart fail with `KINESIS_COULD_NOT_READ_SHARD_UNTIL_END_OFFSET` /
 //!   `KINESIS_SOURCE_STREAMS_REMOVED_ON_RESTART`, or with `failOnDataLoss=false` are logged,
@@ -38,10 +41,12 @@ pub mod efo;
 mod error;
 mod metrics;
 pub mod offsets;
+mod partitions;
 pub mod planner;
 pub mod position;
 mod prefetch;
 mod reader;
+mod rows;
 pub mod schema;
 pub mod sink;
 pub mod source;

@@ -9,42 +9,40 @@
 //! again from the start positions up to the end sequence numbers. A range that cannot be read
 //! to its end (trimmed records, expired shards, a recreated stream) is
 //! `KINESIS_COULD_NOT_READ_SHARD_UNTIL_END_OFFSET`.
+//!
+//! Scale-out: `plan_partitions` splits a range into per-shard ranges (`crate::partitions`) and
+//! `read_partition` reads one of them; a replay `read` is "plan the shard ranges, read them",
+//! the same `read_ranges` path.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow_array::{ArrayRef, BinaryArray, RecordBatch, StringArray, TimestampMillisecondArray};
+use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use aws_sdk_kinesis::Client;
 use futures::future::join_all;
 use tributary_sdk::{
-    ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode, Offset,
-    ReadLimit, Result, SecretStore, Source, SourceIdentity, SourceMetrics,
+    BatchStream, ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode,
+    InputPartition, Offset, ReadLimit, Result, SecretStore, Source, SourceIdentity, SourceMetrics,
 };
 
 use crate::client::LazyClient;
 use crate::config::{SourceConfig, StreamKeying};
 use crate::metrics::KinesisMetrics;
 use crate::offsets::{KinesisOffsets, ShardPosition};
+use crate::partitions::{input_partitions, ranges_of, shard_ranges, ShardRange};
 use crate::planner::{self, StreamRef};
 use crate::position::InitialPosition;
 use crate::prefetch::{Held, Prefetch};
-use crate::reader::{FetchedRecord, ShardReader, Stop};
+use crate::reader::{ShardReader, Stop};
+use crate::rows::{to_batches, ShardRecords};
 use crate::schema::kinesis_schema;
 
 /// How often the shard list and stream identity are refreshed while planning.
 const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
-
-/// Records of one shard in a planned batch.
-#[derive(Debug, Clone)]
-struct ShardRecords {
-    stream: String,
-    shard: String,
-    records: Vec<FetchedRecord>,
-}
 
 #[derive(Debug)]
 struct Planned {
@@ -316,39 +314,6 @@ impl KinesisSource {
         join_all(futures).await.into_iter().flatten().collect()
     }
 
-    fn to_batches(&self, shards: &[ShardRecords]) -> Result<Vec<RecordBatch>> {
-        let n: usize = shards.iter().map(|s| s.records.len()).sum();
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let rows = shards
-            .iter()
-            .flat_map(|s| s.records.iter().map(move |r| (s, r)));
-        let mut keys = Vec::with_capacity(n);
-        let mut data: Vec<&[u8]> = Vec::with_capacity(n);
-        let mut streams = Vec::with_capacity(n);
-        let mut shard_ids = Vec::with_capacity(n);
-        let mut seqs = Vec::with_capacity(n);
-        let mut times = Vec::with_capacity(n);
-        for (s, r) in rows {
-            keys.push(r.partition_key.as_str());
-            data.push(r.data.as_slice());
-            streams.push(s.stream.as_str());
-            shard_ids.push(s.shard.as_str());
-            seqs.push(r.sequence.as_str());
-            times.push(r.arrival_ms);
-        }
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(StringArray::from(keys)),
-            Arc::new(BinaryArray::from_vec(data)),
-            Arc::new(StringArray::from(streams)),
-            Arc::new(StringArray::from(shard_ids)),
-            Arc::new(StringArray::from(seqs)),
-            Arc::new(TimestampMillisecondArray::from(times).with_timezone("UTC")),
-        ];
-        Ok(vec![RecordBatch::try_new(self.schema.clone(), columns)?])
-    }
-
     /// Checks that every stream of `end` still has the creation time it was planned with.
     /// Returns the streams whose records are gone (failOnDataLoss=false).
     async fn verify_streams(
@@ -366,6 +331,79 @@ impl KinesisSource {
             }
         }
         Ok(lost)
+    }
+
+    /// Reads shard ranges from their start positions up to their end sequence numbers (the
+    /// shards in groups of `shardsPerTask`, in parallel); a range that cannot be read to its
+    /// end (trimmed records, an expired shard) is data loss under `failOnDataLoss`. The rows
+    /// are ordered by stream and shard, each shard in sequence order. The one read path of
+    /// replays and input partitions.
+    async fn read_ranges(
+        &mut self,
+        client: &Client,
+        ranges: Vec<ShardRange>,
+    ) -> Result<Vec<RecordBatch>> {
+        let until: BTreeMap<(String, String), String> = ranges
+            .iter()
+            .map(|r| ((r.stream.clone(), r.shard.clone()), r.until.clone()))
+            .collect();
+        let jobs: Vec<_> = ranges
+            .into_iter()
+            .map(|r| {
+                let stop = Stop {
+                    records: Arc::new(AtomicI64::new(i64::MAX)),
+                    bytes: Arc::new(AtomicI64::new(i64::MAX)),
+                    deadline: None,
+                    until: Some(r.until),
+                    arrival_cutoff: None,
+                    one_page: false,
+                };
+                (self.reader(&r.stream, &r.shard), r.from, stop)
+            })
+            .collect();
+        let results = self.fetch_all(client, jobs).await;
+        let mut shards = Vec::new();
+        let mut first_error = None;
+        for (reader, from, result) in results {
+            let (stream, shard) = (reader.stream.id.clone(), reader.shard.clone());
+            self.readers.insert((stream.clone(), shard.clone()), reader);
+            let fetched = match result {
+                Ok(f) => f,
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    continue;
+                }
+            };
+            if !fetched.reached_until {
+                let until = until
+                    .get(&(stream.clone(), shard.clone()))
+                    .map(|u| format!("{:?}", ShardPosition::After(u.clone())))
+                    .unwrap_or_default();
+                if let Err(e) = self.tracker.report(
+                    DataLossEvent::new(
+                        DataLossKind::ShardExpired,
+                        format!("{stream}/{shard}"),
+                        format!(
+                            "Could not read shard '{shard}' of stream '{stream}' until its end offset: the records were trimmed or the shard expired"
+                        ),
+                    )
+                    .with_positions(until, format!("{} records from {from:?}", fetched.records.len())),
+                ) {
+                    first_error.get_or_insert(e);
+                    continue;
+                }
+            }
+            shards.push(ShardRecords {
+                stream,
+                shard,
+                records: fetched.records,
+            });
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        shards.sort_by(|a, b| (&a.stream, &a.shard).cmp(&(&b.stream, &b.shard)));
+        to_batches(&self.schema, &shards)
     }
 }
 
@@ -586,80 +624,50 @@ impl Source for KinesisSource {
                     .into_iter()
                     .filter(|s| !lost.contains(&s.stream))
                     .collect();
-                return self.to_batches(&kept);
+                return to_batches(&self.schema, &kept);
             }
         }
         // A replay: fetch every shard from its start position up to its end sequence number.
-        let mut jobs = Vec::new();
-        for (stream, s) in &end_o.streams {
-            if lost.contains(stream) {
-                continue;
-            }
-            for (shard, e) in &s.shards {
-                let ShardPosition::After(until) = &e.position else {
-                    continue;
-                };
-                let from = start_o
-                    .shard(stream, shard)
-                    .map(|x| x.position.clone())
-                    .unwrap_or(ShardPosition::TrimHorizon);
-                if from == e.position || start_o.shard(stream, shard).is_some_and(|x| x.finished) {
-                    continue;
-                }
-                let stop = Stop {
-                    records: Arc::new(AtomicI64::new(i64::MAX)),
-                    bytes: Arc::new(AtomicI64::new(i64::MAX)),
-                    deadline: None,
-                    until: Some(until.clone()),
-                    arrival_cutoff: None,
-                    one_page: false,
-                };
-                jobs.push((self.reader(stream, shard), from, stop));
-            }
-        }
-        let results = self.fetch_all(&client, jobs).await;
-        let mut shards = Vec::new();
-        let mut first_error = None;
-        for (reader, from, result) in results {
-            let (stream, shard) = (reader.stream.id.clone(), reader.shard.clone());
-            self.readers.insert((stream.clone(), shard.clone()), reader);
-            let fetched = match result {
-                Ok(f) => f,
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                    continue;
-                }
-            };
-            if !fetched.reached_until {
-                let until = end_o
-                    .shard(&stream, &shard)
-                    .map(|e| format!("{:?}", e.position))
-                    .unwrap_or_default();
-                if let Err(e) = self.tracker.report(
-                    DataLossEvent::new(
-                        DataLossKind::ShardExpired,
-                        format!("{stream}/{shard}"),
-                        format!(
-                            "Could not read shard '{shard}' of stream '{stream}' until its end offset: the records were trimmed or the shard expired"
-                        ),
-                    )
-                    .with_positions(until, format!("{} records from {from:?}", fetched.records.len())),
-                ) {
-                    first_error.get_or_insert(e);
-                    continue;
-                }
-            }
-            shards.push(ShardRecords {
-                stream,
-                shard,
-                records: fetched.records,
-            });
-        }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
-        shards.sort_by(|a, b| (&a.stream, &a.shard).cmp(&(&b.stream, &b.shard)));
-        self.to_batches(&shards)
+        let ranges = shard_ranges(&start_o, &end_o, &lost);
+        self.read_ranges(&client, ranges).await
+    }
+
+    /// Splits `[start, end)` into per-shard sequence-number ranges after the same checks as
+    /// [`Source::read`] (recreated or deleted streams are data loss under `failOnDataLoss`);
+    /// a shard read in the range together with its parent shares the parent's partition, so
+    /// the lineage order holds (`partitions.rs`). The executors read the range by polling
+    /// (under `consumerMode = efo` too: a logged range is always replayed by polling), so the
+    /// batch planned by `latest_offset`, and its `fetchBufferSize` bytes, are released here.
+    /// `parallelism` is ignored: shards are the natural pieces of a Kinesis range (as
+    /// Spark's Kinesis source makes one partition per shard range), and a shard cannot be
+    /// split further without reading it, since its sequence numbers are not dense.
+    async fn plan_partitions(
+        &mut self,
+        start: &Offset,
+        end: &Offset,
+        _parallelism: usize,
+    ) -> Result<Option<Vec<InputPartition>>> {
+        let client = self.client().await?;
+        let start_o = KinesisOffsets::from_offset(start)?;
+        let end_o = KinesisOffsets::from_offset(end)?;
+        let lost = self.verify_streams(&client, &end_o).await?;
+        self.planned = None;
+        let ranges = shard_ranges(&start_o, &end_o, &lost);
+        Ok(Some(input_partitions(ranges, &end_o)?))
+    }
+
+    /// Reads exactly one planned partition with GetRecords (the replay path of
+    /// [`Source::read`]): no EFO consumer is registered and nothing is written, so an executor
+    /// built without a checkpoint state directory can run it anywhere. Ranges that cannot be
+    /// read to their end follow `failOnDataLoss` as in [`Source::read`].
+    async fn read_partition<'a>(
+        &'a mut self,
+        partition: &InputPartition,
+    ) -> Result<BatchStream<'a>> {
+        let ranges = ranges_of(partition, &self.config.streams.ids)?;
+        let client = self.client().await?;
+        let batches = self.read_ranges(&client, ranges).await?;
+        Ok(Box::pin(futures::stream::iter(batches.into_iter().map(Ok))))
     }
 
     async fn commit(&mut self, _end: &Offset) -> Result<()> {

@@ -1,6 +1,7 @@
 //! The polling source against kinesis-mock (HTTPS with the test CA): starting positions,
 //! deterministic replay, several streams, restarts that add, remove or rename streams,
-//! resharding (parents before children), available-now and the TLS trust store.
+//! resharding (parents before children), available-now, the TLS trust store, and input
+//! partitions (scale-out: per-shard ranges read by an executor, polling and EFO).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -184,6 +185,16 @@ async fn split_reads_parents_before_children_and_keeps_key_order() {
         "per-key order across the split"
     );
     assert!(r.iter().all(|x| x.2 != parent));
+    // The batches across the split, as input partitions read by an executor: the same rows.
+    let mut executor = source(&source_options(Server::Mock, &stream, &[]));
+    let parts = s.plan_partitions(&at, &end, 2).await.unwrap().unwrap();
+    let mut pieces = Vec::new();
+    for p in &parts {
+        let stream = executor.read_partition(p).await.unwrap();
+        let batches: Vec<_> = futures::TryStreamExt::try_collect(stream).await.unwrap();
+        pieces.extend(data(&batches));
+    }
+    assert_eq!(pieces, after, "{parts:?}");
     // The finished parent leaves the offsets once its children are in them.
     let mut later = end.clone();
     for _ in 0..3 {
@@ -376,4 +387,207 @@ async fn read_ahead_is_bounded_by_fetch_buffer_size_under_a_slow_consumer() {
         "stop releases every buffer"
     );
     let _ = client.delete_stream().stream_name(&stream).send().await;
+}
+
+/// Input partitions (scale-out): a 4-shard stream's range split per shard on the driver, each
+/// partition read by an executor's source (same options, `state_dir: None`); together they are
+/// exactly the range `read` returns, shard by shard in the same order, and planning is
+/// deterministic.
+#[tokio::test]
+async fn input_partitions_are_the_range_per_shard() {
+    use futures::TryStreamExt;
+    use std::collections::BTreeMap;
+    use tributary_sdk::{ConnectorContext, SourceFactoryExt};
+
+    if !available(Server::Mock) {
+        return;
+    }
+    let client = raw_client(Server::Mock).await;
+    let stream = create_stream(&client, "parts", 4).await;
+    let mut sent = Vec::new();
+    for k in 0..8 {
+        let v = values(&format!("k{k}"), 5);
+        put(&client, &stream, &format!("key-{k}"), &v).await;
+        sent.extend(v);
+    }
+    let opts = source_options(Server::Mock, &stream, &[]);
+    let mut driver = source(&opts);
+    let start = driver.initial_offset().await.unwrap();
+    let (_, end) = drain(
+        driver.as_mut(),
+        start.clone(),
+        sent.len(),
+        Duration::from_secs(30),
+    )
+    .await;
+
+    let parts = driver
+        .plan_partitions(&start, &end, 3)
+        .await
+        .unwrap()
+        .expect("kinesis plans input partitions");
+    let again = driver.plan_partitions(&start, &end, 7).await.unwrap();
+    assert_eq!(again.as_ref(), Some(&parts), "planning is deterministic");
+    let shards: std::collections::BTreeSet<String> = parts
+        .iter()
+        .map(|p| p.label.split(' ').next().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        parts.len(),
+        shards.len(),
+        "one partition per shard: {parts:?}"
+    );
+    assert!(parts.len() > 1, "records spread over shards: {parts:?}");
+    for (i, p) in parts.iter().enumerate() {
+        assert_eq!(p.index, i);
+        assert!(
+            p.label.starts_with(&format!("{stream}/shardId-")),
+            "{}",
+            p.label
+        );
+        assert!(p.label.contains(" [TRIM_HORIZON, "), "{}", p.label);
+    }
+    let whole = rows(&driver.read(&start, &end).await.unwrap());
+
+    // An executor: the same factory and options, no checkpoint state directory, never planning.
+    let context = ConnectorContext {
+        state_dir: None,
+        ..ConnectorContext::default()
+    };
+    let mut executor = tributary_kinesis::KinesisSourceFactory
+        .create(&opts, &context)
+        .unwrap();
+    let mut pieces = Vec::new();
+    for p in &parts {
+        let wire: tributary_sdk::InputPartition =
+            serde_json::from_str(&serde_json::to_string(p).unwrap()).unwrap();
+        let batches: Vec<_> = executor
+            .read_partition(&wire)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        let got = rows(&batches);
+        assert!(!got.is_empty(), "partition {} is empty", p.label);
+        pieces.extend(got);
+    }
+    let by_shard = |rows: &[(String, String, String)]| {
+        let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (data, _, shard) in rows {
+            m.entry(shard.clone()).or_default().push(data.clone());
+        }
+        m
+    };
+    assert_eq!(by_shard(&pieces), by_shard(&whole), "per-shard order");
+    let (mut a, mut b, mut c) = (data_of(&pieces), data_of(&whole), sent.clone());
+    a.sort();
+    b.sort();
+    c.sort();
+    assert_eq!(a, b);
+    assert_eq!(b, c);
+    executor.stop().await.unwrap();
+    driver.stop().await.unwrap();
+    // kinesis-mock counts shards against its SHARD_LIMIT until the stream is deleted.
+    let _ = client.delete_stream().stream_name(&stream).send().await;
+}
+
+fn data_of(rows: &[(String, String, String)]) -> Vec<String> {
+    rows.iter().map(|r| r.0.clone()).collect()
+}
+
+/// consumerMode = efo plans input partitions too; an executor (same options, `state_dir: None`)
+/// reads them by polling, as a replay does, and registers no consumer of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn efo_input_partitions_are_read_by_polling_without_a_consumer() {
+    use futures::TryStreamExt;
+    use tributary_kinesis::efo::consumers;
+    use tributary_sdk::{ConnectorContext, SourceFactoryExt};
+
+    if !available(Server::Mock) {
+        return;
+    }
+    let client = raw_client(Server::Mock).await;
+    let stream = create_stream(&client, "efoparts", 2).await;
+    let sent = values("p", 12);
+    put(&client, &stream, "a", &sent[..6]).await;
+    put(&client, &stream, "b", &sent[6..]).await;
+    let opts = source_options(
+        Server::Mock,
+        &stream,
+        &[
+            ("consumerMode", "efo"),
+            ("minFetchPeriod", "300ms"),
+            ("consumerNamePrefix", "efoparts_"),
+        ],
+    );
+    let id = unique("ckpt");
+    let mut driver = tributary_kinesis::KinesisSourceFactory
+        .create(
+            &opts,
+            &ConnectorContext {
+                checkpoint_id: Some(id.clone()),
+                ..ConnectorContext::default()
+            },
+        )
+        .unwrap();
+    let start = driver.initial_offset().await.unwrap();
+    let (_, end) = drain(driver.as_mut(), start.clone(), 12, Duration::from_secs(20)).await;
+    let parts = driver
+        .plan_partitions(&start, &end, 2)
+        .await
+        .unwrap()
+        .expect("planned under efo too");
+    assert!(!parts.is_empty());
+
+    let executor_id = unique("exec");
+    let context = ConnectorContext {
+        state_dir: None,
+        checkpoint_id: Some(executor_id.clone()),
+        ..ConnectorContext::default()
+    };
+    let mut executor = tributary_kinesis::KinesisSourceFactory
+        .create(&opts, &context)
+        .unwrap();
+    let mut got = Vec::new();
+    for p in &parts {
+        let batches: Vec<_> = executor
+            .read_partition(p)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        got.extend(data(&batches));
+    }
+    got.sort();
+    let mut want = sent.clone();
+    want.sort();
+    assert_eq!(got, want);
+    executor.stop().await.unwrap();
+    let arn = consumers::stream_arn(&client, &consumers::stream_ref(&stream))
+        .await
+        .unwrap();
+    assert!(
+        consumers::describe(&client, &arn, &format!("efoparts_{executor_id}"))
+            .await
+            .unwrap()
+            .is_none(),
+        "an executor registers no EFO consumer"
+    );
+    driver.stop().await.unwrap();
+    consumers::deregister(
+        &client,
+        &arn,
+        &format!("efoparts_{id}"),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
+    let _ = client
+        .delete_stream()
+        .stream_name(&stream)
+        .enforce_consumer_deletion(true)
+        .send()
+        .await;
 }
