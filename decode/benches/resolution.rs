@@ -84,16 +84,20 @@ fn stage(runtime: &tokio::runtime::Runtime, url: &str, resolution: &str) -> Box<
     stage
 }
 
-fn best(stage: &mut dyn Stage, batches: &[RecordBatch]) -> Duration {
+fn best(
+    runtime: &tokio::runtime::Runtime,
+    stage: &mut dyn Stage,
+    batches: &[RecordBatch],
+) -> Duration {
     // Warm-up (fetches the writer schema once).
     for b in batches {
-        stage.apply(b).unwrap();
+        runtime.block_on(stage.apply(b)).unwrap();
     }
     (0..5)
         .map(|_| {
             let t = Instant::now();
             for b in batches {
-                std::hint::black_box(stage.apply(b).unwrap());
+                std::hint::black_box(runtime.block_on(stage.apply(b)).unwrap());
             }
             t.elapsed()
         })
@@ -118,9 +122,9 @@ fn main() {
 
     let mut pinned = stage(&runtime, &registry.url(), "pinned");
     let mut writer = stage(&runtime, &registry.url(), "writer");
-    let base = best(pinned.as_mut(), &pinned_records);
-    let same_id = best(writer.as_mut(), &pinned_records);
-    let resolved = best(writer.as_mut(), &writer_records);
+    let base = best(&runtime, pinned.as_mut(), &pinned_records);
+    let same_id = best(&runtime, writer.as_mut(), &pinned_records);
+    let resolved = best(&runtime, writer.as_mut(), &writer_records);
     let m = writer.metrics();
     assert!(m["resolvedRecords"].as_u64().unwrap() >= n as u64, "{m:?}");
     assert_eq!(m["malformedRecords"], 0, "{m:?}");

@@ -76,7 +76,7 @@
 //!
 //! let values = BinaryArray::from(vec![&b"{\"id\": 7}"[..], &b"{oops"[..]]);
 //! let batch = RecordBatch::try_new(schema, vec![Arc::new(values)]).unwrap();
-//! let out = stage.apply(&batch).unwrap();
+//! let out = stage.apply(&batch).await.unwrap();
 //! let value = out.column(0).as_any().downcast_ref::<StructArray>().unwrap();
 //! assert!(value.is_valid(0) && value.is_null(1));
 //! assert_eq!(stage.metrics()["malformed.badJson"], 1);

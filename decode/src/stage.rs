@@ -202,7 +202,7 @@ impl Stage for DecodeStage {
         Ok(out)
     }
 
-    fn apply(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
+    async fn apply(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
         match self.decoder.as_mut() {
             Some(d) => d.decode(batch),
             None => Err(Error::new(

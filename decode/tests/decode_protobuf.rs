@@ -301,7 +301,7 @@ async fn decode_with(extra: &[(&str, &str)]) -> (DataType, Vec<String>) {
     let mut stage = factory.create(&options, &source, &EnvSecretStore).unwrap();
     let batch = kafka_batch(vec![Some(Vec::new()), Some(green.encode_to_vec())]);
     stage.open(batch.schema()).await.unwrap();
-    let out = stage.apply(&batch).unwrap();
+    let out = stage.apply(&batch).await.unwrap();
     let dt = out.column_by_name("value").unwrap().data_type().clone();
     (dt, rows_json(&out))
 }

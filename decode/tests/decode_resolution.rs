@@ -59,8 +59,10 @@ async fn stage(registry: &TestRegistry, locator: &str, extra: &[(&str, &str)]) -
     stage
 }
 
-fn apply(stage: &mut dyn Stage, values: Vec<Vec<u8>>) -> tributary_sdk::Result<Vec<String>> {
-    let out = stage.apply(&kafka_batch(values.into_iter().map(Some).collect()))?;
+async fn apply(stage: &mut dyn Stage, values: Vec<Vec<u8>>) -> tributary_sdk::Result<Vec<String>> {
+    let out = stage
+        .apply(&kafka_batch(values.into_iter().map(Some).collect()))
+        .await?;
     Ok(rows_json(&out))
 }
 
@@ -132,13 +134,13 @@ async fn avro_writer_versions_resolve_into_the_pinned_columns() {
         r#"{"id":2,"note":"two"}"#,
         r#"{"id":3}"#,
     ];
-    assert_eq!(apply(s.as_mut(), avro_records(&a)).unwrap(), expected);
+    assert_eq!(apply(s.as_mut(), avro_records(&a)).await.unwrap(), expected);
     assert_eq!(counts(&s.metrics()), [2, 2, 0, 0]);
     assert_eq!(metric(&s.metrics(), "malformedRecords"), 0);
 
     // Each writer id is fetched once: the next batch asks the registry nothing.
     let before = a.registry.request_count();
-    assert_eq!(apply(s.as_mut(), avro_records(&a)).unwrap(), expected);
+    assert_eq!(apply(s.as_mut(), avro_records(&a)).await.unwrap(), expected);
     assert_eq!(a.registry.request_count(), before);
     assert_eq!(counts(&s.metrics()), [2, 4, 0, 0]);
 
@@ -150,11 +152,15 @@ async fn avro_writer_versions_resolve_into_the_pinned_columns() {
         None,
         &datum(INCOMPATIBLE, vec![("id", Value::String("x".into()))]),
     );
-    let rows = apply(s.as_mut(), vec![unknown.clone(), incompatible.clone()]).unwrap();
+    let rows = apply(s.as_mut(), vec![unknown.clone(), incompatible.clone()])
+        .await
+        .unwrap();
     assert_eq!(rows, ["null", "null"]);
     assert_eq!(counts(&s.metrics()), [2, 4, 0, 2]);
     let before = a.registry.request_count();
-    apply(s.as_mut(), vec![unknown, incompatible]).unwrap();
+    apply(s.as_mut(), vec![unknown, incompatible])
+        .await
+        .unwrap();
     assert_eq!(a.registry.request_count(), before);
     assert_eq!(metric(&s.metrics(), "malformed.unresolvableSchemaId"), 4);
 }
@@ -222,8 +228,8 @@ async fn avro_general_unions_resolve_through_values() {
             ),
         ),
     ];
-    let expected = apply(s.as_mut(), pinned).unwrap();
-    assert_eq!(apply(s.as_mut(), written).unwrap(), expected);
+    let expected = apply(s.as_mut(), pinned).await.unwrap();
+    assert_eq!(apply(s.as_mut(), written).await.unwrap(), expected);
     assert_eq!(counts(&s.metrics()), [1, 2, 0, 0]);
 }
 
@@ -232,7 +238,7 @@ async fn avro_pinned_nulls_other_ids_as_wrong_schema_id() {
     let a = avro_registry();
     for extra in [&[][..], &[("schemaResolution", "pinned")][..]] {
         let mut s = stage(&a.registry, PINNED_V1, extra).await;
-        let rows = apply(s.as_mut(), avro_records(&a)).unwrap();
+        let rows = apply(s.as_mut(), avro_records(&a)).await.unwrap();
         assert_eq!(rows, [r#"{"id":1,"note":"one"}"#, "null", "null"]);
         let m = s.metrics();
         assert_eq!(metric(&m, "malformed.wrongSchemaId"), 2);
@@ -246,9 +252,9 @@ async fn failfast_names_the_unresolvable_id() {
     let failfast = [("schemaResolution", "writer"), ("mode", "FAILFAST")];
     let mut s = stage(&a.registry, PINNED_V1, &failfast).await;
     // Resolvable ids decode in FAILFAST too.
-    assert_eq!(apply(s.as_mut(), avro_records(&a)).unwrap().len(), 3);
+    assert_eq!(apply(s.as_mut(), avro_records(&a)).await.unwrap().len(), 3);
     let unknown = confluent_frame(999, None, &datum(V3, vec![("id", Value::Int(4))]));
-    let e = apply(s.as_mut(), vec![unknown]).unwrap_err();
+    let e = apply(s.as_mut(), vec![unknown]).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::MalformedRecord, "{e}");
     assert_eq!(e.context_value("schema_id"), Some("999"), "{e}");
     assert!(
@@ -263,7 +269,7 @@ async fn failfast_names_the_unresolvable_id() {
         None,
         &datum(INCOMPATIBLE, vec![("id", Value::String("x".into()))]),
     );
-    let e = apply(s.as_mut(), vec![incompatible]).unwrap_err();
+    let e = apply(s.as_mut(), vec![incompatible]).await.unwrap_err();
     assert_eq!(
         e.context_value("schema_id"),
         Some(a.bad.to_string().as_str())
@@ -275,7 +281,7 @@ async fn failfast_names_the_unresolvable_id() {
 
     // pinned + FAILFAST names the id too.
     let mut s = stage(&a.registry, PINNED_V1, &[("mode", "FAILFAST")]).await;
-    let e = apply(s.as_mut(), avro_records(&a)).unwrap_err();
+    let e = apply(s.as_mut(), avro_records(&a)).await.unwrap_err();
     assert_eq!(
         e.context_value("schema_id"),
         Some(a.v2.to_string().as_str())
@@ -289,7 +295,7 @@ async fn failfast_names_the_unresolvable_id() {
 async fn writer_resolution_on_a_multi_thread_runtime() {
     let a = avro_registry();
     let mut s = stage(&a.registry, PINNED_V1, &[("schemaResolution", "writer")]).await;
-    let rows = apply(s.as_mut(), avro_records(&a)).unwrap();
+    let rows = apply(s.as_mut(), avro_records(&a)).await.unwrap();
     assert_eq!(rows[2], r#"{"id":3}"#);
     assert_eq!(counts(&s.metrics()), [2, 2, 0, 0]);
 }
@@ -299,12 +305,12 @@ async fn an_unreachable_registry_fails_the_batch_not_the_record() {
     let a = avro_registry();
     let mut s = stage(&a.registry, PINNED_V1, &[("schemaResolution", "writer")]).await;
     a.registry.set_unavailable(true);
-    let e = apply(s.as_mut(), avro_records(&a)).unwrap_err();
+    let e = apply(s.as_mut(), avro_records(&a)).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Connection, "{e}");
     assert!(e.is_retryable());
     // Once the registry is back, the same batch decodes.
     a.registry.set_unavailable(false);
-    assert_eq!(apply(s.as_mut(), avro_records(&a)).unwrap().len(), 3);
+    assert_eq!(apply(s.as_mut(), avro_records(&a)).await.unwrap().len(), 3);
     assert_eq!(counts(&s.metrics()), [2, 2, 0, 0]);
 }
 
@@ -333,7 +339,7 @@ async fn protobuf_writer_versions_decode_by_field_number() {
     ];
 
     let mut s = stage(&registry, locator, &[("schemaResolution", "writer")]).await;
-    let rows = apply(s.as_mut(), records.clone()).unwrap();
+    let rows = apply(s.as_mut(), records.clone()).await.unwrap();
     assert_eq!(
         rows,
         [
@@ -347,7 +353,9 @@ async fn protobuf_writer_versions_decode_by_field_number() {
     let other = confluent_frame(v2, Some(&[0]), &[0x0a, 1, b'z']);
     let unknown = confluent_frame(999, Some(&[0]), &[0x0a, 1, b'd']);
     let incompatible = confluent_frame(bad, Some(&[0]), &[0x08, 1]);
-    let rows = apply(s.as_mut(), vec![other, unknown, incompatible.clone()]).unwrap();
+    let rows = apply(s.as_mut(), vec![other, unknown, incompatible.clone()])
+        .await
+        .unwrap();
     assert_eq!(rows, ["null", "null", "null"]);
     let m = s.metrics();
     assert_eq!(metric(&m, "malformed.wrongMessageIndex"), 1);
@@ -355,7 +363,7 @@ async fn protobuf_writer_versions_decode_by_field_number() {
 
     let failfast = [("schemaResolution", "writer"), ("mode", "FAILFAST")];
     let mut s = stage(&registry, locator, &failfast).await;
-    let e = apply(s.as_mut(), vec![incompatible]).unwrap_err();
+    let e = apply(s.as_mut(), vec![incompatible]).await.unwrap_err();
     assert_eq!(e.context_value("schema_id"), Some(bad.to_string().as_str()));
     assert!(
         e.message()
@@ -364,7 +372,7 @@ async fn protobuf_writer_versions_decode_by_field_number() {
     );
 
     let mut s = stage(&registry, locator, &[]).await;
-    let rows = apply(s.as_mut(), records).unwrap();
+    let rows = apply(s.as_mut(), records).await.unwrap();
     assert_eq!(rows, [r#"{"name":"a","n":1}"#, "null", "null"]);
     assert_eq!(counts(&s.metrics())[2], 2);
 }

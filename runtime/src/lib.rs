@@ -8,6 +8,17 @@
 //! sinks wrote it, so a crash replays exactly the same range. With the built-in files source and
 //! the Parquet sink this is exactly-once end to end. Every batch emits a [`progress`] event.
 //!
+//! ## Layout
+//!
+//! - [`core`]: the one batch core — assembling a pipeline, the stage loop, the sink protocol,
+//!   the commit sequence and the progress-event builder.
+//! - [`drivers`]: when and where batches run — micro-batch, real-time, distributed (Ballista)
+//!   and the executor's task.
+//! - around them: the pipeline file ([`pipeline`], [`trigger`], [`transform`]), the
+//!   [`checkpoint`], [`progress`] events and [`latency`], the connector [`registry`] and
+//!   [`plugin`] loading, named [`streams`] (a product built on the engine), [`state`] and
+//!   [`conformance`] commands.
+//!
 //! ## Example
 //!
 //! ```no_run
@@ -22,18 +33,21 @@
 //! # Ok(()) }
 //! ```
 
-mod batch_io;
 pub mod checkpoint;
 pub mod conformance;
-pub mod distributed;
+pub mod core;
+pub mod drivers;
 pub mod engine;
 pub mod latency;
 pub mod pipeline;
 pub mod plugin;
 pub mod progress;
-pub mod realtime;
 pub mod registry;
+mod serde_options;
 pub mod state;
 pub mod streams;
 pub mod transform;
 pub mod trigger;
+
+/// `[engine]`: where a pipeline's batches run (see [`drivers::distributed`]).
+pub use drivers::distributed;

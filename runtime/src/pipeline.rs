@@ -26,6 +26,11 @@
 //! An optional `[transform]` runs stateless SQL on every batch after decoding (`sql = "SELECT
 //! ... FROM source"`, static tables in `[[transform.table]]`; cargo feature `sql`).
 //!
+//! A [`PipelineSpec`] holds one ordered stage list ([`StageSpec`]): `[source].decode`, then
+//! `[transform]`, then whatever a product built on the engine adds (named streams' ingestion
+//! stage). The spec is what executors of a distributed engine receive (serialised without the
+//! checkpoint, trigger and engine, which only the driver uses).
+//!
 //! Unknown keys are refused. Option values may be strings, numbers or booleans; they reach the
 //! connector as strings (Spark-style option maps). Relative paths are relative to the working
 //! directory, as with Spark.
@@ -33,7 +38,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tributary_sdk::{Error, ErrorCode, Options, Result};
 
 use crate::distributed::{EngineSection, EngineSpec};
@@ -95,32 +100,83 @@ pub struct PipelineFile {
     pub engine: Option<EngineSection>,
 }
 
+/// One stage of a pipeline's ordered stage list.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StageSpec {
+    /// A stage registered by name in the registry (`decode`, `stream_ingestion`), with its
+    /// options.
+    Registered {
+        /// The stage's name.
+        name: String,
+        /// Its options.
+        #[serde(with = "crate::serde_options")]
+        options: Options,
+    },
+    /// `[transform]`: SQL on DataFusion.
+    Sql(crate::transform::TransformSection),
+}
+
+impl StageSpec {
+    /// A registered stage.
+    pub fn registered(name: impl Into<String>, options: Options) -> Self {
+        StageSpec::Registered {
+            name: name.into(),
+            options,
+        }
+    }
+
+    /// The stage's name (`transform` for SQL).
+    pub fn name(&self) -> &str {
+        match self {
+            StageSpec::Registered { name, .. } => name,
+            StageSpec::Sql(_) => "transform",
+        }
+    }
+
+    /// The options of a registered stage.
+    pub fn options(&self) -> Option<&Options> {
+        match self {
+            StageSpec::Registered { options, .. } => Some(options),
+            StageSpec::Sql(_) => None,
+        }
+    }
+}
+
 /// A pipeline ready to build: options as Spark-style maps, trigger parsed.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PipelineSpec {
     /// Pipeline name.
     pub name: String,
-    /// Checkpoint directory.
+    /// Checkpoint directory (the driver's; not sent to executors).
+    #[serde(skip)]
     pub checkpoint: PathBuf,
     /// Plugin directories.
+    #[serde(skip)]
     pub plugin_path: Vec<PathBuf>,
     /// Source connector name.
     pub source: String,
     /// Source options.
+    #[serde(with = "crate::serde_options")]
     pub source_options: Options,
-    /// Stages applied to the source's batches, by stage name, with their options
-    /// (`[source].decode` is the stage `decode`).
-    pub stages: Vec<(String, Options)>,
+    /// The stages applied to the source's batches, in order: `[source].decode` (the stage
+    /// `decode`), `[transform]` ([`StageSpec::Sql`]), then any a product adds.
+    pub stages: Vec<StageSpec>,
     /// Sinks: connector name and options.
+    #[serde(with = "crate::serde_options::named")]
     pub sinks: Vec<(String, Options)>,
-    /// Trigger.
+    /// Trigger (the driver's; executors receive `once`).
+    #[serde(skip, default = "once")]
     pub trigger: Trigger,
-    /// The `[transform]` section, if any (applied after the stages).
-    pub transform: Option<toml::Value>,
     /// Where the pipeline came from (the file), for messages.
     pub origin: String,
-    /// Where batches run.
+    /// Where batches run (the driver's; executors receive `embedded`).
+    #[serde(skip)]
     pub engine: EngineSpec,
+}
+
+fn once() -> Trigger {
+    Trigger::Once
 }
 
 fn to_options(section: &str, table: &BTreeMap<String, toml::Value>) -> Result<Options> {
@@ -187,6 +243,16 @@ impl PipelineSpec {
             }
             sinks.push((s.connector.clone(), to_options("sink", &s.options)?));
         }
+        let mut stages = Vec::new();
+        if let Some(d) = &file.source.decode {
+            stages.push(StageSpec::registered(
+                "decode",
+                to_options("source.decode", d)?,
+            ));
+        }
+        if let Some(t) = &file.transform {
+            stages.push(StageSpec::Sql(crate::transform::parse(t.clone(), origin)?));
+        }
         let name = file.name.clone().unwrap_or_else(|| {
             Path::new(origin)
                 .file_stem()
@@ -199,16 +265,12 @@ impl PipelineSpec {
             plugin_path: file.plugin_path.clone(),
             source: file.source.connector.clone(),
             source_options: to_options("source", &file.source.options)?,
-            stages: match &file.source.decode {
-                Some(d) => vec![("decode".to_string(), to_options("source.decode", d)?)],
-                None => Vec::new(),
-            },
+            stages,
             sinks,
             trigger: file.trigger.parse().map_err(|e| {
                 Error::new(e.code(), format!("{origin}: {}", e.message()))
                     .with_context("file", origin)
             })?,
-            transform: file.transform.clone(),
             origin: origin.to_string(),
             engine: file
                 .engine

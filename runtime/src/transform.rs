@@ -1,22 +1,38 @@
 //! The pipeline's `[transform]` section: stateless SQL between the source (after decoding) and
 //! the sinks, run by the `tributary-transform` stage (DataFusion; cargo feature `sql`).
 //!
-//! `tributary check` parses the query without I/O (syntax errors with their line:column);
-//! unknown columns and stateful operators are found when the run opens the stage with the
-//! source's schema. Either way the error names the pipeline file.
+//! The section is typed once, when the pipeline file is parsed ([`parse`]): with the `sql`
+//! feature it is [`tributary_transform::TransformSpec`] itself, an ordinary entry of the
+//! pipeline's one ordered stage list (`crate::pipeline::StageSpec::Sql`), sent to executors as
+//! part of the spec. `tributary check` parses the query without I/O (syntax errors with their
+//! line:column); unknown columns and stateful operators are found when the run opens the stage
+//! with the source's schema. Either way the error names the pipeline file.
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use tributary_sdk::{Error, ErrorCode, Result, Stage};
 
+/// The typed `[transform]` section.
+#[cfg(feature = "sql")]
+pub type TransformSection = tributary_transform::TransformSpec;
+
+/// The `[transform]` section as written (this build has no SQL: it is refused at check).
+#[cfg(not(feature = "sql"))]
+pub type TransformSection = toml::Value;
+
+/// Types the section as read from the pipeline file (no I/O).
+pub fn parse(section: toml::Value, origin: &str) -> Result<TransformSection> {
+    imp::parse(section).map_err(|e| e.prefixed(origin))
+}
+
 /// Checks the section without I/O.
-pub fn validate(section: &toml::Value, origin: &str) -> Result<()> {
+pub fn validate(section: &TransformSection, origin: &str) -> Result<()> {
     imp::validate(section).map_err(|e| e.prefixed(origin))
 }
 
 /// Builds the stage; errors of its `open` (planning against the source's schema) name `origin`.
-pub fn stage(section: &toml::Value, origin: &str) -> Result<Box<dyn Stage>> {
+pub fn stage(section: &TransformSection, origin: &str) -> Result<Box<dyn Stage>> {
     let inner = imp::stage(section).map_err(|e| e.prefixed(origin))?;
     Ok(Box::new(Named {
         inner,
@@ -40,8 +56,8 @@ impl Stage for Named {
             .map_err(|e| e.prefixed(&self.origin))
     }
 
-    fn apply(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
-        self.inner.apply(batch)
+    async fn apply(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
+        self.inner.apply(batch).await
     }
 
     fn metrics(&self) -> tributary_sdk::SourceMetrics {
@@ -54,8 +70,8 @@ mod imp {
     use super::*;
     use tributary_transform::{SqlTransform, TransformSpec};
 
-    fn spec(section: &toml::Value) -> Result<TransformSpec> {
-        section.clone().try_into().map_err(|e: toml::de::Error| {
+    pub(super) fn parse(section: toml::Value) -> Result<TransformSpec> {
+        section.try_into().map_err(|e: toml::de::Error| {
             Error::new(
                 ErrorCode::InvalidPipeline,
                 format!("[transform]: {}", e.message().trim()),
@@ -64,12 +80,12 @@ mod imp {
         })
     }
 
-    pub(super) fn validate(section: &toml::Value) -> Result<()> {
-        spec(section)?.validate()
+    pub(super) fn validate(section: &TransformSpec) -> Result<()> {
+        section.validate()
     }
 
-    pub(super) fn stage(section: &toml::Value) -> Result<Box<dyn Stage>> {
-        Ok(Box::new(SqlTransform::new(spec(section)?)?))
+    pub(super) fn stage(section: &TransformSpec) -> Result<Box<dyn Stage>> {
+        Ok(Box::new(SqlTransform::new(section.clone())?))
     }
 }
 
@@ -83,6 +99,10 @@ mod imp {
             "[transform] needs SQL support: rebuild with `cargo build -p tributary-runtime --features sql`",
         )
         .with_context("feature", "sql")
+    }
+
+    pub(super) fn parse(section: toml::Value) -> Result<toml::Value> {
+        Ok(section)
     }
 
     pub(super) fn validate(_section: &toml::Value) -> Result<()> {

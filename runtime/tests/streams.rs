@@ -301,7 +301,7 @@ fn a_stream_with_no_schema_reads_plain_strings_and_starts_at_its_creation() {
         Some("latest")
     );
     assert_eq!(
-        p.stages.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        p.stages.iter().map(|s| s.name()).collect::<Vec<_>>(),
         [STAGE_NAME]
     );
     assert_eq!(p.sinks[0].0, "delta");
@@ -312,10 +312,10 @@ fn a_stream_with_no_schema_reads_plain_strings_and_starts_at_its_creation() {
         .unwrap();
     let p = pipeline_spec(&c, &e, Trigger::AvailableNow, Some("resolved-key")).unwrap();
     assert_eq!(
-        p.stages.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        p.stages.iter().map(|s| s.name()).collect::<Vec<_>>(),
         ["decode", STAGE_NAME]
     );
-    let decode = &p.stages[0].1;
+    let decode = p.stages[0].options().unwrap();
     assert_eq!(
         decode.get("payload_schema_locator"),
         Some("subject=orders-value,format=AVRO")
@@ -467,7 +467,7 @@ async fn ingestion_stage_shapes_kafka_records() {
             "kafka_offset"
         ]
     );
-    let out = stage.apply(&batch).unwrap();
+    let out = stage.apply(&batch).await.unwrap();
     let text = arrow::util::pretty::pretty_format_batches(&[out])
         .unwrap()
         .to_string();

@@ -21,6 +21,8 @@
 //!   on other machines (a distributed engine), committed once by the driver.
 //! - [`StreamingSource`] / [`StreamingSink`]: the opt-in streaming read and acknowledged write of
 //!   real-time mode (long batches, records delivered as they arrive).
+//! - [`SinkWriter`]: the one protocol hosts write every sink with (begin, write parts, finish,
+//!   commit), adapting whichever of the four write shapes a sink implements.
 //!
 //! Each connector owns its record schema; the SDK holds none.
 //!
@@ -62,6 +64,7 @@ pub mod read_limit;
 pub mod schema_provider;
 pub mod secret;
 pub mod sink;
+pub mod sink_writer;
 pub mod source;
 pub mod stage;
 pub mod stager;
@@ -91,6 +94,7 @@ pub use secret::{
     ChainSecretStore, EnvSecretStore, FileSecretStore, Secret, SecretRef, SecretStore,
 };
 pub use sink::{Delivery, Sink};
+pub use sink_writer::{PartAck, SinkWriter, WriteMode, WriteShape};
 pub use source::{BatchStream, Source, SourceIdentity, SourceMetrics};
 pub use stage::{Stage, StageFactory};
 pub use stager::{PartitionStager, StagedOutput};

@@ -31,8 +31,9 @@ pub trait Stage: Send + Debug {
     /// Called once per run with the source's schema; returns the output schema.
     async fn open(&mut self, input: SchemaRef) -> Result<SchemaRef>;
 
-    /// Transforms one batch.
-    fn apply(&mut self, batch: &RecordBatch) -> Result<RecordBatch>;
+    /// Transforms one batch. Async, so a stage that plans a query (DataFusion) or awaits I/O
+    /// runs on the host's runtime instead of blocking its thread.
+    async fn apply(&mut self, batch: &RecordBatch) -> Result<RecordBatch>;
 
     /// Counters reported with the source's metrics (malformed records by reason, ...).
     fn metrics(&self) -> SourceMetrics {

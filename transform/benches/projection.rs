@@ -1,7 +1,7 @@
 //! SQL projection per batch against the same projection with arrow's cast kernel, same run.
 //!
 //! `SELECT CAST(key AS STRING) AS k, value FROM source` on Kafka-shaped batches of 1, 100 and
-//! 8192 rows: `sql/apply` (the sync `Stage::apply`), `sql/apply_async` (awaited on a tokio
+//! 8192 rows: `sql/apply` (`Stage::apply` awaited on a tokio
 //! runtime), and `arrow/cast` (arrow's `cast` + a new batch: the floor). The difference is the
 //! per-batch overhead of running the plan. `plan/open` is the once-per-run planning cost.
 //! Outputs are compared once, outside the timing.
@@ -69,17 +69,13 @@ fn bench(c: &mut Criterion) {
         let b = batch(n);
         // same output, checked outside the timing
         let expected = arrow_projection(&out_schema, &b);
-        assert_eq!(t.apply(&b).unwrap(), expected);
-        assert_eq!(rt.block_on(t.apply_async(&b)).unwrap(), expected);
+        assert_eq!(rt.block_on(t.apply(&b)).unwrap(), expected);
 
         group.bench_with_input(BenchmarkId::new("arrow/cast", n), &b, |bench, b| {
             bench.iter(|| arrow_projection(&out_schema, b))
         });
         group.bench_with_input(BenchmarkId::new("sql/apply", n), &b, |bench, b| {
-            bench.iter(|| t.apply(b).unwrap())
-        });
-        group.bench_with_input(BenchmarkId::new("sql/apply_async", n), &b, |bench, b| {
-            bench.iter(|| rt.block_on(t.apply_async(b)).unwrap())
+            bench.iter(|| rt.block_on(t.apply(b)).unwrap())
         });
     }
     group.finish();

@@ -19,7 +19,7 @@
 //!     .with_table("dim", "dim.parquet", TableFormat::Parquet);
 //! let mut transform = SqlTransform::new(spec)?; // no I/O: the SQL parses, tables are named
 //! let output_schema = transform.open(input).await?; // planned once, dim loaded once
-//! let out = transform.apply(&batch)?; // per batch: the same plan executed again
+//! let out = transform.apply(&batch).await?; // per batch: the same plan executed again
 //! # let _ = (output_schema, out); Ok(()) }
 //! ```
 

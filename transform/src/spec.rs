@@ -1,7 +1,7 @@
 //! [`TransformSpec`]: the pipeline's `[transform]` table (one SQL query and the static tables it
 //! may join), and the checks that need no I/O and no schema ([`TransformSpec::validate`]).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tributary_sdk::{Error, ErrorCode, Result};
 
 use crate::error::sql_error;
@@ -18,7 +18,7 @@ use crate::SOURCE_TABLE;
 /// path = "data/dim.parquet"
 /// format = "parquet"
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TransformSpec {
     /// One query reading the stream as the table `source` (`SELECT ... FROM source ...`).
@@ -29,7 +29,7 @@ pub struct TransformSpec {
 }
 
 /// A static table (`[[transform.table]]`), loaded once at start and joined as a broadcast table.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StaticTable {
     /// The table's name in the query.
@@ -42,7 +42,7 @@ pub struct StaticTable {
 }
 
 /// The storage format of a static table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TableFormat {
     /// A Parquet file or a directory of Parquet files.

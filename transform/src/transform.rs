@@ -7,9 +7,8 @@
 //!    allowlist, and executed once on an empty batch so that the broadcast sides of its joins
 //!    are collected and hashed now, not on the first record.
 //! 3. [`Stage::apply`] puts the batch in the `source` slot and executes the same physical plan
-//!    again. Every operator left in the plan is in-memory CPU work, so the execution is driven
-//!    to completion on the calling thread (no runtime hop); see [`SqlTransform::apply_async`]
-//!    for the async form.
+//!    again, awaited on the host's runtime (every operator left in the plan is in-memory CPU
+//!    work; DataFusion's cooperative yielding returns to the scheduler between batches).
 //!
 //! [`SqlTransform::plan`] does steps 1-2 without reading the static tables' rows (their
 //! schemas only) and without executing: `tributary check` with a known source schema.
@@ -93,16 +92,6 @@ impl SqlTransform {
                 .indent(false)
                 .to_string()
         })
-    }
-
-    /// [`Stage::apply`] as an async function: the same execution, awaited instead of driven
-    /// on the calling thread (what `Stage::apply` would be if it were async).
-    pub async fn apply_async(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
-        let planned = self.planned(batch)?;
-        self.slot.set(batch.clone());
-        let out = execute(planned).await;
-        self.slot.clear();
-        out
     }
 
     fn planned(&self, batch: &RecordBatch) -> Result<&Planned> {
@@ -238,14 +227,12 @@ impl Stage for SqlTransform {
         Ok(output)
     }
 
-    fn apply(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
+    async fn apply(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
         let planned = self.planned(batch)?;
         self.slot.set(batch.clone());
-        // In-memory operators only (the allowlist), broadcast sides collected at open: the
-        // execution never waits on I/O or on another task, so it runs to completion here.
-        // `unconstrained`: DataFusion's cooperative yielding uses tokio's task budget, which
-        // would make a caller inside a tokio task spin once the budget is spent.
-        let out = futures::executor::block_on(tokio::task::unconstrained(execute(planned)));
+        // Awaited on the host's runtime: DataFusion's cooperative yielding (tokio's task
+        // budget) returns to the scheduler instead of spinning a blocked thread.
+        let out = execute(planned).await;
         self.slot.clear();
         out
     }

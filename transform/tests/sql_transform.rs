@@ -32,7 +32,7 @@ async fn cast_key_and_value_as_string() {
     .await;
     for (from, n) in [(0, 1), (1, 100), (101, 8192), (8293, 0)] {
         let input = orders(from, n);
-        let out = t.apply(&kafka_batch(&input, from)).unwrap();
+        let out = t.apply(&kafka_batch(&input, from)).await.unwrap();
         assert_eq!(out.num_rows(), n);
         assert_eq!(
             out.schema().field(0).data_type(),
@@ -66,6 +66,7 @@ async fn cast_of_invalid_utf8_never_fails_the_batch() {
     ]));
     let out = t
         .apply(&RecordBatch::try_new(good.schema(), columns).unwrap())
+        .await
         .unwrap();
     assert_eq!(
         strings(&out, "k"),
@@ -87,7 +88,7 @@ async fn decoded_struct_fields_are_addressable() {
     .await;
     for (from, n) in [(0, 100), (100, 1000)] {
         let input = orders(from, n);
-        let out = t.apply(&decoded_batch(&input, from)).unwrap();
+        let out = t.apply(&decoded_batch(&input, from)).await.unwrap();
         let kept: Vec<&Order> = input.iter().filter(|o| o.amount > 20.0).collect();
         assert!(!kept.is_empty() && kept.len() < n);
         assert_eq!(
@@ -122,7 +123,7 @@ async fn check_enrichment(t: &mut SqlTransform, left_join: bool) {
     let mut from = 0;
     for n in [1usize, 100, 8192, 0, 37] {
         let input = orders(from, n);
-        let out = t.apply(&decoded_batch(&input, from)).unwrap();
+        let out = t.apply(&decoded_batch(&input, from)).await.unwrap();
         let expected: Vec<(Option<String>, Option<String>)> = input
             .iter()
             .filter_map(|o| {
@@ -271,7 +272,7 @@ async fn semi_anti_joins_and_static_subqueries() {
         .map(|o| Some(o.id.to_string()))
         .collect();
     for _ in 0..3 {
-        let mut got = strings(&t.apply(&batch).unwrap(), "id");
+        let mut got = strings(&t.apply(&batch).await.unwrap(), "id");
         got.sort();
         let mut want = expected.clone();
         want.sort();
@@ -285,7 +286,7 @@ async fn semi_anti_joins_and_static_subqueries() {
         decoded_schema(),
     )
     .await;
-    let out = t.apply(&batch).unwrap();
+    let out = t.apply(&batch).await.unwrap();
     assert_eq!(out.num_rows(), 500);
     assert!(strings(&out, "n").iter().all(|n| n.as_deref() == Some("4")));
 }
@@ -296,7 +297,7 @@ async fn union_all_of_the_stream_and_unnest() {
                UNION ALL SELECT value.id AS id FROM source WHERE value.amount > 30";
     let mut t = opened(TransformSpec::new(sql), decoded_schema()).await;
     let input = orders(0, 400);
-    let out = t.apply(&decoded_batch(&input, 0)).unwrap();
+    let out = t.apply(&decoded_batch(&input, 0)).await.unwrap();
     let mut got = strings(&out, "id");
     got.sort();
     let mut want: Vec<Option<String>> = input
@@ -309,7 +310,7 @@ async fn union_all_of_the_stream_and_unnest() {
 
     let sql = "SELECT \"offset\", unnest(make_array(value.id, value.id + 1000)) AS v FROM source";
     let mut t = opened(TransformSpec::new(sql), decoded_schema()).await;
-    let out = t.apply(&decoded_batch(&orders(0, 3), 0)).unwrap();
+    let out = t.apply(&decoded_batch(&orders(0, 3), 0)).await.unwrap();
     assert_eq!(
         strings(&out, "v"),
         ["0", "1000", "1", "1001", "2", "1002"].map(|s| Some(s.to_string()))
@@ -329,7 +330,7 @@ async fn apply_from_inside_a_tokio_task_many_times() {
     let rows = tokio::spawn(async move {
         let mut rows = 0;
         for _ in 0..5000 {
-            rows += t.apply(&batch).unwrap().num_rows();
+            rows += t.apply(&batch).await.unwrap().num_rows();
         }
         rows
     })
@@ -339,13 +340,13 @@ async fn apply_from_inside_a_tokio_task_many_times() {
 }
 
 #[tokio::test]
-async fn apply_async_matches_apply_and_bad_values_fail_the_batch() {
+async fn apply_twice_gives_the_same_rows_and_bad_values_fail_the_batch() {
     let mut t = opened(
         TransformSpec::new("SELECT CAST(CAST(value AS STRING) AS INT) AS n FROM source"),
         kafka_schema(),
     )
     .await;
-    let e = t.apply(&kafka_batch(&orders(0, 2), 0)).unwrap_err();
+    let e = t.apply(&kafka_batch(&orders(0, 2), 0)).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::MalformedRecord, "{e}");
     assert!(e.message().contains("Cannot cast"), "{e}");
 
@@ -355,11 +356,11 @@ async fn apply_async_matches_apply_and_bad_values_fail_the_batch() {
     )
     .await;
     let batch = kafka_batch(&orders(0, 50), 0);
-    let a = t.apply(&batch).unwrap();
-    let b = t.apply_async(&batch).await.unwrap();
+    let a = t.apply(&batch).await.unwrap();
+    let b = t.apply(&batch).await.unwrap();
     assert_eq!(a, b);
 
     // a batch whose schema is not the planned one is refused, not misread
-    let e = t.apply(&decoded_batch(&orders(0, 2), 0)).unwrap_err();
+    let e = t.apply(&decoded_batch(&orders(0, 2), 0)).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Schema);
 }

@@ -266,7 +266,7 @@ impl Stage for IngestionStage {
         Ok(schema)
     }
 
-    fn apply(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
+    async fn apply(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
         let schema = self.output.clone().ok_or_else(|| {
             Error::new(
                 ErrorCode::Internal,

@@ -11,7 +11,7 @@ use super::binding;
 use super::catalog::{Catalog, StreamEntry};
 use super::ingest::STAGE_NAME;
 use super::spec::StreamSpec;
-use crate::pipeline::PipelineSpec;
+use crate::pipeline::{PipelineSpec, StageSpec};
 use crate::registry::Registry;
 use crate::trigger::Trigger;
 
@@ -56,9 +56,9 @@ pub fn pipeline_spec_with(
     let key = registry_key.or(spec.connection.schema_registry_key.as_deref());
     let mut stages = Vec::new();
     if let Some(decode) = spec.decode_options(key) {
-        stages.push(("decode".to_string(), decode));
+        stages.push(StageSpec::registered("decode", decode));
     }
-    stages.push((STAGE_NAME.to_string(), Options::new()));
+    stages.push(StageSpec::registered(STAGE_NAME, Options::new()));
     let table = catalog.table_path(&spec.table_name()?);
     let sink = Options::new()
         .with("path", table.display().to_string())
@@ -72,7 +72,6 @@ pub fn pipeline_spec_with(
         stages,
         sinks: vec![(SINK.to_string(), sink)],
         trigger,
-        transform: None,
         origin: format!("stream {name}"),
         engine: crate::distributed::EngineSpec::Embedded,
     })

@@ -1,4 +1,6 @@
-//! What an executor does with one task: rebuild the pipeline, read a partition, stage it.
+//! What an executor does with one task: the core assembles the pipeline from the spec the job
+//! carries, and moves one input partition through the stages into the sinks' staging (the
+//! same `core::batch::pump` a micro-batch uses); the staged outputs go back to the driver.
 //!
 //! The executor's registry holds the connectors compiled into its `tributary` binary and the
 //! plugins of its plugin path. A connector the job names but the executor lacks is one error
@@ -7,13 +9,17 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::StreamExt;
 use tributary_ballista::{JobSpec, TaskHandler};
 use tributary_sdk::{
     ConnectorContext, Error, ErrorCode, InputPartition, Result, SecretStore, StagedOutput,
+    WriteMode,
 };
 
-use super::payload::{to_options, TaskPayload};
+use super::payload::TaskPayload;
+use crate::core::assemble::prepare;
+use crate::core::batch::pump;
+use crate::core::sinks::SinkSet;
+use crate::pipeline::PipelineSpec;
 use crate::registry::Registry;
 
 /// The runtime's [`TaskHandler`].
@@ -34,8 +40,24 @@ impl RuntimeTaskHandler {
         }
     }
 
-    fn missing(&self, kind: &str, name: &str, e: Error) -> Error {
-        if e.code() == ErrorCode::UnknownConnector {
+    /// An unknown connector named as the one this executor lacks.
+    fn missing(&self, spec: &PipelineSpec, e: Error) -> Error {
+        if e.code() != ErrorCode::UnknownConnector {
+            return e;
+        }
+        let (kind, name) = if self.registry.source(&spec.source).is_err() {
+            ("source", spec.source.as_str())
+        } else {
+            match spec
+                .sinks
+                .iter()
+                .find(|(n, _)| self.registry.sink(n).is_err())
+            {
+                Some((n, _)) => ("sink", n.as_str()),
+                None => return e,
+            }
+        };
+        {
             Error::new(
                 ErrorCode::UnknownConnector,
                 format!(
@@ -43,8 +65,6 @@ impl RuntimeTaskHandler {
                     self.executor
                 ),
             )
-        } else {
-            e
         }
     }
 }
@@ -71,86 +91,33 @@ impl TaskHandler for RuntimeTaskHandler {
                 format!("the job's payload is not a Tributary pipeline (driver and executor of different versions?): {e}"),
             )
         })?;
+        let spec = &p.spec;
         let ctx = ConnectorContext {
             state_dir: None,
             secrets: self.secrets.clone(),
-            pipeline: p.pipeline.clone(),
+            pipeline: spec.name.clone(),
             checkpoint_id: Some(p.checkpoint_id.clone()),
         };
-        let factory = self
-            .registry
-            .source(&p.source)
-            .map_err(|e| self.missing("source", &p.source, e))?;
-        let prepared = factory.prepare(&to_options(&p.source_options))?;
-        let description = prepared.description().clone();
-        let mut source = prepared.build(&ctx)?;
-        let mut stages = Vec::new();
-        for (name, options) in &p.stages {
-            let f = self.registry.stage(name)?;
-            stages.push(f.create(&to_options(options), &description, self.secrets.as_ref())?);
-        }
-        if let Some(t) = &p.transform {
-            let section: toml::Value = serde_json::from_value(t.clone()).map_err(|e| {
-                Error::new(
-                    ErrorCode::Internal,
-                    format!("[transform] from the job: {e}"),
-                )
-            })?;
-            stages.push(crate::transform::stage(&section, &p.origin)?);
-        }
-        let mut schema = source.schema();
-        for s in &mut stages {
-            schema = s.open(schema).await?;
-        }
-        let mut sinks = Vec::new();
-        for (name, options) in &p.sinks {
-            let f = self
-                .registry
-                .sink(name)
-                .map_err(|e| self.missing("sink", name, e))?;
-            let mut sink = f.prepare(&to_options(options))?.build(&ctx)?;
-            let stager = sink.as_stager().ok_or_else(|| no_stager(name))?;
-            stager
-                .begin_partition(job.batch_id, partition.index, schema.clone())
-                .await?;
-            sinks.push((name.clone(), sink));
-        }
-        let mut rows = 0u64;
-        {
-            let mut parts = source.read_partition(partition).await?;
-            while let Some(part) = parts.next().await {
-                let mut part = part?;
-                for s in &mut stages {
-                    part = s.apply(&part)?;
-                }
-                rows += part.num_rows() as u64;
-                for (name, sink) in &mut sinks {
-                    let stager = sink.as_stager().ok_or_else(|| no_stager(name))?;
-                    stager.stage_part(&part).await?;
-                }
-            }
-        }
-        let mut outputs = Vec::new();
-        for (name, sink) in &mut sinks {
-            let stager = sink.as_stager().ok_or_else(|| no_stager(name))?;
-            outputs.push(stager.finish_partition().await?);
-            sink.stop().await?;
-        }
+        let prepared = prepare(spec, &self.registry).map_err(|e| self.missing(spec, e))?;
+        let built = prepared.build(&spec.source, &self.secrets, &ctx, &ctx)?;
+        let mut source = built.source;
+        let mut stages = built.stages;
+        let mut sinks = SinkSet::new(built.sinks, WriteMode::Partition)?;
+        let schema = stages.open(source.schema()).await?;
+        sinks.begin(job.batch_id, partition.index, &schema).await?;
+        let moved = {
+            let parts = source.read_partition(partition).await?;
+            pump(parts, &mut stages, &mut sinks).await?
+        };
+        let outputs = sinks.finish().await?;
+        sinks.stop().await?;
         source.stop().await?;
         serde_json::to_value(TaskOutput {
-            rows,
+            rows: moved.rows,
             sinks: outputs,
         })
         .map_err(|e| Error::new(ErrorCode::Internal, format!("task output: {e}")))
     }
-}
-
-pub(crate) fn no_stager(name: &str) -> Error {
-    Error::new(
-        ErrorCode::InvalidPipeline,
-        format!("sink '{name}' cannot run on engine kind \"ballista\": it has no staged write (parquet and delta have one)"),
-    )
-    .with_context("option", "engine.kind")
 }
 
 #[cfg(test)]
@@ -164,15 +131,14 @@ mod tests {
             Arc::new(Registry::new()),
             Arc::new(tributary_sdk::EnvSecretStore),
         );
+        let spec = PipelineSpec::parse(
+            "checkpoint = \"ck\"\n[source]\nconnector = \"kafka\"\n[[sink]]\nconnector = \"parquet\"\n",
+            "p.toml",
+        )
+        .unwrap();
         let payload = TaskPayload {
-            pipeline: "p".into(),
             checkpoint_id: "ck".into(),
-            source: "kafka".into(),
-            source_options: Default::default(),
-            stages: Vec::new(),
-            transform: None,
-            sinks: Vec::new(),
-            origin: "p.toml".into(),
+            spec,
         };
         let job = JobSpec {
             name: "p batch 0".into(),

@@ -1,21 +1,35 @@
 //! The driver's side of a distributed batch: plan partitions, run the job, commit once.
 //!
 //! The pipeline's process keeps what it always did: it plans the batch and writes
-//! `offsets/N` before, and writes `commits/N` after. In between, instead of reading the range
-//! itself, it asks the source for input partitions, submits them as one Ballista job, and
-//! commits the staged outputs of every sink with the batch id (see
-//! [`tributary_sdk::PartitionStager`]). A source that does not plan partitions is read here as
-//! with the embedded engine (said once in the log).
+//! `offsets/N` before, and the core's commit sequence after. In between, instead of reading the
+//! range itself, it asks the source for input partitions, submits them as one Ballista job, and
+//! returns every task's staged outputs, which the core commits once per batch id (see
+//! [`tributary_sdk::PartitionStager`]). A source that does not plan partitions is read here,
+//! staged and committed the same way as one partition (said once in the log).
 
 use std::time::{Duration, Instant};
 
 use tributary_ballista::{BallistaDriver, JobSpec};
-use tributary_sdk::{Error, ErrorCode, Offset, Result, Sink, Source};
+use tributary_sdk::{Error, ErrorCode, Offset, Result, Source, StagedOutput};
 
-use super::handler::{no_stager, TaskOutput};
-use super::DistributedBatch;
-use crate::batch_io::BatchIo;
+use super::handler::TaskOutput;
+use super::payload::TaskPayload;
+use super::spec::EngineSpec;
+use crate::core::batch::Moved;
+use crate::pipeline::PipelineSpec;
 use crate::progress::TaskProgress;
+use crate::registry::Registry;
+
+/// What a distributed batch did.
+#[derive(Debug)]
+pub(crate) struct DistributedBatch {
+    /// Rows, and the time of the job (read) — the commit is the core's.
+    pub moved: Moved,
+    /// Per sink, the staged outputs of every task.
+    pub outputs: Vec<Vec<StagedOutput>>,
+    pub tasks: Vec<TaskProgress>,
+    pub scheduling_ms: u64,
+}
 
 /// A pipeline's connection to its Ballista cluster.
 #[derive(Debug)]
@@ -48,21 +62,38 @@ impl Distributed {
         }
     }
 
-    /// Checks that every sink can be written by executors.
-    pub(crate) fn check_sinks(sinks: &mut [(String, Box<dyn Sink>)]) -> Result<()> {
-        for (name, sink) in sinks.iter_mut() {
-            if sink.as_stager().is_none() {
-                return Err(no_stager(name));
-            }
-        }
-        Ok(())
+    /// The connection of a pipeline whose `[engine]` is a cluster (`None` for the embedded
+    /// engine); the job's payload is made now, so a literal secret is refused before any batch.
+    pub(crate) fn for_spec(
+        spec: &PipelineSpec,
+        registry: &Registry,
+        checkpoint_id: &str,
+    ) -> Result<Option<Self>> {
+        let EngineSpec::Ballista {
+            scheduler,
+            parallelism,
+            batch_timeout,
+        } = &spec.engine
+        else {
+            return Ok(None);
+        };
+        let payload = TaskPayload::new(spec, registry, checkpoint_id)?;
+        let payload = serde_json::to_value(payload)
+            .map_err(|e| Error::new(ErrorCode::Internal, format!("pipeline payload: {e}")))?;
+        Ok(Some(Distributed::new(
+            scheduler.clone(),
+            *parallelism,
+            *batch_timeout,
+            spec.name.clone(),
+            payload,
+        )))
     }
 
     /// Runs batch `batch_id` on the cluster; `None` when the source reads whole ranges only.
     pub(crate) async fn run_batch(
         &mut self,
         source: &mut dyn Source,
-        sinks: &mut [(String, Box<dyn Sink>)],
+        sinks: usize,
         batch_id: u64,
         start: &Offset,
         end: &Offset,
@@ -105,14 +136,14 @@ impl Distributed {
                     format!("task {} returned no task output: {e}", r.partition),
                 )
             })?;
-            if out.sinks.len() != sinks.len() {
+            if out.sinks.len() != sinks {
                 return Err(Error::new(
                     ErrorCode::Internal,
                     format!(
                         "task {} staged {} sinks, the pipeline has {}",
                         r.partition,
                         out.sinks.len(),
-                        sinks.len()
+                        sinks
                     ),
                 ));
             }
@@ -137,18 +168,19 @@ impl Distributed {
             .max()
             .unwrap_or(0);
         let span = last.saturating_sub(first);
-        let t = Instant::now();
-        for (i, (name, sink)) in sinks.iter_mut().enumerate() {
-            let staged = outputs.iter().map(|o| o.sinks[i].clone()).collect();
-            let stager = sink.as_stager().ok_or_else(|| no_stager(name))?;
-            stager.commit_staged(batch_id, staged).await?;
+        let mut per_sink: Vec<Vec<StagedOutput>> = vec![Vec::with_capacity(outputs.len()); sinks];
+        for out in outputs {
+            for (i, staged) in out.sinks.into_iter().enumerate() {
+                per_sink[i].push(staged);
+            }
         }
         Ok(Some(DistributedBatch {
-            io: BatchIo {
+            moved: Moved {
                 rows,
                 read,
-                write: t.elapsed(),
+                write: std::time::Duration::ZERO,
             },
+            outputs: per_sink,
             tasks,
             scheduling_ms: job_ms.saturating_sub(span),
         }))

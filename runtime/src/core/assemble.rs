@@ -1,0 +1,146 @@
+//! Assembling a pipeline from its spec — on the driver and on an executor alike.
+//!
+//! 1. [`prepare`] checks every connector's and stage's options without I/O (`tributary check`)
+//!    and returns what to build.
+//! 2. [`Prepared::build`] builds the source, the ordered stages and the sinks with the given
+//!    contexts: the driver's source gets the checkpoint's state directory, an executor's gets
+//!    none (it reads partitions, never plans or commits).
+
+use std::sync::Arc;
+
+use tributary_sdk::{
+    ConnectorContext, Error, ErrorCode, PreparedSink, PreparedSource, RealTimeSupport, Result,
+    SecretStore, Sink, Source, SourceDescription, Stage, StageFactory,
+};
+
+use super::stages::StageChain;
+use crate::pipeline::{PipelineSpec, StageSpec};
+use crate::registry::Registry;
+use crate::trigger::Trigger;
+
+/// A stage whose options were checked, not built yet.
+enum PreparedStage {
+    Registered(Arc<dyn StageFactory>, tributary_sdk::Options),
+    Sql(crate::transform::TransformSection),
+}
+
+/// A pipeline whose options were all checked, nothing built or opened yet.
+pub(crate) struct Prepared {
+    source: Box<dyn PreparedSource>,
+    stages: Vec<PreparedStage>,
+    sinks: Vec<(String, Box<dyn PreparedSink>)>,
+    origin: String,
+}
+
+/// What [`Prepared::build`] returns.
+pub(crate) struct Built {
+    pub source: Box<dyn Source>,
+    pub stages: StageChain,
+    pub sinks: Vec<(String, Box<dyn Sink>)>,
+}
+
+/// Validates every connector's and stage's options (no I/O) and returns what to build.
+pub(crate) fn prepare(spec: &PipelineSpec, registry: &Registry) -> Result<Prepared> {
+    let source = registry
+        .source(&spec.source)?
+        .prepare(&spec.source_options)?;
+    if let (Trigger::RealTime { .. }, RealTimeSupport::Unsupported { reason }) =
+        (spec.trigger, &source.description().real_time)
+    {
+        return Err(Error::new(
+            ErrorCode::InvalidPipeline,
+            format!(
+                "source '{}' cannot run with trigger kind realTime: {reason}; use processingTime or availableNow",
+                spec.source
+            ),
+        )
+        .with_context("option", "trigger.kind"));
+    }
+    if spec.engine != crate::distributed::EngineSpec::Embedded
+        && matches!(spec.trigger, Trigger::RealTime { .. })
+    {
+        return Err(Error::new(
+            ErrorCode::ConflictingOptions,
+            "trigger kind realTime runs in the pipeline's own process; with engine kind \"ballista\" use processingTime or availableNow",
+        )
+        .with_context("option", "engine.kind"));
+    }
+    let mut stages = Vec::new();
+    for stage in &spec.stages {
+        stages.push(match stage {
+            StageSpec::Registered { name, options } => {
+                let factory = registry.stage(name)?;
+                factory.validate(options, source.description())?;
+                PreparedStage::Registered(factory, options.clone())
+            }
+            StageSpec::Sql(section) => {
+                crate::transform::validate(section, &spec.origin)?;
+                PreparedStage::Sql(section.clone())
+            }
+        });
+    }
+    let mut sinks = Vec::new();
+    for (name, options) in &spec.sinks {
+        sinks.push((name.clone(), registry.sink(name)?.prepare(options)?));
+    }
+    Ok(Prepared {
+        source,
+        stages,
+        sinks,
+        origin: spec.origin.clone(),
+    })
+}
+
+impl Prepared {
+    /// What the source reads (known before anything is built).
+    pub(crate) fn description(&self) -> &SourceDescription {
+        self.source.description()
+    }
+
+    /// Builds the connectors and stages. `source_ctx` and `sink_ctx` carry the secrets, the
+    /// pipeline's name, the checkpoint id and (the driver's source only) the state directory.
+    pub(crate) fn build(
+        self,
+        connector: &str,
+        secrets: &Arc<dyn SecretStore>,
+        source_ctx: &ConnectorContext,
+        sink_ctx: &ConnectorContext,
+    ) -> Result<Built> {
+        let description = self.source.description().clone();
+        let source = self.source.build(source_ctx)?;
+        if source.identity() != description.identity {
+            return Err(Error::new(
+                ErrorCode::Internal,
+                format!(
+                    "source '{connector}' was described as reading '{}' but its built source reports '{}'",
+                    description.identity.target,
+                    source.identity().target
+                ),
+            ));
+        }
+        let mut stages: Vec<Box<dyn Stage>> = Vec::new();
+        for stage in &self.stages {
+            stages.push(match stage {
+                PreparedStage::Registered(factory, options) => {
+                    factory.create(options, &description, secrets.as_ref())?
+                }
+                PreparedStage::Sql(section) => crate::transform::stage(section, &self.origin)?,
+            });
+        }
+        let mut sinks = Vec::new();
+        for (name, sink) in self.sinks {
+            sinks.push((name, sink.build(sink_ctx)?));
+        }
+        Ok(Built {
+            source,
+            stages: StageChain::new(stages),
+            sinks,
+        })
+    }
+}
+
+/// Checks a pipeline without any I/O: connectors exist, their options and the stages' options
+/// are valid for this source. Returns what the source reads.
+pub fn validate(spec: &PipelineSpec, registry: &Registry) -> Result<SourceDescription> {
+    Ok(prepare(spec, registry)?.description().clone())
+}

@@ -1,0 +1,81 @@
+//! A batch's parts from the source, through the stages, into the sinks.
+//!
+//! [`push`] moves one part (the real-time driver calls it per chunk); [`pump`] moves every part
+//! of a stream (micro-batches, an executor's partition, a replay). Memory is bounded by a part
+//! and the acknowledgements in flight, except for sinks written as a whole batch, whose adapter
+//! keeps the batch until it commits.
+
+use std::time::{Duration, Instant};
+
+use arrow::array::RecordBatch;
+use futures::stream::{FuturesOrdered, StreamExt};
+use tributary_sdk::{Ack, BatchStream, Result};
+
+use super::sinks::SinkSet;
+use super::stages::StageChain;
+
+/// Acknowledgements awaited at once before the next part is read (back-pressure).
+pub const IN_FLIGHT_ACKS: usize = 64;
+
+/// What a batch (or a part) moved, and where its time went.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Moved {
+    /// Rows after the stages (what every sink received).
+    pub rows: u64,
+    /// Time spent reading and in the stages.
+    pub read: Duration,
+    /// Time spent in the sinks.
+    pub write: Duration,
+}
+
+/// One part through the stages and into every sink; returns the rows the sinks received and
+/// the acknowledgements of those that acknowledge as they go.
+pub(crate) async fn push(
+    stages: &mut StageChain,
+    sinks: &mut SinkSet,
+    part: RecordBatch,
+    moved: &mut Moved,
+) -> Result<(RecordBatch, Vec<Ack>)> {
+    let t = Instant::now();
+    let part = stages.apply(part).await?;
+    moved.read += t.elapsed();
+    moved.rows += part.num_rows() as u64;
+    let t = Instant::now();
+    let written = sinks.write(&part).await?;
+    moved.write += t.elapsed();
+    Ok((part, written.acks))
+}
+
+/// Every part of `parts` through [`push`]; returns once every acknowledgement resolved.
+pub(crate) async fn pump(
+    mut parts: BatchStream<'_>,
+    stages: &mut StageChain,
+    sinks: &mut SinkSet,
+) -> Result<Moved> {
+    let mut moved = Moved::default();
+    let mut in_flight: FuturesOrdered<Ack> = FuturesOrdered::new();
+    loop {
+        let t = Instant::now();
+        let Some(part) = parts.next().await else {
+            moved.read += t.elapsed();
+            break;
+        };
+        moved.read += t.elapsed();
+        let (_, acks) = push(stages, sinks, part?, &mut moved).await?;
+        in_flight.extend(acks);
+        let t = Instant::now();
+        while in_flight.len() > IN_FLIGHT_ACKS {
+            if let Some(done) = in_flight.next().await {
+                done?;
+            }
+        }
+        moved.write += t.elapsed();
+    }
+    drop(parts);
+    let t = Instant::now();
+    while let Some(done) = in_flight.next().await {
+        done?;
+    }
+    moved.write += t.elapsed();
+    Ok(moved)
+}

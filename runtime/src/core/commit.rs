@@ -1,0 +1,59 @@
+//! The commit sequence of a batch, the same for every driver:
+//!
+//! 1. [`log`]: `offsets/<n>` = `[start, end)` is written atomically — before the batch is read
+//!    (micro-batches) or once its end is known (real-time long batches).
+//! 2. [`commit`]: every sink publishes batch `n` ([`SinkSet::commit`], idempotent per batch
+//!    id), then `commits/<n>` is written, then the source is told `end` is durable.
+//!
+//! A crash between the two replays batch `n` with exactly the logged range.
+
+use std::time::{Duration, Instant};
+
+use tributary_sdk::{Offset, Result, Source, StagedOutput};
+
+use super::sinks::SinkSet;
+use crate::checkpoint::Checkpoint;
+
+/// Where the commit's time went.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct CommitTimes {
+    /// Publishing the batch in the sinks.
+    pub sinks: Duration,
+    /// Writing `commits/<n>`.
+    pub wal: Duration,
+}
+
+/// Step 1: logs batch `batch_id`'s range; returns the time it took.
+pub(crate) fn log(
+    checkpoint: &Checkpoint,
+    batch_id: u64,
+    start: &Offset,
+    end: &Offset,
+) -> Result<Duration> {
+    let t = Instant::now();
+    checkpoint.write_offsets(batch_id, start, end)?;
+    Ok(t.elapsed())
+}
+
+/// Step 2: sinks publish, `commits/<n>`, the source commits.
+pub(crate) async fn commit(
+    checkpoint: &Checkpoint,
+    source: &mut dyn Source,
+    sinks: &mut SinkSet,
+    batch_id: u64,
+    end: &Offset,
+    rows: u64,
+    outputs: Vec<Vec<StagedOutput>>,
+) -> Result<CommitTimes> {
+    let t = Instant::now();
+    sinks.commit(batch_id, outputs).await?;
+    let sink_time = t.elapsed();
+    let t = Instant::now();
+    checkpoint.write_commit(batch_id, rows)?;
+    let wal = t.elapsed();
+    source.commit(end).await?;
+    Ok(CommitTimes {
+        sinks: sink_time,
+        wal,
+    })
+}

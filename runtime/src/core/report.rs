@@ -1,0 +1,103 @@
+//! The one progress-event builder: every driver describes a batch as a [`BatchReport`] and the
+//! core turns it into a [`ProgressEvent`] for the listeners.
+
+use std::time::Duration;
+
+use tributary_sdk::Offset;
+
+use super::Pipeline;
+use crate::latency::Latencies;
+use crate::progress::{Durations, ProgressEvent, SinkProgress, SourceProgress, TaskProgress};
+
+/// What a driver knows of a batch when it reports it.
+#[derive(Debug, Clone)]
+pub(crate) struct BatchReport {
+    /// The batch id.
+    pub batch_id: u64,
+    /// A replay of an uncommitted batch.
+    pub replayed: bool,
+    /// The batch's range (for an interim event, the end delivered so far).
+    pub start: Offset,
+    /// See `start`.
+    pub end: Offset,
+    /// Rows the sinks received.
+    pub rows: u64,
+    /// Phase durations.
+    pub durations: Durations,
+    /// Wall time since the previous batch ended (input rate).
+    pub since_last: Duration,
+    /// Time the batch has run (processing rate).
+    pub elapsed: Duration,
+    /// Real-time: latency percentiles so far.
+    pub latencies: Option<Latencies>,
+    /// Real-time: an event of a long batch still running.
+    pub interim: bool,
+    /// Distributed: where each input partition ran.
+    pub tasks: Vec<TaskProgress>,
+    /// Distributed: the job's time not covered by tasks.
+    pub scheduling_ms: Option<u64>,
+}
+
+impl BatchReport {
+    /// A report of batch `batch_id` over `[start, end)` with nothing measured yet.
+    pub(crate) fn new(batch_id: u64, start: Offset, end: Offset) -> Self {
+        BatchReport {
+            batch_id,
+            replayed: false,
+            start,
+            end,
+            rows: 0,
+            durations: Durations::default(),
+            since_last: Duration::ZERO,
+            elapsed: Duration::ZERO,
+            latencies: None,
+            interim: false,
+            tasks: Vec::new(),
+            scheduling_ms: None,
+        }
+    }
+}
+
+fn rfc3339_now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+impl Pipeline {
+    /// Builds the event of `report` and hands it to every listener.
+    pub(crate) fn report(&mut self, report: BatchReport) {
+        let rows = report.rows;
+        let event = ProgressEvent {
+            id: self.checkpoint_id.clone(),
+            name: self.name.clone(),
+            batch_id: report.batch_id,
+            replayed: report.replayed,
+            timestamp: rfc3339_now(),
+            num_input_rows: rows,
+            input_rows_per_second: rows as f64 / report.since_last.as_secs_f64().max(1e-3),
+            processed_rows_per_second: rows as f64 / report.elapsed.as_secs_f64().max(1e-3),
+            duration_ms: report.durations,
+            sources: vec![SourceProgress {
+                description: self.source_label.clone(),
+                start_offset: report.start,
+                end_offset: report.end,
+                num_input_rows: rows,
+                metrics: self.metrics(),
+            }],
+            sinks: self
+                .sinks
+                .names()
+                .map(|name| SinkProgress {
+                    description: name.to_string(),
+                    num_output_rows: rows,
+                })
+                .collect(),
+            latencies: report.latencies,
+            interim: report.interim,
+            tasks: report.tasks,
+            scheduling_ms: report.scheduling_ms,
+        };
+        for l in &mut self.listeners {
+            l.on_progress(&event);
+        }
+    }
+}
