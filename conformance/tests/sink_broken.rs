@@ -39,11 +39,19 @@ enum Fault {
     AcceptsUnknownOptions,
     /// The sensitive token is printed by the sink's `Debug`.
     LeaksSecretInDebug,
+    /// The part writer loses every part after the first of a batch.
+    PartsLoseAPart,
 }
 
 /// The full set of cases each fault must fail — no more, no fewer.
 const EXPECTED: &[(Fault, &[&str])] = &[
-    (Fault::DuplicatesOnReplay, &["sink_replay_replaces_batch"]),
+    (
+        Fault::DuplicatesOnReplay,
+        &[
+            "sink_replay_replaces_batch",
+            "sink_parts_then_commit_equals_write",
+        ],
+    ),
     (Fault::DedupsOnlyInMemory, &["sink_replay_after_restart"]),
     (
         Fault::DropsLastRow,
@@ -52,6 +60,7 @@ const EXPECTED: &[(Fault, &[&str])] = &[
             "sink_replay_replaces_batch",
             "sink_replay_after_restart",
             "sink_empty_batch",
+            "sink_parts_then_commit_equals_write",
         ],
     ),
     (Fault::RefusesEmptyWrite, &["sink_empty_batch"]),
@@ -60,6 +69,10 @@ const EXPECTED: &[(Fault, &[&str])] = &[
         &["sink_unknown_option_refused"],
     ),
     (Fault::LeaksSecretInDebug, &["sink_secrets_hidden"]),
+    (
+        Fault::PartsLoseAPart,
+        &["sink_parts_then_commit_equals_write"],
+    ),
 ];
 
 /// The sensitive option the wrapper adds (the JSON-lines sink itself has none), so the secrets
@@ -160,6 +173,7 @@ impl PreparedSink for BrokenPreparedSink {
             dir: self.dir,
             token,
             written: HashSet::new(),
+            parts: None,
         }))
     }
 }
@@ -172,6 +186,8 @@ struct BrokenSink {
     token: String,
     /// Batch ids this instance wrote.
     written: HashSet<u64>,
+    /// The part writer's batch and parts (written whole through `write` at commit).
+    parts: Option<(u64, Vec<RecordBatch>)>,
 }
 
 impl std::fmt::Debug for BrokenSink {
@@ -237,10 +253,10 @@ impl Sink for BrokenSink {
         self.inner.stop().await
     }
 
-    /// The faults are injected into whole-batch writes: no part writer, so every batch goes
-    /// through `write` above.
+    /// A part writer that keeps the parts and commits them through `write` above (so the
+    /// whole-batch faults reach it too), losing parts with `PartsLoseAPart`.
     fn as_part_writer(&mut self) -> Option<&mut dyn tributary_sdk::PartWriter> {
-        None
+        Some(self)
     }
 
     fn as_stager(&mut self) -> Option<&mut dyn tributary_sdk::PartitionStager> {
@@ -249,6 +265,37 @@ impl Sink for BrokenSink {
 
     fn as_streaming(&mut self) -> Option<&mut dyn tributary_sdk::StreamingSink> {
         self.inner.as_streaming()
+    }
+}
+
+#[async_trait]
+impl tributary_sdk::PartWriter for BrokenSink {
+    async fn begin_batch(&mut self, batch_id: u64, _schema: SchemaRef) -> Result<()> {
+        self.parts = Some((batch_id, Vec::new()));
+        Ok(())
+    }
+
+    async fn write_part(&mut self, part: &RecordBatch) -> Result<()> {
+        let lose = self.fault == Some(Fault::PartsLoseAPart);
+        match &mut self.parts {
+            Some((_, parts)) if lose && !parts.is_empty() => Ok(()),
+            Some((_, parts)) => {
+                parts.push(part.clone());
+                Ok(())
+            }
+            None => Err(Error::new(
+                ErrorCode::Internal,
+                "write_part before begin_batch",
+            )),
+        }
+    }
+
+    async fn commit_batch(&mut self) -> Result<()> {
+        let (batch_id, parts) = self
+            .parts
+            .take()
+            .ok_or_else(|| Error::new(ErrorCode::Internal, "commit_batch before begin_batch"))?;
+        Sink::write(self, batch_id, &parts).await
     }
 }
 

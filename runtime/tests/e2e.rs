@@ -214,3 +214,37 @@ fn unknown_connector_lists_known_ones() {
     let line = assert_one_clear_error(&o);
     assert!(line.contains("Did you mean 'parquet'"), "{line}");
 }
+
+/// The metrics contract of a progress event: `numInputRows` counts the rows read from the
+/// source, each sink's `numOutputRows` the rows it received after the stages, and the sinks
+/// hold exactly those rows.
+#[test]
+fn progress_counts_rows_in_and_rows_out_across_a_filtering_transform() {
+    let l = Layout::new();
+    write_json_files(&l.input(), "a", 4, 10, 0);
+    let p = l.pipeline(r#", "cloudFiles.maxFilesPerTrigger" = 2"#, "availableNow");
+    let mut text = std::fs::read_to_string(&p).unwrap();
+    text.push_str("[transform]\nsql = \"SELECT * FROM source WHERE id % 4 = 0\"\n");
+    std::fs::write(&p, text).unwrap();
+    let progress = l.root.path().join("progress.jsonl");
+    let o = tributary()
+        .args(["run", "-q", "--progress-json"])
+        .arg(&progress)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(&progress)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 2, "two batches of two files");
+    let written = output_ids(&l.output());
+    assert_eq!(written, (0..40).filter(|i| i % 4 == 0).collect::<Vec<_>>());
+    for e in &events {
+        assert_eq!(e["numInputRows"], 20, "{e}");
+        assert_eq!(e["sources"][0]["numInputRows"], 20, "{e}");
+        assert_eq!(e["sinks"][0]["numOutputRows"], 5, "{e}");
+    }
+}

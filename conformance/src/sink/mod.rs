@@ -41,8 +41,9 @@ pub mod rows;
 pub mod runner;
 
 pub use cases::{
-    all_sink_cases, sink_empty_batch, sink_replay_after_restart, sink_replay_replaces_batch,
-    sink_secrets_hidden, sink_unknown_option_refused, sink_writes_every_row, SinkCase, SinkCaseFn,
+    all_sink_cases, sink_empty_batch, sink_parts_then_commit_equals_write,
+    sink_replay_after_restart, sink_replay_replaces_batch, sink_secrets_hidden,
+    sink_unknown_option_refused, sink_writes_every_row, SinkCase, SinkCaseFn,
 };
 pub use fixture::{rows_as_json, SinkFixture};
 pub use runner::{run_sink_case, run_sink_case_test, run_sinks, SinkSetup};

@@ -20,6 +20,8 @@ pub const IN_FLIGHT_ACKS: usize = 64;
 /// What a batch (or a part) moved, and where its time went.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Moved {
+    /// Rows read from the source (before the stages).
+    pub rows_in: u64,
     /// Rows after the stages (what every sink received).
     pub rows: u64,
     /// Time spent reading and in the stages.
@@ -36,6 +38,7 @@ pub(crate) async fn push(
     part: RecordBatch,
     moved: &mut Moved,
 ) -> Result<(RecordBatch, Vec<Ack>)> {
+    moved.rows_in += part.num_rows() as u64;
     let t = Instant::now();
     let part = stages.apply(part).await?;
     moved.read += t.elapsed();

@@ -20,7 +20,9 @@ pub(crate) struct BatchReport {
     pub start: Offset,
     /// See `start`.
     pub end: Offset,
-    /// Rows the sinks received.
+    /// Rows read from the source.
+    pub rows_in: u64,
+    /// Rows the sinks received (after the stages).
     pub rows: u64,
     /// Phase durations.
     pub durations: Durations,
@@ -46,6 +48,7 @@ impl BatchReport {
             replayed: false,
             start,
             end,
+            rows_in: 0,
             rows: 0,
             durations: Durations::default(),
             since_last: Duration::ZERO,
@@ -65,7 +68,7 @@ fn rfc3339_now() -> String {
 impl Pipeline {
     /// Builds the event of `report` and hands it to every listener.
     pub(crate) fn report(&mut self, report: BatchReport) {
-        let rows = report.rows;
+        let rows = report.rows_in;
         let event = ProgressEvent {
             id: self.checkpoint_id.clone(),
             name: self.name.clone(),
@@ -88,7 +91,7 @@ impl Pipeline {
                 .names()
                 .map(|name| SinkProgress {
                     description: name.to_string(),
-                    num_output_rows: rows,
+                    num_output_rows: report.rows,
                 })
                 .collect(),
             latencies: report.latencies,

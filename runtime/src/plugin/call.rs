@@ -12,13 +12,29 @@ use std::sync::{Arc, Mutex};
 
 use libloading::Library;
 
-use crate::plugin::loader::ManifestRef;
 use tributary_sdk::plugin::abi::{
-    FfiBytes, FfiContext, FfiSlice, FfiStatus, FfiStreamingTable, ABI_VERSION, STATUS_OK,
+    FfiBytes, FfiContext, FfiManifest, FfiSlice, FfiStatus, FfiStreamingTable, ABI_VERSION,
+    STATUS_OK,
 };
 use tributary_sdk::plugin::error_from_bytes;
 use tributary_sdk::plugin::secrets::export_secret_store;
 use tributary_sdk::{ConnectorContext, Error, ErrorCode, Options, Result};
+
+/// A pointer to a plugin's static manifest.
+#[derive(Clone, Copy)]
+pub(crate) struct ManifestRef(pub(crate) *const FfiManifest);
+
+// SAFETY: the manifest is immutable static data of a library that is never unloaded.
+unsafe impl Send for ManifestRef {}
+// SAFETY: see above.
+unsafe impl Sync for ManifestRef {}
+
+impl ManifestRef {
+    pub(crate) fn get(&self) -> &FfiManifest {
+        // SAFETY: non-null (checked at load), static in a pinned library.
+        unsafe { &*self.0 }
+    }
+}
 
 /// What every handle of one plugin shares: its identity and the library that must stay loaded.
 #[derive(Debug)]

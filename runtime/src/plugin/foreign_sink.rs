@@ -18,8 +18,7 @@ use tributary_sdk::{
     StreamingSink,
 };
 
-use crate::plugin::call::{blocking, PluginShared, StreamingRef};
-use crate::plugin::loader::ManifestRef;
+use crate::plugin::call::{blocking, ManifestRef, PluginShared, StreamingRef};
 
 /// Builds sinks of one plugin connector.
 pub struct ForeignSinkFactory {

@@ -8,7 +8,9 @@
 //! `StreamingSource` (see [`crate::plugin::foreign_streaming`]).
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use tokio::task::JoinHandle;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
@@ -21,9 +23,7 @@ use tributary_sdk::{
     SourceMetrics, StreamingSource,
 };
 
-use crate::plugin::call::{blocking, PluginShared, StreamingRef};
-use crate::plugin::foreign_streaming::Pump;
-use crate::plugin::loader::ManifestRef;
+use crate::plugin::call::{blocking, ManifestRef, PluginShared, StreamingRef};
 
 /// Builds sources of one plugin connector.
 pub struct ForeignSourceFactory {
@@ -354,5 +354,18 @@ impl fmt::Debug for ForeignSource {
             .field("connector", &self.connector)
             .field("inner", &format_args!("{inner}"))
             .finish()
+    }
+}
+
+/// The running pump of a foreign source's streaming read.
+pub(crate) struct Pump {
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) task: JoinHandle<()>,
+}
+
+impl Pump {
+    /// Asks the pump to end after its current call.
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
     }
 }

@@ -28,7 +28,6 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 use tributary_sdk::plugin::abi::{
     FfiAck, FfiBatch, FfiBytes, FfiChunk, FfiSlice, FfiSource, FfiStatus, STATUS_END, STATUS_OK,
     STATUS_TIMEOUT, TIME_UNKNOWN,
@@ -40,23 +39,10 @@ use tributary_sdk::{
 
 use crate::plugin::call::{blocking, PluginShared, StreamingRef};
 use crate::plugin::foreign_sink::ForeignSink;
-use crate::plugin::foreign_source::{ForeignSource, SourceHandle};
+use crate::plugin::foreign_source::{ForeignSource, Pump, SourceHandle};
 
 /// How long one `next_chunk` call waits before the pump checks its stop flag again.
 pub const PUMP_WAIT_MS: u64 = 50;
-
-/// The running pump of a foreign source's streaming read.
-pub(crate) struct Pump {
-    stop: Arc<AtomicBool>,
-    task: JoinHandle<()>,
-}
-
-impl Pump {
-    /// Asks the pump to end after its current call.
-    pub(crate) fn stop(&self) {
-        self.stop.store(true, Ordering::SeqCst);
-    }
-}
 
 /// A bitwise copy of a source table for the pump: it calls only `next_chunk`, which reads the
 /// table's `private_data`. The original stays in the handle (kept alive by the pump's clone of

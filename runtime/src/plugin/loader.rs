@@ -20,13 +20,13 @@ use std::sync::{Arc, Mutex};
 
 use libloading::Library;
 use tributary_sdk::plugin::abi::{
-    EntryFn, FfiManifest, StreamingEntryFn, ABI_VERSION, ENTRY_SYMBOL, ENTRY_SYMBOL_PREFIX,
-    STREAMING_SYMBOL, STREAMING_VERSION,
+    EntryFn, StreamingEntryFn, ABI_VERSION, ENTRY_SYMBOL, ENTRY_SYMBOL_PREFIX, STREAMING_SYMBOL,
+    STREAMING_VERSION,
 };
 use tributary_sdk::plugin::export::target;
 use tributary_sdk::{ConnectorKind, Error, ErrorCode, Result, SinkFactory, SourceFactory};
 
-use crate::plugin::call::{PluginShared, StreamingRef};
+use crate::plugin::call::{ManifestRef, PluginShared, StreamingRef};
 use crate::plugin::foreign_sink::ForeignSinkFactory;
 use crate::plugin::foreign_source::ForeignSourceFactory;
 use crate::plugin::manifest::{bad, PluginManifest};
@@ -34,22 +34,6 @@ use crate::registry::Registry;
 
 /// Libraries pinned for the life of the process (see the module docs).
 static PINNED: Mutex<Vec<Arc<Library>>> = Mutex::new(Vec::new());
-
-/// A pointer to a plugin's static manifest.
-#[derive(Clone, Copy)]
-pub(crate) struct ManifestRef(*const FfiManifest);
-
-// SAFETY: the manifest is immutable static data of a library that is never unloaded.
-unsafe impl Send for ManifestRef {}
-// SAFETY: see above.
-unsafe impl Sync for ManifestRef {}
-
-impl ManifestRef {
-    pub(crate) fn get(&self) -> &FfiManifest {
-        // SAFETY: non-null (checked at load), static in a pinned library.
-        unsafe { &*self.0 }
-    }
-}
 
 /// A plugin library that passed the handshake.
 #[derive(Clone)]

@@ -21,8 +21,8 @@ use deltalake::datafusion::functions_aggregate::expr_fn::{max, min};
 use deltalake::datafusion::prelude::{col, lit, SessionContext};
 
 use super::backfill::{decide, BackfillState, BackfillStatus, Clock, Decision};
+use super::binding::{RECORD_SOURCE, STREAM_RECORD_TIMESTAMP};
 use super::catalog::Catalog;
-use super::ingest::{RECORD_SOURCE, STREAM_RECORD_TIMESTAMP};
 
 fn query_error(location: &str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
     Error::new(

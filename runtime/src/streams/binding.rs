@@ -9,9 +9,14 @@ use std::sync::Arc;
 use tributary_sdk::options::conflicting;
 use tributary_sdk::{Error, ErrorCode, Result, StreamBinding};
 
-use super::ingest::{RECORD_SOURCE, STREAM_RECORD_TIMESTAMP};
 use super::spec::StreamSpec;
 use crate::registry::Registry;
+
+/// The column telling stream rows from backfill rows.
+pub const RECORD_SOURCE: &str = "record_source";
+
+/// The record time column.
+pub const STREAM_RECORD_TIMESTAMP: &str = "stream_record_timestamp";
 
 /// The option naming the source connector.
 const KIND: &str = "source.kind";

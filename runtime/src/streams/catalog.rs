@@ -22,7 +22,6 @@ use super::backfill::BackfillStatus;
 use super::name::ThreePartName;
 use super::spec::{looks_like_location, StreamSpec};
 use crate::checkpoint::write_atomic;
-use crate::registry::Registry;
 
 /// The entry format version.
 pub const ENTRY_FORMAT: u32 = 1;
@@ -171,32 +170,28 @@ impl Catalog {
         p
     }
 
-    /// Validates a spec (names, schemas, and the connector's and stages' options, without I/O)
-    /// and creates the stream, created now.
-    pub fn create(&self, spec: StreamSpec) -> Result<StreamEntry> {
-        self.create_at(spec, &super::stream_registry(), Utc::now())
-    }
-
-    /// [`Catalog::create`] with a registry and a creation time.
-    pub fn create_at(
+    /// A new entry for `spec`, created at `created_at` (nothing checked or stored yet; see
+    /// `Catalog::create` in `create.rs`).
+    pub(super) fn new_entry(
         &self,
         spec: StreamSpec,
-        registry: &Registry,
         created_at: DateTime<Utc>,
     ) -> Result<StreamEntry> {
-        super::binding::check(&spec, registry)?;
         let name = spec.stream_name()?;
-        let table = spec.table_name()?;
-        let entry = StreamEntry {
+        Ok(StreamEntry {
             format: ENTRY_FORMAT,
             id: new_id(),
             name: name.to_string(),
             created_at: created_at.to_rfc3339_opts(SecondsFormat::Millis, true),
             backfill: BackfillStatus::initial(spec.ingestion.backfill_source.is_some()),
             spec,
-        };
-        super::pipeline::check_secrets(&entry.spec, registry)?;
-        super::pipeline::validate(self, &entry, registry)?;
+        })
+    }
+
+    /// Stores a checked entry: refused when the stream exists or another stream has its table.
+    pub(super) fn insert(&self, entry: StreamEntry) -> Result<StreamEntry> {
+        let name = entry.spec.stream_name()?;
+        let table = entry.spec.table_name()?;
         let path = self.entry_path(&name);
         if path.exists() {
             return Err(exists(&name));

@@ -27,14 +27,11 @@ use tributary_sdk::{
 };
 
 use super::binding::{or_list, stream_sources};
+pub use super::binding::{RECORD_SOURCE, STREAM_RECORD_TIMESTAMP};
 use crate::registry::Registry;
 
 /// The stage name in a pipeline's stage list.
 pub const STAGE_NAME: &str = "stream_ingestion";
-/// The record time column.
-pub const STREAM_RECORD_TIMESTAMP: &str = "stream_record_timestamp";
-/// The column telling stream rows from backfill rows.
-pub const RECORD_SOURCE: &str = "record_source";
 /// The type of `stream_record_timestamp`: Delta's TIMESTAMP (microseconds, UTC).
 pub fn timestamp_type() -> DataType {
     DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))

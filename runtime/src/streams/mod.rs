@@ -4,8 +4,9 @@
 //! what a stream needs from its source connector comes from the connector's
 //! [`tributary_sdk::StreamBinding`].
 //!
-//! - [`catalog`]: the embedded catalog (create / get / list / delete, the warehouse of tables,
-//!   the pipelines' checkpoints).
+//! - [`catalog`]: the embedded catalog (get / list / delete, the warehouse of tables,
+//!   the pipelines' checkpoints); `create.rs`: `Catalog::create`, the spec checked against the
+//!   registry and the pipeline it compiles to before it is stored.
 //! - [`spec`]: the stream spec file and its validation; [`name`]: three-part names;
 //!   [`binding`]: the spec bound to its connector's stream binding.
 //! - [`pipeline`]: a stream's ingestion pipeline as an ordinary pipeline spec;
@@ -36,6 +37,7 @@ pub mod backfill_merge;
 pub mod binding;
 pub mod catalog;
 pub mod cli;
+mod create;
 pub mod ingest;
 pub mod name;
 pub mod pipeline;

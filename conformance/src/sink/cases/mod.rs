@@ -6,6 +6,7 @@
 //! [`crate::sink_conformance_tests!`] (one test per case) are generated from it.
 
 mod options;
+mod protocol;
 mod replay;
 mod staged;
 mod writing;
@@ -19,6 +20,7 @@ use crate::sink::fixture::SinkFixture;
 use crate::sink::rows::{check_rows, test_schema};
 
 pub use options::{sink_secrets_hidden, sink_unknown_option_refused};
+pub use protocol::sink_parts_then_commit_equals_write;
 pub use replay::{sink_replay_after_restart, sink_replay_replaces_batch};
 pub use staged::sink_staged_commit_exactly_once;
 pub use writing::{sink_empty_batch, sink_writes_every_row};
@@ -61,6 +63,8 @@ macro_rules! __sink_cases {
                 "an exactly-once sink replaces a replayed batch id: no duplicate",
             sink_replay_after_restart:
                 "after a crash (no stop) a new instance replays the last batch without duplicating it",
+            sink_parts_then_commit_equals_write:
+                "a batch written through the host's protocol (begin, parts, finish, commit; the part writer when the sink has one) equals the batch written whole, and its replay adds no duplicate",
             sink_staged_commit_exactly_once:
                 "partitions staged by separate instances and committed by a third are published once, across a retried task, a repeated commit and a replayed batch",
             sink_empty_batch:

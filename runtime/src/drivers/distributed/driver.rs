@@ -129,6 +129,7 @@ impl Distributed {
         let mut outputs = Vec::with_capacity(results.len());
         let mut tasks = Vec::with_capacity(results.len());
         let mut rows = 0;
+        let mut rows_in = 0;
         for r in &results {
             let out: TaskOutput = serde_json::from_value(r.output.clone()).map_err(|e| {
                 Error::new(
@@ -148,6 +149,7 @@ impl Distributed {
                 ));
             }
             rows += out.rows;
+            rows_in += out.rows_in;
             tasks.push(TaskProgress {
                 partition: r.partition,
                 label: labels.get(r.partition).cloned().unwrap_or_default(),
@@ -176,6 +178,7 @@ impl Distributed {
         }
         Ok(Some(DistributedBatch {
             moved: Moved {
+                rows_in,
                 rows,
                 read,
                 write: std::time::Duration::ZERO,

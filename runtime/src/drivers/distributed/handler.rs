@@ -74,6 +74,9 @@ impl RuntimeTaskHandler {
 pub struct TaskOutput {
     /// Rows after the stages.
     pub rows: u64,
+    /// Rows read from the partition (before the stages).
+    #[serde(default)]
+    pub rows_in: u64,
     /// One staged output per sink, in the pipeline's sink order.
     pub sinks: Vec<StagedOutput>,
 }
@@ -114,6 +117,7 @@ impl TaskHandler for RuntimeTaskHandler {
         source.stop().await?;
         serde_json::to_value(TaskOutput {
             rows: moved.rows,
+            rows_in: moved.rows_in,
             sinks: outputs,
         })
         .map_err(|e| Error::new(ErrorCode::Internal, format!("task output: {e}")))
