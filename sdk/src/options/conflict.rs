@@ -146,6 +146,11 @@ impl ConflictRule {
         specs: &[OptionSpec],
     ) -> Result<()> {
         let given = |name: &str| options.get(name).is_some_and(|v| !v.trim().is_empty());
+        // A rule about an option the list does not declare (a subset of a connector's options,
+        // as a command takes) does not apply.
+        if !specs.iter().any(|s| s.matches(self.other())) {
+            return Ok(());
+        }
         match self {
             ConflictRule::Requires { any_of, why } => {
                 if !any_of.iter().any(|o| given(o)) {

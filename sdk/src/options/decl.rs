@@ -363,6 +363,11 @@ impl<T: OptionType, S: DeclState> OptionDecl<T, S> {
         }
     }
 
+    /// The text given, else the default's text (for values a connector parses itself).
+    pub fn text(&self, p: &ParsedOptions) -> Result<Option<String>> {
+        p.raw(self.name)
+    }
+
     /// The default as text, if declared.
     pub fn default_text(&self) -> Option<String> {
         self.default.map(T::default_text)
