@@ -10,6 +10,8 @@ use std::io::Write;
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
+use tributary_sdk::options::decl::{self, Defaulted, Flag, Int, OneOf, OptionDecl};
+use tributary_sdk::options::Conflict;
 use tributary_sdk::{
     Ack, ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, PartWriter,
     Result, Sink, SinkConnector, StreamingSink,
@@ -261,6 +263,26 @@ pub struct ConsoleConfig {
     pub truncate: bool,
 }
 
+/// `format`.
+const FORMAT: OptionDecl<OneOf, Defaulted> = decl::one_of(
+    "format",
+    &["json", "table"],
+    "How rows are printed: JSON lines or a table.",
+)
+.default("json");
+/// `numRows`.
+const NUM_ROWS: OptionDecl<Int, Defaulted> =
+    decl::int("numRows", 1, i64::MAX, "Rows printed per batch.").default(20);
+/// `truncate`: only shortens table cells, so refused with JSON output, where it would be ignored.
+const TRUNCATE: OptionDecl<Flag, Defaulted> =
+    decl::flag("truncate", "Cut table cells longer than 20 characters.")
+        .default(true)
+        .conflicts(&[Conflict::only_when(
+            "format",
+            &["table"],
+            "only applies when 'format' is table",
+        )]);
+
 impl SinkConnector for ConsoleSinkFactory {
     type Config = ConsoleConfig;
 
@@ -269,36 +291,18 @@ impl SinkConnector for ConsoleSinkFactory {
     }
 
     fn options(&self) -> Vec<OptionSpec> {
-        vec![
-            OptionSpec::one_of(
-                "format",
-                &["json", "table"],
-                "How rows are printed: JSON lines or a table.",
-            )
-            .default_value("json"),
-            OptionSpec::int("numRows", 1, i64::MAX, "Rows printed per batch.").default_value(20),
-            OptionSpec::bool("truncate", "Cut table cells longer than 20 characters.")
-                .default_value(true),
-        ]
+        decl::specs(&[&FORMAT, &NUM_ROWS, &TRUNCATE])
     }
 
     fn parse(&self, p: &ParsedOptions) -> Result<ConsoleConfig> {
-        let format = match p.word("format")?.as_deref() {
-            Some("table") => ConsoleFormat::Table,
+        let format = match FORMAT.get(p)? {
+            "table" => ConsoleFormat::Table,
             _ => ConsoleFormat::Json,
         };
-        let truncate = p.bool("truncate")?.unwrap_or(true);
-        // `truncate` only shortens table cells: refused with JSON output, where it would be ignored.
-        p.refuse_ignored(
-            "truncate",
-            format == ConsoleFormat::Table,
-            "format",
-            "only applies when 'format' is table",
-        )?;
         Ok(ConsoleConfig {
             format,
-            num_rows: p.i64("numRows")?.unwrap_or(20).max(1) as usize,
-            truncate,
+            num_rows: NUM_ROWS.get(p)? as usize,
+            truncate: TRUNCATE.get(p)?,
         })
     }
 

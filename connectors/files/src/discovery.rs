@@ -18,13 +18,14 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::TryStreamExt;
-use globset::{GlobBuilder, GlobMatcher};
+use globset::GlobMatcher;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use tributary_sdk::{Error, ErrorCode, Result, SecretStore};
 
 use crate::config::location::split_key_glob;
 use crate::config::{names, FilesConfig, SourcePath};
+use crate::globs::{glob, split_glob};
 use crate::state::ListedFile;
 use crate::store::{access_error, StoreSpec};
 
@@ -82,7 +83,7 @@ impl Discovery {
                 };
                 let probe = d.fresh()?;
                 if let Some(single) =
-                    crate::schema::run_io(async move { probe.probe(resuming).await })?
+                    crate::blocking::run_io(async move { probe.probe(resuming).await })?
                 {
                     d.cloud = Some((format!("{}/", c.root_url()), single.0));
                     d.path_glob = Some(glob(&single.1, true, names::PATH)?);
@@ -382,44 +383,6 @@ impl Discovery {
 /// Hidden or temporary names, skipped as Spark does.
 fn is_hidden(name: &str) -> bool {
     name.starts_with('.') || name.starts_with('_')
-}
-
-/// Splits `/a/b/*/c*.json` into (`/a/b`, `*/c*.json`); no glob characters gives (path, None).
-pub(crate) fn split_glob(path: &Path) -> (PathBuf, Option<String>) {
-    let mut dir = PathBuf::new();
-    let mut rest: Vec<String> = Vec::new();
-    for comp in path.components() {
-        let text = comp.as_os_str().to_string_lossy();
-        if !rest.is_empty() || text.contains(['*', '?', '[', '{']) {
-            rest.push(text.into_owned());
-        } else {
-            dir.push(comp);
-        }
-    }
-    if rest.is_empty() {
-        (dir, None)
-    } else {
-        (dir, Some(rest.join("/")))
-    }
-}
-
-/// Compiles a glob, naming `option` when it is invalid.
-pub(crate) fn glob(
-    pattern: &str,
-    literal_separator: bool,
-    option: &str,
-) -> Result<(String, GlobMatcher)> {
-    let g = GlobBuilder::new(pattern)
-        .literal_separator(literal_separator)
-        .build()
-        .map_err(|e| {
-            Error::new(
-                ErrorCode::InvalidOption,
-                format!("invalid glob '{pattern}' in option '{option}': {e}"),
-            )
-            .with_context("option", option)
-        })?;
-    Ok((pattern.to_string(), g.compile_matcher()))
 }
 
 fn path_error(path: &Path, what: &str) -> Error {

@@ -128,7 +128,9 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+mod blocking;
 mod clean;
+mod columns;
 pub mod commands;
 pub mod config;
 mod connector;
@@ -138,6 +140,7 @@ mod error;
 mod evolution;
 mod fetch;
 mod format;
+mod globs;
 mod listing;
 mod notifications;
 mod schema;

@@ -12,51 +12,21 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+use arrow_schema::{Field, Schema, SchemaRef};
 use bytes::Bytes;
 use object_store::ObjectStoreExt;
 use serde::{Deserialize, Serialize};
 use tributary_sdk::{Error, ErrorCode, Result};
 
+use crate::blocking::run_io;
+pub use crate::columns::{
+    file_metadata_field, file_metadata_fields, rescued_data_field, METADATA_COLUMN,
+    RESCUED_DATA_COLUMN,
+};
 use crate::config::{names, FilesConfig, Format};
 use crate::ddl::parse_ddl;
 use crate::discovery::Discovery;
 use crate::format;
-
-/// Name of the file metadata column the source appends to every row.
-pub const METADATA_COLUMN: &str = "_metadata";
-/// Default name of the column holding records and values that did not fit the schema
-/// (`rescuedDataColumn`).
-pub const RESCUED_DATA_COLUMN: &str = "_rescued_data";
-
-/// The fields of the `_metadata` struct: `file_path`, `file_name`, `file_size`,
-/// `file_modification_time` (timestamp, ms, UTC) — the names Databricks uses.
-pub fn file_metadata_fields() -> Fields {
-    Fields::from(vec![
-        Field::new("file_path", DataType::Utf8, false),
-        Field::new("file_name", DataType::Utf8, false),
-        Field::new("file_size", DataType::Int64, false),
-        Field::new(
-            "file_modification_time",
-            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-            false,
-        ),
-    ])
-}
-
-/// The `_metadata` column (last column of every batch).
-pub fn file_metadata_field() -> Field {
-    Field::new(
-        METADATA_COLUMN,
-        DataType::Struct(file_metadata_fields()),
-        false,
-    )
-}
-
-/// The rescued data column named `name` (nullable text; JSON and CSV only).
-pub fn rescued_data_field(name: &str) -> Field {
-    Field::new(name, DataType::Utf8, true)
-}
 
 /// The schema file inside the state directory.
 pub const SCHEMA_FILE: &str = "schema.json";
@@ -271,32 +241,5 @@ fn infer(config: &FilesConfig, discovery: &Discovery) -> Result<Schema> {
         } else {
             e
         }
-    })
-}
-
-/// Runs async I/O from synchronous code (`SourceFactory::create` is synchronous): on a scoped
-/// plain thread with its own single-threaded tokio runtime (object-store HTTP clients need
-/// one), so this neither needs nor blocks the caller's runtime. Give it a client made for it
-/// ([`Discovery::fresh`]): connections stay with the runtime that opened them.
-pub(crate) fn run_io<T: Send>(
-    fut: impl std::future::Future<Output = Result<T>> + Send,
-) -> Result<T> {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| {
-                    Error::new(ErrorCode::Internal, "cannot start an I/O runtime").with_cause(e)
-                })?;
-            rt.block_on(fut)
-        })
-        .join()
-        .unwrap_or_else(|_| {
-            Err(Error::new(
-                ErrorCode::Internal,
-                "the store I/O thread panicked",
-            ))
-        })
     })
 }

@@ -15,6 +15,8 @@ use tributary_sdk::{Error, ErrorCode, OptionSpec, ParsedOptions, ReadLimit, Resu
 
 use crate::connection::{self, ConnectionSettings};
 use crate::offsets::{self, PartitionOffsets};
+use crate::options as o;
+pub use crate::subscription::Subscription;
 
 /// Options librdkafka would accept but the source manages itself (as Spark refuses them).
 const MANAGED_CONSUMER_OPTIONS: &[(&str, &str)] = &[
@@ -27,107 +29,15 @@ const MANAGED_CONSUMER_OPTIONS: &[(&str, &str)] = &[
 /// Every option of the Kafka source.
 pub fn source_option_specs() -> Vec<OptionSpec> {
     let mut specs = connection::connection_option_specs();
-    specs.extend([
-        OptionSpec::string("subscribe", "Comma-separated list of topics to read."),
-        OptionSpec::string(
-            "subscribePattern",
-            "Regular expression (full match) of topics to read; topics created later are picked up.",
-        ),
-        OptionSpec::json("assign", r#"Fixed partitions to read, as JSON: {"topicA":[0,1],"topicB":[2]}."#),
-        OptionSpec::string(
-            "startingOffsets",
-            r#"Where a new query starts: earliest, latest, or JSON {"topic":{"0":23,"1":-2}} (-2 earliest, -1 latest). Ignored on restart: the checkpoint wins."#,
-        )
-        .default_value("latest"),
-        OptionSpec::int("startingTimestamp", 0, i64::MAX, "Start every partition at the first record with a timestamp (ms) at or after this one. Takes precedence over startingOffsets.")
-        ,
-        OptionSpec::json("startingOffsetsByTimestamp", r#"Per-partition start timestamps (ms): {"topic":{"0":1700000000000}}. Takes precedence over startingOffsets."#),
-        OptionSpec::one_of(
-            "startingOffsetsByTimestampStrategy",
-            &["error", "latest"],
-            "When no record is at or after the starting timestamp: fail (error) or start at the latest offset.",
-        )
-        .default_value("error"),
-        OptionSpec::string("endingOffsets", r#"Where a batch (once/availableNow) run stops: latest or JSON {"topic":{"0":50,"1":-1}}."#),
-        OptionSpec::int("endingTimestamp", 0, i64::MAX, "Stop every partition before the first record at or after this timestamp (ms)."),
-        OptionSpec::json("endingOffsetsByTimestamp", "Per-partition end timestamps (ms), JSON like startingOffsetsByTimestamp."),
-        OptionSpec::bool("failOnDataLoss", "Fail the query when data may have been lost (deleted partitions, aged-out offsets); false warns, counts and continues from the earliest available offset.").default_value(true),
-        OptionSpec::int("maxOffsetsPerTrigger", 1, i64::MAX, "Most offsets one batch reads, split across partitions in proportion to their lag."),
-        OptionSpec::int("minOffsetsPerTrigger", 1, i64::MAX, "Fewest new offsets a batch waits for, unless maxTriggerDelay passed."),
-        OptionSpec::duration("maxTriggerDelay", "Longest a batch waits for minOffsetsPerTrigger (only with minOffsetsPerTrigger).").default_value("15m"),
-        OptionSpec::int("minPartitions", 1, i64::MAX, "Split the offset ranges of one batch into at least this many parallel reads."),
-        OptionSpec::int("maxRecordsPerPartition", 1, i64::MAX, "Split any offset range larger than this into parallel reads."),
-        OptionSpec::string("groupIdPrefix", "Prefix of the consumer group used to publish progress (offsets are only committed for monitoring).").default_value("tributary-kafka-source"),
-        OptionSpec::bool("includeHeaders", "Add the headers column (list<struct<key, value>>).").default_value(false),
-        OptionSpec::duration("bytesEstimateWindowLength", "Window over which the average record size for estimatedTotalBytesBehindLatest is measured.").default_value("300s"),
-        OptionSpec::int("kafkaConsumer.pollTimeoutMs", 1, i64::MAX, "Longest a read waits without any progress on a planned offset range before failing.").default_value(120_000),
-        OptionSpec::int("fetchOffset.numRetries", 1, 1000, "Attempts for metadata and offset requests before failing.").default_value(3),
-        OptionSpec::int("fetchOffset.retryIntervalMs", 0, i64::MAX, "Wait between attempts of metadata and offset requests.").default_value(1000),
-        OptionSpec::int("fetchOffset.timeoutMs", 1, i64::MAX, "Timeout of one metadata or offset request (the bound on how long unreachable brokers take to report).").default_value(10_000),
-    ]);
+    specs.extend(o::source_options());
     specs
 }
 
 /// Every option of the Kafka sink.
 pub fn sink_option_specs() -> Vec<OptionSpec> {
     let mut specs = connection::connection_option_specs();
-    specs.extend([
-        OptionSpec::string(
-            "topic",
-            "Topic to write every row to; overrides a topic column.",
-        ),
-        OptionSpec::int(
-            "flushTimeoutMs",
-            1,
-            i64::MAX,
-            "Longest one batch may wait for its deliveries.",
-        )
-        .default_value(300_000),
-    ]);
+    specs.extend(o::sink_options());
     specs
-}
-
-/// What the source reads.
-#[derive(Debug, Clone)]
-pub enum Subscription {
-    /// Fixed topic names.
-    Topics(Vec<String>),
-    /// Every topic whose whole name matches.
-    Pattern(Regex),
-    /// Fixed partitions.
-    Assign(BTreeMap<String, Vec<i32>>),
-}
-
-impl Subscription {
-    /// The canonical description stored in the checkpoint identity.
-    pub fn describe(&self) -> String {
-        match self {
-            Subscription::Topics(t) => {
-                let mut t = t.clone();
-                t.sort();
-                format!("subscribe={}", t.join(","))
-            }
-            Subscription::Pattern(r) => format!("subscribePattern={}", r.as_str()),
-            Subscription::Assign(a) => format!(
-                "assign={}",
-                serde_json::to_string(a).unwrap_or_else(|_| format!("{a:?}"))
-            ),
-        }
-    }
-
-    /// True when the topic belongs to this subscription.
-    pub fn matches_topic(&self, topic: &str) -> bool {
-        match self {
-            Subscription::Topics(t) => t.iter().any(|x| x == topic),
-            Subscription::Pattern(r) => !topic.starts_with("__") && full_match(r, topic),
-            Subscription::Assign(a) => a.contains_key(topic),
-        }
-    }
-}
-
-fn full_match(r: &Regex, s: &str) -> bool {
-    r.find(s)
-        .is_some_and(|m| m.start() == 0 && m.end() == s.len())
 }
 
 /// A starting or ending position.
@@ -210,43 +120,36 @@ impl SourceConfig {
         connection.check_pass_through()?;
         refuse_ignored_source_options(p)?;
         let subscription = parse_subscription(p)?;
-        let starting = if let Some(ts) = p.i64("startingTimestamp")? {
+        let starting = if let Some(ts) = o::STARTING_TIMESTAMP.get(p)? {
             Position::Timestamp(ts)
-        } else if let Some(text) = p.string("startingOffsetsByTimestamp")? {
+        } else if let Some(text) = o::STARTING_OFFSETS_BY_TIMESTAMP.text(p)? {
             Position::Timestamps(offsets::parse_partition_values(
                 &text,
-                "startingOffsetsByTimestamp",
+                o::STARTING_OFFSETS_BY_TIMESTAMP.name,
                 0,
             )?)
         } else {
-            parse_position(
-                &p.required_string("startingOffsets")?,
-                "startingOffsets",
-                true,
-            )?
+            parse_position(&o::STARTING_OFFSETS.get(p)?, o::STARTING_OFFSETS.name, true)?
         };
-        if let (Subscription::Assign(a), Position::Offsets(o)) = (&subscription, &starting) {
-            check_covers(a, o, "startingOffsets")?;
+        if let (Subscription::Assign(a), Position::Offsets(offsets)) = (&subscription, &starting) {
+            check_covers(a, offsets, o::STARTING_OFFSETS.name)?;
         }
-        let ending = if let Some(ts) = p.i64("endingTimestamp")? {
+        let ending = if let Some(ts) = o::ENDING_TIMESTAMP.get(p)? {
             Some(Position::Timestamp(ts))
-        } else if let Some(text) = p.string("endingOffsetsByTimestamp")? {
+        } else if let Some(text) = o::ENDING_OFFSETS_BY_TIMESTAMP.text(p)? {
             Some(Position::Timestamps(offsets::parse_partition_values(
                 &text,
-                "endingOffsetsByTimestamp",
+                o::ENDING_OFFSETS_BY_TIMESTAMP.name,
                 0,
             )?))
         } else {
-            match p.string("endingOffsets")? {
-                Some(text) => Some(parse_position(&text, "endingOffsets", false)?),
+            match o::ENDING_OFFSETS.get(p)? {
+                Some(text) => Some(parse_position(&text, o::ENDING_OFFSETS.name, false)?),
                 None => None,
             }
         };
-        let ms = |name: &str| -> Result<Duration> {
-            Ok(Duration::from_millis(
-                p.i64(name)?.unwrap_or_default().max(0) as u64,
-            ))
-        };
+        let ms = |v: i64| Duration::from_millis(v.max(0) as u64);
+        let count = |v: Option<i64>| v.map(|v| v as u64);
         let group_id = connection
             .pass_through
             .iter()
@@ -256,27 +159,23 @@ impl SourceConfig {
             connection,
             subscription,
             starting,
-            timestamp_strategy_latest: p.word("startingOffsetsByTimestampStrategy")?.as_deref()
-                == Some("latest"),
+            timestamp_strategy_latest: o::STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY.get(p)?
+                == "latest",
             ending,
-            fail_on_data_loss: p.bool("failOnDataLoss")?.unwrap_or(true),
-            max_offsets_per_trigger: p.i64("maxOffsetsPerTrigger")?.map(|v| v as u64),
-            min_offsets_per_trigger: p.i64("minOffsetsPerTrigger")?.map(|v| v as u64),
-            max_trigger_delay: p
-                .duration("maxTriggerDelay")?
-                .unwrap_or(Duration::from_secs(900)),
-            min_partitions: p.i64("minPartitions")?.map(|v| v as u64),
-            max_records_per_partition: p.i64("maxRecordsPerPartition")?.map(|v| v as u64),
-            group_id_prefix: p.required_string("groupIdPrefix")?,
+            fail_on_data_loss: o::FAIL_ON_DATA_LOSS.get(p)?,
+            max_offsets_per_trigger: count(o::MAX_OFFSETS_PER_TRIGGER.get(p)?),
+            min_offsets_per_trigger: count(o::MIN_OFFSETS_PER_TRIGGER.get(p)?),
+            max_trigger_delay: o::MAX_TRIGGER_DELAY.get(p)?,
+            min_partitions: count(o::MIN_PARTITIONS.get(p)?),
+            max_records_per_partition: count(o::MAX_RECORDS_PER_PARTITION.get(p)?),
+            group_id_prefix: o::GROUP_ID_PREFIX.get(p)?,
             group_id,
-            include_headers: p.bool("includeHeaders")?.unwrap_or(false),
-            bytes_estimate_window: p
-                .duration("bytesEstimateWindowLength")?
-                .unwrap_or(Duration::from_secs(300)),
-            poll_timeout: ms("kafkaConsumer.pollTimeoutMs")?,
-            request_attempts: p.i64("fetchOffset.numRetries")?.unwrap_or(3).max(1) as u32,
-            request_retry_interval: ms("fetchOffset.retryIntervalMs")?,
-            request_timeout: ms("fetchOffset.timeoutMs")?,
+            include_headers: o::INCLUDE_HEADERS.get(p)?,
+            bytes_estimate_window: o::BYTES_ESTIMATE_WINDOW_LENGTH.get(p)?,
+            poll_timeout: ms(o::POLL_TIMEOUT_MS.get(p)?),
+            request_attempts: o::FETCH_OFFSET_NUM_RETRIES.get(p)? as u32,
+            request_retry_interval: ms(o::FETCH_OFFSET_RETRY_INTERVAL_MS.get(p)?),
+            request_timeout: ms(o::FETCH_OFFSET_TIMEOUT_MS.get(p)?),
         })
     }
 
@@ -300,65 +199,19 @@ impl SourceConfig {
     }
 }
 
-/// Source options that another option makes meaningless.
+/// Source options that another option makes meaningless and no declaration can say (the
+/// declared conflicts are checked by validation).
 fn refuse_ignored_source_options(p: &ParsedOptions) -> Result<()> {
     p.refuse_ignored(
-        "maxTriggerDelay",
-        p.is_set("minOffsetsPerTrigger"),
-        "minOffsetsPerTrigger",
-        "is only used with 'minOffsetsPerTrigger' (how long a batch waits for that many offsets)",
-    )?;
-    // A start (or end) given several ways: the timestamp wins, as in Spark, so the rest would
-    // be ignored.
-    for (winner, losers) in [
-        (
-            "startingTimestamp",
-            &["startingOffsetsByTimestamp", "startingOffsets"][..],
-        ),
-        ("startingOffsetsByTimestamp", &["startingOffsets"][..]),
-        (
-            "endingTimestamp",
-            &["endingOffsetsByTimestamp", "endingOffsets"][..],
-        ),
-        ("endingOffsetsByTimestamp", &["endingOffsets"][..]),
-    ] {
-        for loser in losers {
-            p.refuse_ignored(
-                loser,
-                !p.is_set(winner),
-                winner,
-                &format!("is ignored when '{winner}' is given (it takes precedence)"),
-            )?;
-        }
-    }
-    p.refuse_ignored(
-        "startingOffsetsByTimestampStrategy",
-        p.is_set("startingTimestamp") || p.is_set("startingOffsetsByTimestamp"),
-        "startingTimestamp",
-        "is only used with 'startingTimestamp' or 'startingOffsetsByTimestamp'",
-    )?;
-    let group_id = p
-        .prefixed("kafka.")
-        .into_iter()
-        .any(|(k, _)| k.eq_ignore_ascii_case("group.id"));
-    p.refuse_ignored(
-        "groupIdPrefix",
-        !group_id,
-        "kafka.group.id",
-        "is ignored when 'kafka.group.id' names the consumer group",
-    )?;
-    let retries = p.i64("fetchOffset.numRetries")?.unwrap_or(3);
-    p.refuse_ignored(
-        "fetchOffset.retryIntervalMs",
-        retries > 1,
-        "fetchOffset.numRetries",
+        o::FETCH_OFFSET_RETRY_INTERVAL_MS.name,
+        o::FETCH_OFFSET_NUM_RETRIES.get(p)? > 1,
+        o::FETCH_OFFSET_NUM_RETRIES.name,
         "is only used when 'fetchOffset.numRetries' allows more than one attempt",
-    )?;
-    Ok(())
+    )
 }
 
 fn parse_subscription(p: &ParsedOptions) -> Result<Subscription> {
-    let given: Vec<&str> = ["subscribe", "subscribePattern", "assign"]
+    let given: Vec<&str> = [o::SUBSCRIBE.name, o::SUBSCRIBE_PATTERN.name, o::ASSIGN.name]
         .into_iter()
         .filter(|n| p.is_set(n))
         .collect();
@@ -374,7 +227,7 @@ fn parse_subscription(p: &ParsedOptions) -> Result<Subscription> {
     }
     match given[0] {
         "subscribe" => {
-            let text = p.required_string("subscribe")?;
+            let text = o::SUBSCRIBE.get(p)?.unwrap_or_default();
             let topics: Vec<String> = text
                 .split(',')
                 .map(|t| t.trim().to_string())
@@ -390,7 +243,7 @@ fn parse_subscription(p: &ParsedOptions) -> Result<Subscription> {
             Ok(Subscription::Topics(topics))
         }
         "subscribePattern" => {
-            let text = p.required_string("subscribePattern")?;
+            let text = o::SUBSCRIBE_PATTERN.get(p)?.unwrap_or_default();
             Regex::new(&text).map(Subscription::Pattern).map_err(|e| {
                 Error::new(
                     ErrorCode::InvalidOption,
@@ -403,7 +256,9 @@ fn parse_subscription(p: &ParsedOptions) -> Result<Subscription> {
                 .with_cause(e)
             })
         }
-        _ => offsets::parse_assign(&p.required_string("assign")?).map(Subscription::Assign),
+        _ => {
+            offsets::parse_assign(&o::ASSIGN.text(p)?.unwrap_or_default()).map(Subscription::Assign)
+        }
     }
 }
 
@@ -476,10 +331,8 @@ impl SinkConfig {
         connection.check_pass_through()?;
         Ok(SinkConfig {
             connection,
-            topic: p.string("topic")?.filter(|t| !t.trim().is_empty()),
-            flush_timeout: Duration::from_millis(
-                p.i64("flushTimeoutMs")?.unwrap_or(300_000).max(1) as u64,
-            ),
+            topic: o::TOPIC.get(p)?.filter(|t| !t.trim().is_empty()),
+            flush_timeout: Duration::from_millis(o::FLUSH_TIMEOUT_MS.get(p)? as u64),
         })
     }
 }
@@ -503,6 +356,12 @@ mod tests {
             o,
             "kafka",
         )?)
+    }
+
+    #[test]
+    fn declarations_are_consistent() {
+        tributary_sdk::options::decl::check_specs(&source_option_specs()).unwrap();
+        tributary_sdk::options::decl::check_specs(&sink_option_specs()).unwrap();
     }
 
     #[test]

@@ -73,9 +73,11 @@ mod batch_builder;
 mod client;
 pub mod config;
 pub mod connection;
+mod context;
 mod error;
 mod metrics;
 pub mod offsets;
+pub mod options;
 mod partitions;
 pub mod planner;
 mod reader;
@@ -84,6 +86,7 @@ pub mod sink;
 pub mod source;
 pub mod stream_binding;
 mod stream_reader;
+mod subscription;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;

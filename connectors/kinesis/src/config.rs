@@ -10,84 +10,25 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tributary_sdk::options::conflicting;
+use tributary_sdk::options::{conflicting, invalid_value as invalid};
 use tributary_sdk::{Error, ErrorCode, OptionSpec, ParsedOptions, Result, Secret};
 
+use crate::options as o;
 use crate::position::{parse_initial_position, InitialPosition};
 
-/// The default `consumerNamePrefix` (Databricks uses `databricks_`).
-pub const DEFAULT_CONSUMER_NAME_PREFIX: &str = "tributary_";
-
-/// The connection options shared by the source, the sink and the consumer manager.
-pub fn connection_option_specs() -> Vec<OptionSpec> {
-    vec![
-        OptionSpec::string("region", "AWS region of the streams (default: the AWS chain's region, else us-east-1)."),
-        OptionSpec::string("endpoint", "Custom Kinesis endpoint URL (a VPC endpoint, a local test server); default: the region's endpoint."),
-        // The access key id is an identifier (AWS prints it in CloudTrail), not a secret; it may still
-        // be a secret reference and is never printed by this crate. Declared `.sensitive()` once the
-        // SDK's `is_sensitive_key` masks "accesskey" in undeclared option maps as well.
-        OptionSpec::string("awsAccessKey", "Static AWS access key id, as text or a {{secrets/scope/key}} reference (with awsSecretKey)."),
-        OptionSpec::string("awsSecretKey", "Static AWS secret access key, as a {{secrets/scope/key}} reference (with awsAccessKey).").sensitive(),
-        OptionSpec::string("roleArn", "IAM role to assume with STS before calling Kinesis."),
-        OptionSpec::string("roleExternalId", "External id passed when assuming roleArn."),
-        OptionSpec::string("roleSessionName", "Session name used when assuming roleArn (default: tributary-kinesis)."),
-        OptionSpec::string("serviceCredential", "Name of a shared-config credential profile (~/.aws/config, ~/.aws/credentials) to take credentials from."),
-        OptionSpec::string("tls.truststore.location", "PEM file with the CA certificates that verify the endpoint (default: the system roots). TLS verification is always on."),
-    ]
-}
+pub use crate::options::{connection_option_specs, DEFAULT_CONSUMER_NAME_PREFIX};
 
 /// Every option of the Kinesis source.
 pub fn source_option_specs() -> Vec<OptionSpec> {
     let mut specs = connection_option_specs();
-    specs.extend([
-        OptionSpec::string("streamName", "Comma-separated names of the streams to read (or streamARN)."),
-        OptionSpec::string("streamARN", "Comma-separated ARNs of the streams to read (or streamName)."),
-        OptionSpec::string("initialPosition", r#"Where a new query starts: trim_horizon (or earliest), latest, or at_timestamp as JSON {"at_timestamp": "06/25/2020 10:23:45 PDT", "format": "MM/dd/yyyy HH:mm:ss ZZZ"}. Ignored on restart: the checkpoint wins."#).default_value("latest"),
-        OptionSpec::bool("failOnDataLoss", "Fail when data may have been lost (trimmed shards, recreated or removed streams); false logs, counts and continues from the earliest available record.").default_value(true),
-        OptionSpec::one_of("consumerMode", &["polling", "efo"], "polling (GetRecords) or efo (enhanced fan-out, SubscribeToShard over HTTP/2).").default_value("polling"),
-        OptionSpec::duration("maxFetchDuration", "Longest one batch spends fetching from the shards before it is cut.").default_value("10s"),
-        OptionSpec::duration("minFetchPeriod", "Shortest wait between two GetRecords calls on one shard (Kinesis allows 5 per second).").default_value("400ms"),
-        OptionSpec::int("maxRecordsPerFetch", 1, 10_000, "Most records one GetRecords call returns.").default_value(10_000),
-        OptionSpec::int("shardsPerTask", 1, 10_000, "Shards one fetch task reads one after the other; the tasks run in parallel.").default_value(5),
-        OptionSpec::bytes("fetchBufferSize", "Most record bytes (data + partition key) the polling source holds: records fetched ahead in the background for every shard plus the planned batch until it is read; exceeded by at most one GetRecords page per shard. Also ends a planned batch.").default_value("256mb"),
-        OptionSpec::string("consumerName", "EFO consumer name (letters, digits, _ . -; 1-128 characters). Default: consumerNamePrefix + the pipeline id."),
-        OptionSpec::string("consumerNamePrefix", "Prefix of the generated EFO consumer name; consumers with this prefix that no running pipeline owns are reported as leaked.").default_value(DEFAULT_CONSUMER_NAME_PREFIX),
-        OptionSpec::bool("requireConsumerDeregistration", "Deregister the EFO consumer when the query stops cleanly.").default_value(false),
-    ]);
+    specs.extend(o::source_options());
     specs
 }
 
 /// Every option of the Kinesis sink.
 pub fn sink_option_specs() -> Vec<OptionSpec> {
     let mut specs = connection_option_specs();
-    specs.extend([
-        OptionSpec::string("streamName", "Stream to write to (or streamARN).").default_value(""),
-        OptionSpec::string(
-            "streamARN",
-            "ARN of the stream to write to (or streamName).",
-        ),
-        OptionSpec::string(
-            "partitionKey",
-            "Partition key of every record (instead of partitionKeyColumn).",
-        ),
-        OptionSpec::string(
-            "partitionKeyColumn",
-            "Column holding each record's partition key.",
-        )
-        .default_value("partitionKey"),
-        OptionSpec::string(
-            "dataColumn",
-            "Column holding each record's data (binary or utf8).",
-        )
-        .default_value("data"),
-        OptionSpec::int(
-            "maxRetries",
-            0,
-            100,
-            "Attempts for the failed entries of a PutRecords call, with exponential backoff.",
-        )
-        .default_value(10),
-    ]);
+    specs.extend(o::sink_options());
     specs
 }
 
@@ -146,10 +87,10 @@ pub struct ConnectionSettings {
 impl ConnectionSettings {
     /// Parses the connection options (no I/O, no secret resolved).
     pub fn parse(p: &ParsedOptions) -> Result<Self> {
-        let access = p.string("awsAccessKey")?;
-        let secret = p.string("awsSecretKey")?;
-        let profile = p
-            .string("serviceCredential")?
+        let access = o::AWS_ACCESS_KEY.get(p)?;
+        let secret = o::AWS_SECRET_KEY.get(p)?;
+        let profile = o::SERVICE_CREDENTIAL
+            .get(p)?
             .filter(|s| !s.trim().is_empty());
         let credentials = match (access, secret) {
             (Some(a), Some(s)) => {
@@ -172,19 +113,7 @@ impl ConnectionSettings {
                 None => BaseCredentials::DefaultChain,
             },
         };
-        let role_arn = p.string("roleArn")?.filter(|s| !s.trim().is_empty());
-        p.refuse_ignored(
-            "roleExternalId",
-            role_arn.is_some(),
-            "roleArn",
-            "is only used when 'roleArn' is set",
-        )?;
-        p.refuse_ignored(
-            "roleSessionName",
-            role_arn.is_some(),
-            "roleArn",
-            "is only used when 'roleArn' is set",
-        )?;
+        let role_arn = o::ROLE_ARN.get(p)?.filter(|s| !s.trim().is_empty());
         let assume_role = match role_arn {
             Some(arn) => {
                 if !arn.starts_with("arn:") {
@@ -196,15 +125,15 @@ impl ConnectionSettings {
                 }
                 Some(AssumeRole {
                     role_arn: arn,
-                    external_id: p.string("roleExternalId")?,
-                    session_name: p
-                        .string("roleSessionName")?
+                    external_id: o::ROLE_EXTERNAL_ID.get(p)?,
+                    session_name: o::ROLE_SESSION_NAME
+                        .get(p)?
                         .unwrap_or_else(|| "tributary-kinesis".to_string()),
                 })
             }
             None => None,
         };
-        let endpoint = p.string("endpoint")?.filter(|s| !s.trim().is_empty());
+        let endpoint = o::ENDPOINT.get(p)?.filter(|s| !s.trim().is_empty());
         if let Some(e) = &endpoint {
             if !(e.starts_with("https://") || e.starts_with("http://")) {
                 return Err(invalid(
@@ -214,7 +143,7 @@ impl ConnectionSettings {
                 ));
             }
         }
-        let ca_file = p.string("tls.truststore.location")?.map(PathBuf::from);
+        let ca_file = o::TRUSTSTORE_LOCATION.get(p)?.map(PathBuf::from);
         if ca_file.is_some()
             && endpoint
                 .as_deref()
@@ -227,7 +156,7 @@ impl ConnectionSettings {
             ));
         }
         Ok(ConnectionSettings {
-            region: p.string("region")?.filter(|s| !s.trim().is_empty()),
+            region: o::REGION.get(p)?.filter(|s| !s.trim().is_empty()),
             endpoint,
             credentials,
             assume_role,
@@ -324,33 +253,14 @@ impl SourceConfig {
     pub fn parse(p: &ParsedOptions) -> Result<Self> {
         let connection = ConnectionSettings::parse(p)?;
         let streams = parse_streams(p)?;
-        let initial_position = parse_initial_position(&p.required_string("initialPosition")?)?;
-        let efo = p.word("consumerMode")?.as_deref() == Some("efo");
-        for option in [
-            "consumerName",
-            "consumerNamePrefix",
-            "requireConsumerDeregistration",
-        ] {
-            p.refuse_ignored(
-                option,
-                efo,
-                "consumerMode",
-                "is only used when 'consumerMode' is efo",
-            )?;
-        }
-        if p.is_set("consumerName") && p.is_set("consumerNamePrefix") {
-            return Err(conflicting(
-                "consumerNamePrefix",
-                "consumerName",
-                "cannot be combined with 'consumerName' (the name is given whole)",
-            ));
-        }
-        let prefix = p.required_string("consumerNamePrefix")?;
+        let initial_position = parse_initial_position(&o::INITIAL_POSITION.get(p)?)?;
+        let efo = o::CONSUMER_MODE.get(p)? == "efo";
+        let prefix = o::CONSUMER_NAME_PREFIX.get(p)?;
         if !prefix.is_empty() {
             check_consumer_name_chars("consumerNamePrefix", &prefix, 127)?;
         }
         let consumer_mode = if efo {
-            let naming = match p.string("consumerName")? {
+            let naming = match o::CONSUMER_NAME.get(p)? {
                 Some(name) => {
                     validate_consumer_name("consumerName", &name)?;
                     ConsumerNaming::Explicit(name)
@@ -359,21 +269,13 @@ impl SourceConfig {
             };
             ConsumerMode::Efo(EfoSettings {
                 naming,
-                require_deregistration: p.bool("requireConsumerDeregistration")?.unwrap_or(false),
+                require_deregistration: o::REQUIRE_CONSUMER_DEREGISTRATION.get(p)?,
                 prefix,
             })
         } else {
             ConsumerMode::Polling
         };
-        let duration = |name: &str| -> Result<Duration> {
-            p.duration(name)?.ok_or_else(|| {
-                Error::new(
-                    ErrorCode::Internal,
-                    format!("option '{name}' has no default"),
-                )
-            })
-        };
-        let max_fetch_duration = duration("maxFetchDuration")?;
+        let max_fetch_duration = o::MAX_FETCH_DURATION.get(p)?;
         if max_fetch_duration.is_zero() {
             return Err(invalid(
                 "maxFetchDuration",
@@ -381,7 +283,7 @@ impl SourceConfig {
                 "a duration above zero such as 10s",
             ));
         }
-        let fetch_buffer_size = p.bytes("fetchBufferSize")?.unwrap_or(256 << 20);
+        let fetch_buffer_size = o::FETCH_BUFFER_SIZE.get(p)?;
         if fetch_buffer_size < 1 << 20 {
             return Err(invalid(
                 "fetchBufferSize",
@@ -393,12 +295,12 @@ impl SourceConfig {
             connection,
             streams,
             initial_position,
-            fail_on_data_loss: p.bool("failOnDataLoss")?.unwrap_or(true),
+            fail_on_data_loss: o::FAIL_ON_DATA_LOSS.get(p)?,
             consumer_mode,
             max_fetch_duration,
-            min_fetch_period: duration("minFetchPeriod")?,
-            max_records_per_fetch: p.i64("maxRecordsPerFetch")?.unwrap_or(10_000) as i32,
-            shards_per_task: p.i64("shardsPerTask")?.unwrap_or(5) as usize,
+            min_fetch_period: o::MIN_FETCH_PERIOD.get(p)?,
+            max_records_per_fetch: o::MAX_RECORDS_PER_FETCH.get(p)? as i32,
+            shards_per_task: o::SHARDS_PER_TASK.get(p)? as usize,
             fetch_buffer_size,
         })
     }
@@ -434,8 +336,8 @@ impl SinkConfig {
     /// Parses validated sink options.
     pub fn parse(p: &ParsedOptions) -> Result<Self> {
         let connection = ConnectionSettings::parse(p)?;
-        let name = p.string("streamName")?.unwrap_or_default();
-        let arn = p.string("streamARN")?.unwrap_or_default();
+        let name = o::SINK_STREAM_NAME.get(p)?;
+        let arn = o::SINK_STREAM_ARN.get(p)?.unwrap_or_default();
         let (stream, keying) = match (name.trim().is_empty(), arn.trim().is_empty()) {
             (false, false) => {
                 return Err(conflicting(
@@ -464,28 +366,22 @@ impl SinkConfig {
         if keying == StreamKeying::Arns {
             check_arn(&stream)?;
         }
-        let partition_key = match p.string("partitionKey")? {
+        let partition_key = match o::PARTITION_KEY.get(p)? {
             Some(k) => {
-                p.refuse_ignored(
-                    "partitionKeyColumn",
-                    false,
-                    "partitionKey",
-                    "cannot be combined with 'partitionKey'",
-                )?;
                 if k.is_empty() || k.chars().count() > 256 {
                     return Err(invalid("partitionKey", &k, "1 to 256 characters"));
                 }
                 PartitionKeySource::Fixed(k)
             }
-            None => PartitionKeySource::Column(p.required_string("partitionKeyColumn")?),
+            None => PartitionKeySource::Column(o::PARTITION_KEY_COLUMN.get(p)?),
         };
         Ok(SinkConfig {
             connection,
             stream,
             keying,
             partition_key,
-            data_column: p.required_string("dataColumn")?,
-            max_retries: p.i64("maxRetries")?.unwrap_or(10) as u32,
+            data_column: o::DATA_COLUMN.get(p)?,
+            max_retries: o::MAX_RETRIES.get(p)? as u32,
         })
     }
 }
@@ -505,8 +401,8 @@ fn parse_streams(p: &ParsedOptions) -> Result<Streams> {
         }
         out
     };
-    let names = split(p.string("streamName")?);
-    let arns = split(p.string("streamARN")?);
+    let names = split(o::STREAM_NAME.get(p)?);
+    let arns = split(o::STREAM_ARN.get(p)?);
     match (names.is_empty(), arns.is_empty()) {
         (false, false) => Err(conflicting(
             "streamARN",
@@ -593,15 +489,6 @@ fn missing_pair(missing: &str, given: &str) -> Error {
         format!("option '{missing}' is required when '{given}' is given (static AWS keys come in pairs)"),
     )
     .with_context("option", missing)
-}
-
-pub(crate) fn invalid(option: &str, value: &str, allowed: &str) -> Error {
-    Error::new(
-        ErrorCode::InvalidOption,
-        format!("invalid value '{value}' for option '{option}': expected {allowed}"),
-    )
-    .with_context("option", option)
-    .with_context("allowed", allowed)
 }
 
 #[cfg(test)]

@@ -336,3 +336,9 @@ fn sink_options() {
         ErrorCode::ConflictingOptions
     );
 }
+
+#[test]
+fn declarations_are_consistent() {
+    tributary_sdk::options::decl::check_specs(&source_option_specs()).unwrap();
+    tributary_sdk::options::decl::check_specs(&sink_option_specs()).unwrap();
+}

@@ -41,6 +41,7 @@ pub mod efo;
 mod error;
 mod metrics;
 pub mod offsets;
+pub mod options;
 mod partitions;
 pub mod planner;
 pub mod position;

@@ -10,7 +10,7 @@
 use chrono::{DateTime, FixedOffset, NaiveDate, NaiveDateTime, TimeZone};
 use tributary_sdk::Result;
 
-use crate::config::invalid;
+use tributary_sdk::options::invalid_value as invalid;
 
 /// Where a new query starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,6 +17,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorCode, Result};
 
+mod conflict;
+pub mod decl;
+pub mod table;
+
+pub use conflict::{conflicting, invalid_value, Conflict, ConflictRule};
+
 /// A case-insensitive option map that remembers the spelling the user wrote.
 ///
 /// `Debug` never prints a secret: values of options declared [`OptionSpec::sensitive`] (marked by
@@ -321,10 +327,15 @@ pub struct OptionSpec {
     pub sensitive: bool,
     /// One or two sentences for users.
     pub doc: String,
+    /// Options this one needs or cannot be combined with (checked by
+    /// [`OptionSpec::validate_all`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<ConflictRule>,
 }
 
 impl OptionSpec {
-    fn new(name: &str, kind: OptionKind, doc: &str) -> Self {
+    /// A spec of any kind, without default, not required, not sensitive.
+    pub fn of_kind(name: &str, kind: OptionKind, doc: &str) -> Self {
         OptionSpec {
             name: name.to_string(),
             kind,
@@ -332,7 +343,12 @@ impl OptionSpec {
             required: false,
             sensitive: false,
             doc: doc.to_string(),
+            conflicts: Vec::new(),
         }
+    }
+
+    fn new(name: &str, kind: OptionKind, doc: &str) -> Self {
+        Self::of_kind(name, kind, doc)
     }
 
     /// A text option.
@@ -388,6 +404,11 @@ impl OptionSpec {
         self.sensitive = true;
         self
     }
+    /// Adds a conflict rule.
+    pub fn conflict(mut self, rule: Conflict) -> Self {
+        self.conflicts.push(rule.to_rule());
+        self
+    }
 
     fn matches(&self, key: &str) -> bool {
         match self.kind {
@@ -401,17 +422,11 @@ impl OptionSpec {
     /// Checks one value against this spec's type.
     pub fn check_value(&self, value: &str) -> Result<()> {
         let bad = |allowed: String| {
-            Error::new(
-                ErrorCode::InvalidOption,
-                format!(
-                    "invalid value '{}' for option '{}': expected {}",
-                    if self.sensitive { "***" } else { value },
-                    self.name,
-                    allowed
-                ),
+            invalid_value(
+                &self.name,
+                if self.sensitive { "***" } else { value },
+                &allowed,
             )
-            .with_context("option", &self.name)
-            .with_context("allowed", &allowed)
         };
         match &self.kind {
             OptionKind::String | OptionKind::Prefix => Ok(()),
@@ -471,6 +486,13 @@ impl OptionSpec {
                 .with_context("connector", connector));
             }
         }
+        for spec in specs.iter().filter(|s| !s.conflicts.is_empty()) {
+            if options.contains(&spec.name) {
+                for rule in &spec.conflicts {
+                    rule.check(&spec.name, options, specs)?;
+                }
+            }
+        }
         let mut options = options.clone();
         options.mark_sensitive(specs);
         Ok(ParsedOptions {
@@ -518,24 +540,6 @@ fn unknown_option(specs: &[OptionSpec], key: &str, connector: &str) -> Error {
     .with_context("connector", connector)
 }
 
-/// The error for an option that would be ignored, or two options that cannot be combined:
-/// `CONFLICTING_OPTIONS` naming both (`option` and `conflicts_with` in the context).
-///
-/// ```
-/// use tributary_sdk::options::conflicting;
-/// let e = conflicting("cleanSource.moveDestination", "cloudFiles.cleanSource", "is only used when 'cloudFiles.cleanSource' is MOVE");
-/// assert_eq!(e.code().as_str(), "CONFLICTING_OPTIONS");
-/// assert!(e.to_string().contains("'cleanSource.moveDestination' is only used when"));
-/// ```
-pub fn conflicting(option: &str, other: &str, why: &str) -> Error {
-    Error::new(
-        ErrorCode::ConflictingOptions,
-        format!("option '{option}' {why}; remove '{option}' or change '{other}'"),
-    )
-    .with_context("option", option)
-    .with_context("conflicts_with", other)
-}
-
 /// Options that passed validation; getters apply the declared defaults.
 #[derive(Debug, Clone)]
 pub struct ParsedOptions {
@@ -544,7 +548,9 @@ pub struct ParsedOptions {
 }
 
 impl ParsedOptions {
-    fn spec(&self, name: &str) -> Result<&OptionSpec> {
+    /// The declaration of `name` (an internal error when the connector reads an option it did
+    /// not declare).
+    pub fn spec(&self, name: &str) -> Result<&OptionSpec> {
         self.specs
             .iter()
             .find(|s| s.name.eq_ignore_ascii_case(name))
@@ -638,6 +644,11 @@ impl ParsedOptions {
             .with_prefix(prefix)
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    /// The declarations the map was validated against.
+    pub fn specs(&self) -> &[OptionSpec] {
+        &self.specs
     }
 
     /// The underlying map.

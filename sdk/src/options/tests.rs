@@ -179,3 +179,145 @@ fn durations_and_sizes_parse() {
     assert_eq!(parse_bytes("12"), Some(12));
     assert_eq!(parse_bytes("-1"), None);
 }
+
+mod decl_tests {
+    use super::super::decl::{self, Defaulted, Dur, Flag, Int, OneOf, OptionDecl, Required, Text};
+    use super::super::table::{render_markdown, render_text};
+    use super::*;
+
+    const PATH: OptionDecl<Text, Required> = decl::text("path", "Where the files are.").required();
+    const MAX_FILES: OptionDecl<Int, Defaulted> =
+        decl::int("maxFiles", 1, i64::MAX, "Files per batch.").default(1000);
+    const MIN_ROWS: OptionDecl<Int> = decl::int("minRows", 1, i64::MAX, "Fewest rows.");
+    const DELAY: OptionDecl<Dur, Defaulted> = decl::duration("maxDelay", "Longest wait.")
+        .default("15m")
+        .conflicts(&[Conflict::requires("minRows", "is only used with 'minRows'")]);
+    const MODE: OptionDecl<OneOf, Defaulted> =
+        decl::one_of("mode", &["polling", "EFO"], "How to fetch.").default("polling");
+    const NAME: OptionDecl<Text> =
+        decl::text("consumerName", "EFO consumer.").conflicts(&[Conflict::only_when(
+            "mode",
+            &["efo"],
+            "is only used when 'mode' is efo",
+        )]);
+    const START: OptionDecl<Text> = decl::text("start", "Start.").conflicts(&[Conflict::excludes(
+        "startTs",
+        "is ignored when 'startTs' is given",
+    )]);
+    const START_TS: OptionDecl<Int> = decl::int("startTs", 0, i64::MAX, "Start timestamp.");
+    const SECRET: OptionDecl<Text, Defaulted> =
+        decl::text("token", "A | secret.").default("x").sensitive();
+    const FLAG: OptionDecl<Flag, Defaulted> = decl::flag("headers", "Headers.").default(false);
+    const PREFIX: decl::PrefixDecl = decl::prefix("kafka.", "Passed through.");
+
+    fn specs() -> Vec<OptionSpec> {
+        decl::specs(&[
+            &PATH, &MAX_FILES, &MIN_ROWS, &DELAY, &MODE, &NAME, &START, &START_TS, &SECRET, &FLAG,
+            &PREFIX,
+        ])
+    }
+
+    fn parse(pairs: &[(&str, &str)]) -> Result<ParsedOptions> {
+        let mut o: Options = pairs.iter().copied().collect();
+        o.set("path", "/d");
+        OptionSpec::validate_all(&specs(), &o, "t")
+    }
+
+    #[test]
+    fn declarations_yield_specs_and_typed_values_with_their_defaults() {
+        decl::check_specs(&specs()).unwrap();
+        let s = specs();
+        assert!(s[0].required);
+        assert_eq!(s[1].default.as_deref(), Some("1000"));
+        assert_eq!(s[3].default.as_deref(), Some("15m"));
+        assert!(s[8].sensitive);
+        let p = parse(&[("MAXFILES", "7"), ("mode", "efo"), ("kafka.x", "1")]).unwrap();
+        assert_eq!(PATH.get(&p).unwrap(), "/d");
+        assert_eq!(MAX_FILES.get(&p).unwrap(), 7);
+        assert_eq!(MIN_ROWS.get(&p).unwrap(), None);
+        assert_eq!(DELAY.get(&p).unwrap(), std::time::Duration::from_secs(900));
+        assert_eq!(MODE.get(&p).unwrap(), "EFO");
+        assert!(!FLAG.get(&p).unwrap());
+        assert_eq!(FLAG.given(&p).unwrap(), None);
+        assert_eq!(PREFIX.get(&p), vec![("x".to_string(), "1".to_string())]);
+        let p = parse(&[]).unwrap();
+        assert_eq!(MAX_FILES.get(&p).unwrap(), 1000);
+        assert_eq!(MODE.get(&p).unwrap(), "polling");
+    }
+
+    #[test]
+    fn declared_values_keep_the_validation_errors() {
+        let e = parse(&[("maxFile", "3")]).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::UnknownOption);
+        assert!(e.message().contains("did you mean 'maxFiles'"), "{e}");
+        let e = parse(&[("maxFiles", "0")]).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidOption);
+        assert_eq!(
+            e.message(),
+            "invalid value '0' for option 'maxFiles': expected a positive whole number"
+        );
+        let e = parse(&[("mode", "push")]).unwrap_err();
+        assert!(e.message().contains("expected one of polling, EFO"), "{e}");
+        let e = OptionSpec::validate_all(&specs(), &Options::new(), "t").unwrap_err();
+        assert_eq!(e.code(), ErrorCode::MissingOption);
+    }
+
+    #[test]
+    fn declared_conflicts_are_refused_naming_both() {
+        for (pairs, option, other) in [
+            (&[("maxDelay", "1s")][..], "maxDelay", "minRows"),
+            (&[("consumerName", "c")][..], "consumerName", "mode"),
+            (
+                &[("consumerName", "c"), ("mode", "polling")][..],
+                "consumerName",
+                "mode",
+            ),
+            (&[("start", "a"), ("startTs", "1")][..], "start", "startTs"),
+        ] {
+            let e = parse(pairs).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::ConflictingOptions, "{pairs:?}");
+            assert_eq!(e.context_value("option"), Some(option));
+            assert_eq!(e.context_value("conflicts_with"), Some(other));
+        }
+        parse(&[("maxDelay", "1s"), ("minRows", "3")]).unwrap();
+        parse(&[("consumerName", "c"), ("mode", "EFO")]).unwrap();
+        parse(&[("start", "a")]).unwrap();
+    }
+
+    #[test]
+    fn check_specs_finds_declaration_mistakes() {
+        let twice = vec![OptionSpec::string("a", "A."), OptionSpec::string("A", "A.")];
+        assert!(decl::check_specs(&twice).is_err());
+        let bad_default = vec![OptionSpec::int("n", 1, 5, "N.").default_value(9)];
+        assert!(decl::check_specs(&bad_default).is_err());
+        let dangling = vec![OptionSpec::string("a", "A.").conflict(Conflict::requires("b", "x"))];
+        assert!(decl::check_specs(&dangling).is_err());
+    }
+
+    #[test]
+    fn option_tables_render_as_text_and_markdown() {
+        let sample = decl::specs(&[&PATH, &MAX_FILES, &MODE, &SECRET, &PREFIX]);
+        let text = render_text(&sample);
+        let expected = "\
+name      type    default     allowed values           sensitive  doc
+--------  ------  ----------  -----------------------  ---------  --------------------
+path      string  (required)  any text                            Where the files are.
+maxFiles  int     1000        a positive whole number             Files per batch.
+mode      enum    polling     polling, EFO                        How to fetch.
+token     string  ***         any text                 yes        A | secret.
+kafka.*   prefix              passed through                      Passed through.
+";
+        assert_eq!(text, expected, "\n{text}");
+        let md = render_markdown(&sample);
+        let expected = "\
+| name | type | default | allowed values | sensitive | doc |
+|---|---|---|---|---|---|
+| `path` | string | (required) | any text |  | Where the files are. |
+| `maxFiles` | int | `1000` | a positive whole number |  | Files per batch. |
+| `mode` | enum | `polling` | polling, EFO |  | How to fetch. |
+| `token` | string | `***` | any text | yes | A \\| secret. |
+| `kafka.*` | prefix |  | passed through |  | Passed through. |
+";
+        assert_eq!(md, expected, "\n{md}");
+    }
+}

@@ -10,6 +10,7 @@ use std::fmt;
 use std::num::NonZeroU64;
 
 use tributary_sdk::options::conflicting;
+use tributary_sdk::options::decl::{self, DeclaredOption, Defaulted, Flag, OneOf, OptionDecl};
 use tributary_sdk::{Error, ErrorCode, OptionSpec, ParsedOptions, Result};
 
 use super::s3_commit::check_storage;
@@ -111,6 +112,26 @@ impl DeltaConfig {
     }
 }
 
+const MERGE_SCHEMA_DECL: OptionDecl<Flag, Defaulted> = decl::flag(
+    MERGE_SCHEMA,
+    "Add columns that the batches have and the table lacks (schema evolution). A column \
+     whose type changed is always an error.",
+)
+.default(false);
+const COMPRESSION_DECL: OptionDecl<OneOf, Defaulted> = decl::one_of(
+    COMPRESSION,
+    &["snappy", "zstd", "none"],
+    "Compression of the Parquet data files.",
+)
+.default("snappy");
+const ALLOW_UNSAFE_RENAME_DECL: OptionDecl<Flag, Defaulted> = decl::flag(
+    ALLOW_UNSAFE_RENAME,
+    "s3:// tables only: commit by unlocked rename instead of S3 conditional put. Two \
+     writers can then overwrite each other's commit; only for a table with a single \
+     writer on a store without conditional put.",
+)
+.default(false);
+
 /// Every option of the `delta` sink.
 pub fn option_specs() -> Vec<OptionSpec> {
     vec![
@@ -126,12 +147,7 @@ pub fn option_specs() -> Vec<OptionSpec> {
             "Comma-separated partition columns of a new table; an existing table must have the \
              same ones.",
         ),
-        OptionSpec::bool(
-            MERGE_SCHEMA,
-            "Add columns that the batches have and the table lacks (schema evolution). A column \
-             whose type changed is always an error.",
-        )
-        .default_value(false),
+        MERGE_SCHEMA_DECL.spec(),
         OptionSpec::bytes(
             TARGET_FILE_SIZE,
             "Data files are cut at about this size (e.g. 128m); one file per partition and \
@@ -144,12 +160,7 @@ pub fn option_specs() -> Vec<OptionSpec> {
             "Write a Delta log checkpoint every N commits; set as delta.checkpointInterval on a \
              new table. Default: the table's delta.checkpointInterval (100).",
         ),
-        OptionSpec::one_of(
-            COMPRESSION,
-            &["snappy", "zstd", "none"],
-            "Compression of the Parquet data files.",
-        )
-        .default_value("snappy"),
+        COMPRESSION_DECL.spec(),
         OptionSpec::prefix(
             STORAGE_PREFIX,
             "Object-store options passed to deltalake without the prefix, e.g. \
@@ -157,13 +168,7 @@ pub fn option_specs() -> Vec<OptionSpec> {
              storage.aws_secret_access_key (values may be {{secrets/scope/key}} references).",
         )
         .sensitive(),
-        OptionSpec::bool(
-            ALLOW_UNSAFE_RENAME,
-            "s3:// tables only: commit by unlocked rename instead of S3 conditional put. Two \
-             writers can then overwrite each other's commit; only for a table with a single \
-             writer on a store without conditional put.",
-        )
-        .default_value(false),
+        ALLOW_UNSAFE_RENAME_DECL.spec(),
     ]
 }
 
@@ -204,7 +209,7 @@ pub fn parse(p: &ParsedOptions) -> Result<DeltaConfig> {
             ));
         }
     }
-    let allow_unsafe_rename = p.bool(ALLOW_UNSAFE_RENAME)?.unwrap_or(false);
+    let allow_unsafe_rename = ALLOW_UNSAFE_RENAME_DECL.get(p)?;
     check_storage(scheme.as_deref(), &storage, allow_unsafe_rename)?;
     let partition_by = match p.string(PARTITION_BY)? {
         None => Vec::new(),
@@ -237,15 +242,15 @@ pub fn parse(p: &ParsedOptions) -> Result<DeltaConfig> {
     let checkpoint_interval = p
         .i64(CHECKPOINT_INTERVAL)?
         .map(|n| u64::try_from(n).unwrap_or(1));
-    let compression = match p.word(COMPRESSION)?.as_deref() {
-        Some("zstd") => DeltaCompression::Zstd,
-        Some("none") => DeltaCompression::None,
+    let compression = match COMPRESSION_DECL.get(p)? {
+        "zstd" => DeltaCompression::Zstd,
+        "none" => DeltaCompression::None,
         _ => DeltaCompression::Snappy,
     };
     Ok(DeltaConfig {
         path,
         partition_by,
-        merge_schema: p.bool(MERGE_SCHEMA)?.unwrap_or(false),
+        merge_schema: MERGE_SCHEMA_DECL.get(p)?,
         target_file_size,
         checkpoint_interval,
         compression,

@@ -7,6 +7,8 @@
 
 mod cloud;
 pub mod location;
+pub(crate) mod modes;
+pub mod names;
 mod options;
 mod path;
 #[cfg(test)]
@@ -19,41 +21,10 @@ use tributary_sdk::{Error, ErrorCode, ParsedOptions, ReadLimit, Result};
 
 pub use self::cloud::CloudOptions;
 pub use self::location::{Cloud, CloudPath, SourcePath};
-pub use self::options::{names, option_specs};
-use crate::discovery::{glob, split_glob};
-
-pub use crate::format::Format;
-
-/// What columns that are not in the schema do (`cloudFiles.schemaEvolutionMode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SchemaEvolution {
-    /// Add them to the stored schema and stop; a restart reads them.
-    AddNewColumns,
-    /// Put their values in the rescued data column.
-    Rescue,
-    /// Stop without changing the schema.
-    FailOnNewColumns,
-    /// Drop their values.
-    None,
-}
-
-/// What to do with a malformed record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Nulls + rescued text + a counter.
-    Permissive,
-    /// Stop with `MALFORMED_RECORD`.
-    FailFast,
-}
-
-/// CSV parsing options.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CsvOptions {
-    /// The first line holds column names.
-    pub header: bool,
-    /// Field separator.
-    pub delimiter: u8,
-}
+pub use self::modes::{CsvOptions, Mode, SchemaEvolution};
+pub use self::options::option_specs;
+pub use crate::format::kind::Format;
+use crate::globs::{glob, split_glob};
 
 /// The validated configuration of one files source.
 #[derive(Debug, Clone)]

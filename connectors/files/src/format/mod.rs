@@ -15,7 +15,7 @@ pub mod csv;
 pub(crate) mod decoder;
 pub(crate) mod framing;
 pub mod json;
-mod kind;
+pub(crate) mod kind;
 pub mod options;
 pub mod parquet;
 mod pull;
@@ -37,7 +37,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use tributary_sdk::Result;
 
-use crate::config::{CsvOptions, Mode, SchemaEvolution};
+use crate::config::modes::{CsvOptions, Mode, SchemaEvolution};
 
 /// Rows per Arrow batch the readers produce.
 pub const BATCH_SIZE: usize = 8192;
@@ -77,7 +77,7 @@ impl DecodeContext {
             .map(|f| f.as_ref().clone())
             .collect();
         if format.has_rescued_column() {
-            fields.push(crate::schema::rescued_data_field(rescued));
+            fields.push(crate::columns::rescued_data_field(rescued));
         }
         DecodeContext {
             file_schema,

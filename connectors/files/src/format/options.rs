@@ -6,6 +6,7 @@
 //! format is known); everything else about a format's options stays in this folder.
 
 use tributary_sdk::options::conflicting;
+use tributary_sdk::options::decl::{self, DeclaredOption, Defaulted, Flag, OptionDecl};
 use tributary_sdk::{Error, ErrorCode, OptionSpec, ParsedOptions, Result};
 
 use super::Format;
@@ -15,6 +16,13 @@ use crate::config::names;
 pub const WHOLE_TEXT: &str = "wholeText";
 /// `lineSep`: the text line separator.
 pub const LINE_SEP: &str = "lineSep";
+
+const WHOLE_TEXT_DECL: OptionDecl<Flag, Defaulted> = decl::flag(
+    WHOLE_TEXT,
+    "cloudFiles.format=text: each file is one row (its whole text in 'value') instead of \
+     one row per line.",
+)
+.default(false);
 
 /// What the format-specific options say.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -28,12 +36,7 @@ pub struct FormatOptions {
 /// The options declared by the formats.
 pub fn specs() -> Vec<OptionSpec> {
     vec![
-        OptionSpec::bool(
-            WHOLE_TEXT,
-            "cloudFiles.format=text: each file is one row (its whole text in 'value') instead of \
-             one row per line.",
-        )
-        .default_value(false),
+        WHOLE_TEXT_DECL.spec(),
         OptionSpec::string(
             LINE_SEP,
             "cloudFiles.format=text: the line separator (any non-empty string); by default \\n, \
@@ -53,7 +56,7 @@ pub fn parse(p: &ParsedOptions, format: Format) -> Result<FormatOptions> {
             "applies to cloudFiles.format=text only",
         )?;
     }
-    let whole_text = p.bool(WHOLE_TEXT)?.unwrap_or(false);
+    let whole_text = WHOLE_TEXT_DECL.get(p)?;
     let line_sep = p.string(LINE_SEP)?;
     if whole_text && line_sep.is_some() {
         return Err(conflicting(

@@ -38,7 +38,7 @@ pub use settings::ConnectionSettings;
 use settings::{resolve_jaas, AuthSettings, SaslCredentials};
 
 use crate::auth::{MskIamAuthenticator, SaslAuthenticator, TlsAuthenticator, TlsSettings};
-use crate::client::KafkaContext;
+use crate::context::KafkaContext;
 use crate::error::config_error;
 
 /// The options of a connection profile (shared by the source and the sink). Spark's spellings

@@ -1,0 +1,99 @@
+//! The client context of every consumer and producer: keeps the last error librdkafka
+//! reported on its own threads (to explain a timeout as an authentication or TLS failure) and
+//! supplies MSK IAM tokens. A leaf module: the connection builds clients with it, the client
+//! module reads it.
+
+use std::sync::Mutex;
+
+use rdkafka::client::OAuthToken;
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::consumer::ConsumerContext;
+use rdkafka::error::KafkaError;
+use rdkafka::ClientContext;
+
+use crate::auth::MskIamAuthenticator;
+use crate::error::ClientFailure;
+
+/// The client context of every consumer and producer the connector creates.
+pub(crate) struct KafkaContext {
+    last_failure: Mutex<Option<ClientFailure>>,
+    msk_iam: Option<std::sync::Arc<MskIamAuthenticator>>,
+}
+
+impl KafkaContext {
+    pub(crate) fn new(msk_iam: Option<std::sync::Arc<MskIamAuthenticator>>) -> Self {
+        KafkaContext {
+            last_failure: Mutex::new(None),
+            msk_iam,
+        }
+    }
+
+    /// Keeps a failure; a detailed authentication/TLS message is not replaced by a vaguer one.
+    pub(crate) fn record(&self, code: Option<rdkafka::error::RDKafkaErrorCode>, message: String) {
+        let new = ClientFailure { code, message };
+        if let Ok(mut g) = self.last_failure.lock() {
+            let keep_old = g
+                .as_ref()
+                .is_some_and(|old| old.is_authentication() && !new.is_authentication());
+            if !keep_old {
+                *g = Some(new);
+            }
+        }
+    }
+
+    /// The last error librdkafka reported through the error callback.
+    pub(crate) fn last_failure(&self) -> Option<ClientFailure> {
+        self.last_failure.lock().ok().and_then(|g| g.clone())
+    }
+}
+
+impl ClientContext for KafkaContext {
+    const ENABLE_REFRESH_OAUTH_TOKEN: bool = true;
+
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        match level {
+            RDKafkaLogLevel::Emerg
+            | RDKafkaLogLevel::Alert
+            | RDKafkaLogLevel::Critical
+            | RDKafkaLogLevel::Error
+            | RDKafkaLogLevel::Warning => {
+                tracing::debug!(target: "librdkafka", "{fac} {message}");
+                let m = message.to_ascii_lowercase();
+                if ["ssl", "sasl", "authentication", "certificate"]
+                    .iter()
+                    .any(|w| m.contains(w))
+                {
+                    self.record(None, message.to_string());
+                }
+            }
+            _ => tracing::trace!(target: "librdkafka", "{fac} {message}"),
+        }
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        tracing::debug!(target: "librdkafka", "client error: {error}: {reason}");
+        self.record(error.rdkafka_error_code(), reason.to_string());
+    }
+
+    fn generate_oauth_token(
+        &self,
+        _config: Option<&str>,
+    ) -> std::result::Result<OAuthToken, Box<dyn std::error::Error>> {
+        let auth = self
+            .msk_iam
+            .as_ref()
+            .ok_or("OAUTHBEARER is only supported with auth.mechanism=AWS_MSK_IAM")?;
+        let (token, expires) = auth.token_blocking()?;
+        let lifetime_ms = expires
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or_default();
+        Ok(OAuthToken {
+            token: token.expose().to_string(),
+            principal_name: crate::auth::msk_iam_principal().to_string(),
+            lifetime_ms,
+        })
+    }
+}
+
+impl ConsumerContext for KafkaContext {}
