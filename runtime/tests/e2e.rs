@@ -248,3 +248,35 @@ fn progress_counts_rows_in_and_rows_out_across_a_filtering_transform() {
         assert_eq!(e["sinks"][0]["numOutputRows"], 5, "{e}");
     }
 }
+
+/// `check --explain` prints every option of the pipeline's connectors from their declarations.
+#[test]
+fn check_explain_prints_the_declared_options() {
+    let l = Layout::new();
+    let p = l.pipeline("", "availableNow");
+    let o = tributary()
+        .args(["check", "--explain"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("source files"), "{out}");
+    assert!(out.contains("sink parquet"), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("cloudFiles.maxFilesPerTrigger "))
+        .unwrap_or_else(|| panic!("no maxFilesPerTrigger row: {out}"));
+    assert!(line.contains("1000"), "{line}");
+    let o = tributary()
+        .args(["check", "--explain", "--markdown"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("| `cloudFiles.maxFilesPerTrigger` |"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}

@@ -48,9 +48,18 @@ enum Command {
     /// Validate a pipeline file and its connector options without connecting to anything.
     ///
     /// Example: tributary check examples/quickstart.toml
+    /// Example: tributary check --explain examples/quickstart.toml
     Check {
         /// The pipeline file (TOML).
         pipeline: PathBuf,
+        /// Also print every option of the pipeline's connectors and stages: name, type,
+        /// default, allowed values, whether it is sensitive, and its doc (from the connectors'
+        /// own declarations).
+        #[arg(long)]
+        explain: bool,
+        /// With --explain: the tables as Markdown.
+        #[arg(long, requires = "explain")]
+        markdown: bool,
     },
     /// Run the conformance suite against a source or sink connector (built in or from a plugin) with a
     /// fixture that acts on the external system; print a table, write JSON and JUnit XML reports.
@@ -397,9 +406,14 @@ fn run(cli: Cli) -> Result<(), Error> {
                 Ok(())
             })
         }
-        Command::Check { pipeline } => {
+        Command::Check {
+            pipeline,
+            explain,
+            markdown,
+        } => {
             let spec = PipelineSpec::load(&pipeline)?;
-            engine::validate(&spec, &Registry::with_plugins(&spec.plugin_path)?)?;
+            let registry = Registry::with_plugins(&spec.plugin_path)?;
+            engine::validate(&spec, &registry)?;
             println!(
                 "{}: ok ({} -> {}, trigger {})",
                 pipeline.display(),
@@ -411,6 +425,9 @@ fn run(cli: Cli) -> Result<(), Error> {
                     .join(", "),
                 spec.trigger
             );
+            if explain {
+                print!("{}", explain_options(&spec, &registry, markdown)?);
+            }
             Ok(())
         }
         Command::Conformance {
@@ -486,4 +503,35 @@ fn run(cli: Cli) -> Result<(), Error> {
             Ok(())
         }
     }
+}
+
+/// `check --explain`: the option tables of the pipeline's source, stages and sinks, from their
+/// declarations.
+fn explain_options(
+    spec: &PipelineSpec,
+    registry: &Registry,
+    markdown: bool,
+) -> tributary_sdk::Result<String> {
+    use tributary_sdk::options::table::{render_markdown, render_text};
+    let render = |specs: &[tributary_sdk::OptionSpec]| {
+        if markdown {
+            render_markdown(specs)
+        } else {
+            render_text(specs)
+        }
+    };
+    let mut out = String::new();
+    out.push_str(&format!("\nsource {}\n", spec.source));
+    out.push_str(&render(&registry.source(&spec.source)?.options()));
+    for stage in &spec.stages {
+        if stage.options().is_some() {
+            out.push_str(&format!("\nstage {}\n", stage.name()));
+            out.push_str(&render(&registry.stage(stage.name())?.options()));
+        }
+    }
+    for (name, _) in &spec.sinks {
+        out.push_str(&format!("\nsink {name}\n"));
+        out.push_str(&render(&registry.sink(name)?.options()));
+    }
+    Ok(out)
 }
