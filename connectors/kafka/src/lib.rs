@@ -73,6 +73,7 @@ mod batch_builder;
 mod client;
 pub mod config;
 pub mod connection;
+mod connector;
 mod error;
 mod metrics;
 pub mod offsets;
@@ -89,5 +90,6 @@ mod stream_reader;
 pub mod conformance;
 
 pub use connection::{ConnectionProfile, ConnectionSettings};
+pub use connector::KafkaSourceFactory;
 pub use sink::{KafkaSink, KafkaSinkFactory};
-pub use source::{KafkaSource, KafkaSourceFactory};
+pub use source::KafkaSource;
