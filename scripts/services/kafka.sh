@@ -118,17 +118,8 @@ start_stunnel() { # name accept connect verify(yes/no)
 
 make_certs() {
   local t=$DIR/tls
-  mkdir -p "$t"
+  make_test_ca "$t" "Tributary Test CA"
   cd "$t"
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 \
-    -subj "/CN=Tributary Test CA" 2>/dev/null
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout wrong-ca.key -out wrong-ca.pem -days 3650 \
-    -subj "/CN=Some Other CA" 2>/dev/null
-  openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr \
-    -subj "/CN=localhost" 2>/dev/null
-  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
-  openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem \
-    -days 3650 -extfile server.ext 2>/dev/null
   openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr \
     -subj "/CN=tributary-client" 2>/dev/null
   printf 'extendedKeyUsage=clientAuth\n' >client.ext

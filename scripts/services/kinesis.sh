@@ -64,18 +64,9 @@ install_npm() {
 
 make_certs() {
   local t=$DIR/tls
-  mkdir -p "$t"
+  make_test_ca "$t" "Tributary Kinesis Test CA"
   (
     cd "$t"
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 \
-      -subj "/CN=Tributary Kinesis Test CA" 2>/dev/null
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout wrong-ca.key -out wrong-ca.pem -days 3650 \
-      -subj "/CN=Some Other CA" 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr \
-      -subj "/CN=localhost" 2>/dev/null
-    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
-    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem \
-      -days 3650 -extfile server.ext 2>/dev/null
     node -e 'const fs=require("fs");fs.writeFileSync("server.json",JSON.stringify({server:{key:fs.readFileSync("server.key","utf8"),cert:fs.readFileSync("server.pem","utf8")}}))'
     chmod 600 ./*.key server.json
   )

@@ -104,6 +104,24 @@ npm_into() { # dir package...: npm install into dir (a private package.json is m
     && npm install --no-audit --no-fund --loglevel=error "$@" >/dev/null)
 }
 
+make_test_ca() { # dir ca_cn: a test CA (ca.pem/.key), another CA (wrong-ca.*) and a server
+  # certificate it signs for localhost and 127.0.0.1 (server.pem/.key), all in dir
+  local t=$1 cn=$2
+  mkdir -p "$t"
+  (
+    cd "$t"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 \
+      -subj "/CN=$cn" 2>/dev/null
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout wrong-ca.key -out wrong-ca.pem -days 3650 \
+      -subj "/CN=Some Other CA" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr \
+      -subj "/CN=localhost" 2>/dev/null
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem \
+      -days 3650 -extfile server.ext 2>/dev/null
+  )
+}
+
 write_env() { # stdin -> $ENV_FILE
   cat >"$ENV_FILE"
   log "ready; environment in $ENV_FILE"
