@@ -74,19 +74,9 @@ pub async fn raw_client(server: Server) -> Client {
         .unwrap()
 }
 
+/// A name unique to this test run (the conformance suite's, shared by every fixture).
 pub fn unique(hint: &str) -> String {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        % 100_000_000;
-    format!(
-        "{hint}-{}-{ms}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
+    tributary_conformance::unique_name(hint)
 }
 
 pub async fn wait_active(client: &Client, name: &str) {
