@@ -79,6 +79,27 @@ pub fn unique(hint: &str) -> String {
     tributary_conformance::unique_name(hint)
 }
 
+/// Splits the stream's first shard at the middle of the hash key range and waits until the
+/// stream is active again (the parent closed, two children open).
+pub async fn split_first_shard(client: &Client, stream: &str) {
+    let shards = client
+        .list_shards()
+        .stream_name(stream)
+        .send()
+        .await
+        .unwrap();
+    let parent = shards.shards()[0].shard_id().to_string();
+    client
+        .split_shard()
+        .stream_name(stream)
+        .shard_to_split(&parent)
+        .new_starting_hash_key("170141183460469231731687303715884105728")
+        .send()
+        .await
+        .unwrap();
+    wait_active(client, stream).await;
+}
+
 pub async fn wait_active(client: &Client, name: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
