@@ -207,7 +207,7 @@ async fn parents_are_read_before_children_under_efo() {
     let start = s.initial_offset().await.unwrap();
     let (first, at) = drain(s.as_mut(), start, 5, Duration::from_secs(10)).await;
     assert_eq!(data(&first), before);
-    split_first_shard(&client, &stream).await;
+    let parent = split_first_shard(&client, &stream).await;
     let after = values("c", 6);
     put(&client, &stream, "key", &after).await;
     let (rest, _) = drain(s.as_mut(), at, 6, Duration::from_secs(40)).await;

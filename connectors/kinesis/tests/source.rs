@@ -159,7 +159,7 @@ async fn split_reads_parents_before_children_and_keeps_key_order() {
     // Plan one batch before the split, then split while the source runs.
     let (first, at) = drain(s.as_mut(), start, 6, Duration::from_secs(20)).await;
     assert_eq!(data(&first), before);
-    split_first_shard(&client, &stream).await;
+    let parent = split_first_shard(&client, &stream).await;
     let after = values("c", 6);
     put(&client, &stream, "key", &after).await;
     let (second, end) = drain(s.as_mut(), at.clone(), 6, Duration::from_secs(30)).await;

@@ -4,6 +4,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arrow_array::{Array, BinaryArray, RecordBatch, StringArray};
@@ -80,8 +82,8 @@ pub fn unique(hint: &str) -> String {
 }
 
 /// Splits the stream's first shard at the middle of the hash key range and waits until the
-/// stream is active again (the parent closed, two children open).
-pub async fn split_first_shard(client: &Client, stream: &str) {
+/// stream is active again (the parent closed, two children open); returns the parent's id.
+pub async fn split_first_shard(client: &Client, stream: &str) -> String {
     let shards = client
         .list_shards()
         .stream_name(stream)
@@ -98,6 +100,7 @@ pub async fn split_first_shard(client: &Client, stream: &str) {
         .await
         .unwrap();
     wait_active(client, stream).await;
+    parent
 }
 
 pub async fn wait_active(client: &Client, name: &str) {
@@ -231,4 +234,30 @@ pub async fn drain(
         }
     }
     (out, at)
+}
+
+/// Log output captured in memory: tracing's fmt subscriber writes here.
+#[derive(Clone, Default)]
+pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Captures this thread's logs at `level` and above (no colours) until the guard drops.
+pub fn capture_logs(level: tracing::Level) -> (Captured, tracing::subscriber::DefaultGuard) {
+    let log = Captured::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(level)
+        .finish();
+    (log, tracing::subscriber::set_default(subscriber))
 }
