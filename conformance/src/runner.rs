@@ -35,6 +35,24 @@ impl Default for RunOptions {
     }
 }
 
+impl RunOptions {
+    /// Whether the case named `name` is selected (every case when `only` is empty).
+    pub(crate) fn selects(&self, name: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|n| n == name)
+    }
+}
+
+/// The failed report of a case name the suite does not have (`what`: "conformance case",
+/// "sink conformance case").
+pub(crate) fn unknown_case(what: &str, name: &str) -> CaseReport {
+    CaseReport {
+        name: name.to_string(),
+        status: CaseStatus::Failed,
+        seconds: 0.0,
+        reason: Some(format!("no {what} named '{name}'")),
+    }
+}
+
 /// Runs every selected case and collects a report. Never panics because a case did: a panic
 /// inside a case (or the connector) is that case's failure.
 pub async fn run(
@@ -44,7 +62,7 @@ pub async fn run(
 ) -> Report {
     let mut report = Report::new(connector.name(), fixture.name());
     for case in all_cases() {
-        if !options.only.is_empty() && !options.only.iter().any(|n| n == case.name) {
+        if !options.selects(case.name) {
             continue;
         }
         report
@@ -63,12 +81,7 @@ pub async fn run_case(
 ) -> CaseReport {
     match all_cases().into_iter().find(|c| c.name == name) {
         Some(case) => run_one(&case, connector, fixture, timeout).await,
-        None => CaseReport {
-            name: name.to_string(),
-            status: CaseStatus::Failed,
-            seconds: 0.0,
-            reason: Some(format!("no conformance case named '{name}'")),
-        },
+        None => unknown_case("conformance case", name),
     }
 }
 

@@ -31,13 +31,9 @@
 set -euo pipefail
 
 cmd=${1:-start}
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-TOOLS=${TRIBUTARY_TOOLS_DIR:-$HOME/.cache/tributary}
-SERVICES=${TRIBUTARY_SERVICES_DIR:-$ROOT/target/services}
-mkdir -p "$SERVICES"
-SERVICES=$(cd "$SERVICES" && pwd)
-DIR=$SERVICES/kafka
-ENV_FILE=$SERVICES/kafka.env
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+svc_init kafka
 TANSU=$TOOLS/tansu/bin/tansu
 BASE=${TRIBUTARY_KAFKA_PORT_BASE:-19092}
 P_PLAIN=$BASE
@@ -62,37 +58,15 @@ P12_PASSWORD=changeit
 JKS_PASSWORD=jks-store-secret
 JKS_KEY_PASSWORD=jks-key-secret
 
-log() { echo "kafka.sh: $*" >&2; }
-
-stop_all() {
-  [ -d "$DIR" ] || return 0
-  for pidfile in "$DIR"/*.pid; do
-    [ -e "$pidfile" ] || continue
-    pid=$(cat "$pidfile" 2>/dev/null || true)
-    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-      kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$pidfile"
-  done
-}
-
 install_packages() {
-  local missing=()
-  command -v cmake >/dev/null || missing+=(cmake)
-  command -v stunnel4 >/dev/null || command -v stunnel >/dev/null || missing+=(stunnel4)
-  command -v openssl >/dev/null || missing+=(openssl)
-  dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing+=(libcurl4-openssl-dev)
-  dpkg -s libssl-dev >/dev/null 2>&1 || missing+=(libssl-dev)
+  need_cmd cmake cmake
+  need_cmd "stunnel4 stunnel" stunnel4
+  need_cmd openssl openssl
+  need_deb libcurl4-openssl-dev
+  need_deb libssl-dev
   # keytool writes the JKS and PKCS12 stores the Spark-option tests read (Debian 12: Java 17).
-  command -v keytool >/dev/null || missing+=(openjdk-17-jre-headless)
-  if [ ${#missing[@]} -gt 0 ]; then
-    log "installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq "${missing[@]}" >/dev/null
-  fi
+  need_cmd keytool openjdk-17-jre-headless
+  install_missing
 }
 
 install_tansu() {
@@ -102,31 +76,19 @@ install_tansu() {
   cargo install tansu --version 0.6.0 --locked --features dynostore,libsql --root "$TOOLS/tansu"
 }
 
-wait_port() { # port seconds name
-  local port=$1 secs=$2 name=$3
-  for _ in $(seq 1 $((secs * 10))); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  log "$name did not listen on 127.0.0.1:$port within ${secs}s"
-  for f in "$DIR"/*.log; do echo "--- $f" >&2; tail -20 "$f" >&2 || true; done
-  return 1
-}
-
 start_tansu() { # name listen_port advertised_port [extra args...]
   local name=$1 port=$2 adv=$3
   shift 3
   mkdir -p "$DIR/$name/data"
   (
     cd "$DIR/$name"
-    env -u LISTENER_URL -u ADVERTISED_LISTENER_URL -u STORAGE_ENGINE -u CLUSTER_ID \
+    spawn "$name" env -u LISTENER_URL -u ADVERTISED_LISTENER_URL -u STORAGE_ENGINE -u CLUSTER_ID \
       -u OTEL_EXPORTER_OTLP_ENDPOINT -u SCHEMA_REGISTRY -u DATA_LAKE \
-      nohup "$TANSU" broker \
+      "$TANSU" broker \
       --listener-url "tcp://127.0.0.1:$port" \
       --advertised-listener-url "tcp://127.0.0.1:$adv" \
       --storage-engine 'sqlite://data/tansu.db?maintenance_interval=1s' \
-      "$@" >"$DIR/$name.log" 2>&1 &
-    echo $! >"$DIR/$name.pid"
+      "$@"
   )
   wait_port "$port" 60 "tansu $name"
 }
@@ -150,24 +112,14 @@ start_stunnel() { # name accept connect verify(yes/no)
   } >"$conf"
   local bin
   bin=$(command -v stunnel4 || command -v stunnel)
-  nohup "$bin" "$conf" >"$DIR/stunnel-$name.log" 2>&1 &
-  echo $! >"$DIR/stunnel-$name.pid"
+  spawn "stunnel-$name" "$bin" "$conf"
   wait_port "$accept" 20 "stunnel $name"
 }
 
 make_certs() {
   local t=$DIR/tls
-  mkdir -p "$t"
+  make_test_ca "$t" "Tributary Test CA"
   cd "$t"
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 \
-    -subj "/CN=Tributary Test CA" 2>/dev/null
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout wrong-ca.key -out wrong-ca.pem -days 3650 \
-    -subj "/CN=Some Other CA" 2>/dev/null
-  openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr \
-    -subj "/CN=localhost" 2>/dev/null
-  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
-  openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem \
-    -days 3650 -extfile server.ext 2>/dev/null
   openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr \
     -subj "/CN=tributary-client" 2>/dev/null
   printf 'extendedKeyUsage=clientAuth\n' >client.ext
@@ -215,8 +167,7 @@ start_all() {
     --mechanism scram512 >>"$DIR/scram-users.log" 2>&1
   "$TANSU" user create --broker "tcp://127.0.0.1:$P_SCRAM" "$CONFORMANCE_USER" "$CONFORMANCE_PASSWORD" \
     --mechanism scram512 >>"$DIR/scram-users.log" 2>&1
-  kill "$(cat "$DIR/scram.pid")"
-  for _ in $(seq 1 50); do kill -0 "$(cat "$DIR/scram.pid")" 2>/dev/null || break; sleep 0.1; done
+  stop_pidfile "$DIR/scram.pid"
   start_tansu scram "$P_SCRAM" "$P_SCRAM" --authentication
 
   start_tansu tls "$P_TLS_INNER" "$P_TLS"
@@ -225,7 +176,7 @@ start_all() {
   start_stunnel mtls "$P_MTLS" "$P_MTLS_INNER" yes
 
   local t=$DIR/tls
-  cat >"$ENV_FILE" <<EOF
+  write_env <<EOF
 export TRIBUTARY_KAFKA_BOOTSTRAP=127.0.0.1:$P_PLAIN
 export TRIBUTARY_KAFKA_SCRATCH_BOOTSTRAP=127.0.0.1:$P_SCRATCH
 export TRIBUTARY_KAFKA_SCRAM_BOOTSTRAP=127.0.0.1:$P_SCRAM
@@ -252,11 +203,6 @@ export TRIBUTARY_KAFKA_CLIENT_KEYTOOL_P12=$t/client-keytool.p12
 export TRIBUTARY_KAFKA_JKS_PASSWORD=$JKS_PASSWORD
 export TRIBUTARY_KAFKA_JKS_KEY_PASSWORD=$JKS_KEY_PASSWORD
 EOF
-  log "ready; environment in $ENV_FILE"
 }
 
-case "$cmd" in
-  start) start_all ;;
-  stop) stop_all; rm -f "$ENV_FILE"; log "stopped" ;;
-  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
-esac
+svc_main "$cmd" start_all

@@ -23,13 +23,10 @@
 set -euo pipefail
 
 cmd=${1:-start}
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-TOOLS=${TRIBUTARY_TOOLS_DIR:-$HOME/.cache/tributary}/kinesis
-SERVICES=${TRIBUTARY_SERVICES_DIR:-$ROOT/target/services}
-mkdir -p "$SERVICES"
-SERVICES=$(cd "$SERVICES" && pwd)
-DIR=$SERVICES/kinesis
-ENV_FILE=$SERVICES/kinesis.env
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+svc_init kinesis
+TOOLS=$TOOLS/kinesis
 BASE=${TRIBUTARY_KINESIS_PORT_BASE:-14567}
 P_TLS=$BASE
 P_PLAIN=$((BASE + 1))
@@ -37,30 +34,9 @@ P_LITE=$((BASE + 2))
 MOCK_VERSION=0.6.2
 LITE_VERSION=3.3.3
 
-log() { echo "kinesis.sh: $*" >&2; }
-
-stop_all() {
-  [ -d "$DIR" ] || return 0
-  for pidfile in "$DIR"/*.pid; do
-    [ -e "$pidfile" ] || continue
-    pid=$(cat "$pidfile" 2>/dev/null || true)
-    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-      kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$pidfile"
-  done
-}
-
 running() { # every pid file alive and the env file written
   [ -f "$ENV_FILE" ] || return 1
-  for name in kinesis-mock kinesalite; do
-    [ -f "$DIR/$name.pid" ] || return 1
-    kill -0 "$(cat "$DIR/$name.pid")" 2>/dev/null || return 1
-  done
-  (exec 3<>"/dev/tcp/127.0.0.1/$P_TLS") 2>/dev/null || return 1
-  (exec 3<>"/dev/tcp/127.0.0.1/$P_LITE") 2>/dev/null || return 1
+  pid_alive kinesis-mock && pid_alive kinesalite && port_open "$P_TLS" && port_open "$P_LITE"
 }
 
 libfaketime() {
@@ -68,17 +44,11 @@ libfaketime() {
 }
 
 install_packages() {
-  local missing=()
-  command -v node >/dev/null || missing+=(nodejs)
-  command -v npm >/dev/null || missing+=(npm)
-  command -v openssl >/dev/null || missing+=(openssl)
-  [ -n "$(libfaketime)" ] || missing+=(faketime)
-  if [ ${#missing[@]} -gt 0 ]; then
-    log "installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq "${missing[@]}" >/dev/null
-  fi
+  need_cmd node nodejs
+  need_cmd npm npm
+  need_cmd openssl openssl
+  need_lib '/usr/lib/*/faketime/libfaketime.so.1' faketime
+  install_missing
 }
 
 install_npm() {
@@ -88,38 +58,15 @@ install_npm() {
     return 0
   fi
   log "installing kinesis-local@$MOCK_VERSION and kinesalite@$LITE_VERSION into $TOOLS"
-  mkdir -p "$TOOLS"
-  (cd "$TOOLS" && { [ -f package.json ] || echo '{"name":"tributary-kinesis-tools","private":true}' >package.json; } \
-    && npm install --no-audit --no-fund --loglevel=error \
-      "kinesis-local@$MOCK_VERSION" "kinesalite@$LITE_VERSION" >/dev/null)
+  npm_into "$TOOLS" "kinesis-local@$MOCK_VERSION" "kinesalite@$LITE_VERSION"
   touch "$marker"
-}
-
-wait_port() { # port seconds name
-  local port=$1 secs=$2 name=$3
-  for _ in $(seq 1 $((secs * 10))); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  log "$name did not listen on 127.0.0.1:$port within ${secs}s"
-  for f in "$DIR"/*.log; do echo "--- $f" >&2; tail -20 "$f" >&2 || true; done
-  return 1
 }
 
 make_certs() {
   local t=$DIR/tls
-  mkdir -p "$t"
+  make_test_ca "$t" "Tributary Kinesis Test CA"
   (
     cd "$t"
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 \
-      -subj "/CN=Tributary Kinesis Test CA" 2>/dev/null
-    openssl req -x509 -newkey rsa:2048 -nodes -keyout wrong-ca.key -out wrong-ca.pem -days 3650 \
-      -subj "/CN=Some Other CA" 2>/dev/null
-    openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr \
-      -subj "/CN=localhost" 2>/dev/null
-    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >server.ext
-    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem \
-      -days 3650 -extfile server.ext 2>/dev/null
     node -e 'const fs=require("fs");fs.writeFileSync("server.json",JSON.stringify({server:{key:fs.readFileSync("server.key","utf8"),cert:fs.readFileSync("server.pem","utf8")}}))'
     chmod 600 ./*.key server.json
   )
@@ -144,12 +91,10 @@ net.Server.prototype.listen = function (...args) {
 EOF
   (
     cd "$DIR"
-    KINESIS_MOCK_PLAIN_PORT=$P_PLAIN KINESIS_MOCK_TLS_PORT=$P_TLS \
-      KINESIS_MOCK_CERT_PATH=$DIR/tls/server.json LOG_LEVEL=WARN \
+    spawn kinesis-mock env KINESIS_MOCK_PLAIN_PORT="$P_PLAIN" KINESIS_MOCK_TLS_PORT="$P_TLS" \
+      KINESIS_MOCK_CERT_PATH="$DIR/tls/server.json" LOG_LEVEL=WARN \
       SHARD_LIMIT="${KINESIS_MOCK_SHARD_LIMIT:-1000}" \
-      nohup node -r "$DIR/loopback.js" "$TOOLS/node_modules/kinesis-local/main.js" \
-      >"$DIR/kinesis-mock.log" 2>&1 &
-    echo $! >"$DIR/kinesis-mock.pid"
+      node -r "$DIR/loopback.js" "$TOOLS/node_modules/kinesis-local/main.js"
   )
   wait_port "$P_TLS" 60 kinesis-mock
   wait_port "$P_PLAIN" 20 "kinesis-mock plain"
@@ -160,11 +105,9 @@ start_kinesalite() {
   mkdir -p "$DIR/kinesalite-data"
   (
     cd "$DIR"
-    LD_PRELOAD=$(libfaketime) FAKETIME_TIMESTAMP_FILE=$DIR/faketime FAKETIME_NO_CACHE=1 \
-      nohup node "$TOOLS/node_modules/kinesalite/cli.js" --port "$P_LITE" \
-      --createStreamMs 0 --deleteStreamMs 0 --updateStreamMs 0 --shardLimit 100 \
-      >"$DIR/kinesalite.log" 2>&1 &
-    echo $! >"$DIR/kinesalite.pid"
+    spawn kinesalite env LD_PRELOAD="$(libfaketime)" FAKETIME_TIMESTAMP_FILE="$DIR/faketime" FAKETIME_NO_CACHE=1 \
+      node "$TOOLS/node_modules/kinesalite/cli.js" --port "$P_LITE" \
+      --createStreamMs 0 --deleteStreamMs 0 --updateStreamMs 0 --shardLimit 100
   )
   wait_port "$P_LITE" 30 kinesalite
 }
@@ -183,7 +126,7 @@ start_all() {
   start_mock
   start_kinesalite
   local t=$DIR/tls
-  cat >"$ENV_FILE" <<EOF
+  write_env <<EOF
 export TRIBUTARY_KINESIS_ENDPOINT=https://localhost:$P_TLS
 export TRIBUTARY_KINESIS_PLAIN_ENDPOINT=http://127.0.0.1:$P_PLAIN
 export TRIBUTARY_KINESIS_CA=$t/ca.pem
@@ -192,11 +135,6 @@ export TRIBUTARY_KINESIS_REGION=us-east-1
 export TRIBUTARY_KINESALITE_ENDPOINT=http://127.0.0.1:$P_LITE
 export TRIBUTARY_KINESALITE_FAKETIME_FILE=$DIR/faketime
 EOF
-  log "ready; environment in $ENV_FILE"
 }
 
-case "$cmd" in
-  start) start_all ;;
-  stop) stop_all; rm -f "$ENV_FILE"; log "stopped" ;;
-  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
-esac
+svc_main "$cmd" start_all

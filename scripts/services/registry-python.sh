@@ -10,22 +10,20 @@
 # Exports TRIBUTARY_REGISTRY_PYTHON (the venv's python) and TRIBUTARY_DELTA_PYTHON (the same
 # python, set only once `import deltalake, pyarrow` works there).
 set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+SVC_NAME=registry-python
 VENV="${TRIBUTARY_REGISTRY_VENV:-${TRIBUTARY_TOOLS_DIR:-$HOME/.cache/tributary}/registry-venv}"
 REGISTRY_PACKAGES=("confluent-kafka[avro,protobuf,schemaregistry]==2.12.*")
 DELTA_PACKAGES=("deltalake==1.*" "pyarrow>=18")
-pip_install() {
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check "$@" >&2
-}
 ensure_venv() {
-  if [ ! -x "$VENV/bin/python" ]; then
-    python3 -m venv "$VENV" >&2
-  fi
-  if ! "$VENV/bin/python" -c "import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.protobuf" 2>/dev/null; then
-    pip_install "${REGISTRY_PACKAGES[@]}"
+  if ! [ -x "$VENV/bin/python" ] \
+    || ! "$VENV/bin/python" -c "import confluent_kafka.schema_registry.avro, confluent_kafka.schema_registry.protobuf" 2>/dev/null; then
+    pip_venv "$VENV" "${REGISTRY_PACKAGES[@]}"
   fi
   if ! "$VENV/bin/python" -c "import deltalake, pyarrow" 2>/dev/null; then
     # The Delta reader is optional for the decode tests: a failed install leaves the variable unset.
-    pip_install "${DELTA_PACKAGES[@]}" || echo "registry-python.sh: deltalake/pyarrow not installed" >&2
+    pip_venv "$VENV" "${DELTA_PACKAGES[@]}" || log "deltalake/pyarrow not installed"
   fi
 }
 exports() {

@@ -9,8 +9,6 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::data_loss::DataLossKind;
-
 /// Result alias used throughout the SDK.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -65,6 +63,66 @@ pub enum ErrorCode {
     Io,
     /// A bug in Tributary or in a connector (an invariant did not hold, a panic was caught).
     Internal,
+}
+
+/// The kinds of data loss a source can detect. Each has a stable code.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DataLossKind {
+    /// The position to read from is below the earliest available offset (retention, trimming).
+    OffsetOutOfRange,
+    /// A partition (or topic) that was being read no longer exists.
+    PartitionDeleted,
+    /// A partition's offsets went backwards: the topic was deleted and recreated.
+    PartitionRecreated,
+    /// A partition discovered after the start does not begin at offset 0.
+    AddedPartitionNotFromStart,
+    /// The records returned skip offsets that were requested (not explained by transaction markers).
+    OffsetGap,
+    /// The end of a planned range is below its start.
+    EndBeforeStart,
+    /// A Kinesis shard expired before it was read to the planned end.
+    ShardExpired,
+    /// A stream read before a restart no longer exists.
+    StreamRemoved,
+    /// A file that was discovered disappeared before it was read.
+    FileVanished,
+}
+
+impl DataLossKind {
+    pub(crate) const ALL: [DataLossKind; 9] = [
+        DataLossKind::OffsetOutOfRange,
+        DataLossKind::PartitionDeleted,
+        DataLossKind::PartitionRecreated,
+        DataLossKind::AddedPartitionNotFromStart,
+        DataLossKind::OffsetGap,
+        DataLossKind::EndBeforeStart,
+        DataLossKind::ShardExpired,
+        DataLossKind::StreamRemoved,
+        DataLossKind::FileVanished,
+    ];
+
+    /// The stable error code of this kind.
+    pub fn code(&self) -> &'static str {
+        match self {
+            DataLossKind::OffsetOutOfRange => "DATA_LOSS.START_OFFSET_RESET",
+            DataLossKind::PartitionDeleted => "DATA_LOSS.PARTITIONS_DELETED",
+            DataLossKind::PartitionRecreated => "DATA_LOSS.PARTITION_OFFSET_CHANGED",
+            DataLossKind::AddedPartitionNotFromStart => {
+                "DATA_LOSS.ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO"
+            }
+            DataLossKind::OffsetGap => "DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE",
+            DataLossKind::EndBeforeStart => "DATA_LOSS.END_OFFSET_BEFORE_START_OFFSET",
+            DataLossKind::ShardExpired => "KINESIS_COULD_NOT_READ_SHARD_UNTIL_END_OFFSET",
+            DataLossKind::StreamRemoved => "KINESIS_SOURCE_STREAMS_REMOVED_ON_RESTART",
+            DataLossKind::FileVanished => "CLOUD_FILES_FILE_NOT_FOUND",
+        }
+    }
+
+    /// Parses a code produced by [`DataLossKind::code`].
+    pub fn parse(code: &str) -> Option<DataLossKind> {
+        Self::ALL.iter().copied().find(|k| k.code() == code)
+    }
 }
 
 impl ErrorCode {

@@ -122,7 +122,7 @@ impl TransformSpec {
             }
             #[cfg(not(feature = "delta"))]
             if table.format == TableFormat::Delta {
-                return Err(crate::static_tables::delta_unavailable(table));
+                return Err(delta_unavailable(table));
             }
             if table.path.trim().is_empty() {
                 return Err(invalid(
@@ -168,4 +168,17 @@ fn not_a_query(why: &str) -> Error {
         format!("[transform] sql must be one query (SELECT ... FROM source ...), but {why}"),
     )
     .with_context("option", "transform.sql")
+}
+
+/// The error for `format = "delta"` in a build without the `delta` feature.
+#[cfg(not(feature = "delta"))]
+pub(crate) fn delta_unavailable(table: &StaticTable) -> Error {
+    Error::new(
+        ErrorCode::InvalidPipeline,
+        format!(
+            "[[transform.table]] '{}': format = \"delta\" needs tributary-transform built with its `delta` feature; use format = \"parquet\" or \"csv\", or rebuild with the feature",
+            table.name
+        ),
+    )
+    .with_context("option", "transform.table.format")
 }

@@ -11,6 +11,8 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionContext};
 use tributary_sdk::{Error, ErrorCode, Result};
 
+#[cfg(not(feature = "delta"))]
+use crate::spec::delta_unavailable;
 use crate::spec::{StaticTable, TableFormat};
 
 /// Registers `table` in `ctx`; with `load`, reads it into memory (the table the query sees is
@@ -82,19 +84,6 @@ fn table_url(path: &str) -> std::result::Result<url::Url, String> {
 #[cfg(not(feature = "delta"))]
 async fn register_delta(_ctx: &SessionContext, table: &StaticTable) -> Result<()> {
     Err(delta_unavailable(table))
-}
-
-/// The error for `format = "delta"` in a build without the `delta` feature.
-#[cfg(not(feature = "delta"))]
-pub(crate) fn delta_unavailable(table: &StaticTable) -> Error {
-    Error::new(
-        ErrorCode::InvalidPipeline,
-        format!(
-            "[[transform.table]] '{}': format = \"delta\" needs tributary-transform built with its `delta` feature; use format = \"parquet\" or \"csv\", or rebuild with the feature",
-            table.name
-        ),
-    )
-    .with_context("option", "transform.table.format")
 }
 
 fn read_error(table: &StaticTable, e: &dyn std::fmt::Display) -> Error {

@@ -16,6 +16,7 @@ use crate::cases::{
     Outcome, ReadBatch,
 };
 use crate::fixture::{EfoConsumer, EfoSetup, Fixture, ReadSetup};
+use crate::names::unique_name;
 
 async fn efo_source(
     connector: &dyn SourceFactory,
@@ -37,18 +38,6 @@ fn named(name: &str, deregister: bool) -> EfoSetup {
         deregister_on_stop: deregister,
         prefix: None,
     }
-}
-
-/// A name unique to this run (consumers outlive failed runs).
-fn unique(name: &str) -> String {
-    format!(
-        "{name}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() % 1_000_000)
-            .unwrap_or_default()
-    )
 }
 
 async fn consumer(
@@ -76,7 +65,7 @@ pub async fn efo_consumer_registered_active(
 ) -> CaseResult {
     let env = CaseEnv::new()?;
     let target = fixture.create_target("efo").await?;
-    let name = unique("conformance-efo");
+    let name = unique_name("conformance-efo");
     let produced = fixture.produce(&target, 3).await?;
     let mut source = efo_source(connector, fixture, &env, &target, named(&name, true)).await?;
     // Starting the query registers (or finds) the consumer and waits until it is ACTIVE.
@@ -119,7 +108,7 @@ pub async fn efo_consumer_reused_by_name(
 ) -> CaseResult {
     let env = CaseEnv::new()?;
     let target = fixture.create_target("eforeuse").await?;
-    let name = unique("conformance-reuse");
+    let name = unique_name("conformance-reuse");
     let mut a = efo_source(connector, fixture, &env, &target, named(&name, false)).await?;
     a.initial_offset().await?;
     let first = consumer(fixture, &target, &name).await?.ok_or_else(|| {
@@ -156,7 +145,7 @@ pub async fn efo_consumer_deregistered_on_stop(
 ) -> CaseResult {
     let env = CaseEnv::new()?;
     let target = fixture.create_target("efodereg").await?;
-    let name = unique("conformance-dereg");
+    let name = unique_name("conformance-dereg");
     let mut source = efo_source(connector, fixture, &env, &target, named(&name, true)).await?;
     source.initial_offset().await?;
     ensure!(
@@ -179,7 +168,7 @@ pub async fn efo_consumer_leak_listed(
     fixture: &mut dyn Fixture,
 ) -> CaseResult {
     let target = fixture.create_target("efoleak").await?;
-    let prefix = format!("{}_", unique("leak").replace('-', "_"));
+    let prefix = format!("{}_", unique_name("leak").replace('-', "_"));
     let with_prefix = EfoSetup {
         consumer_name: String::new(),
         deregister_on_stop: false,

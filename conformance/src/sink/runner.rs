@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tributary_sdk::SinkFactory;
 
-use crate::report::{CaseReport, CaseStatus, Report};
-use crate::runner::{conclude, timed_case, RunOptions};
+use crate::report::{CaseReport, Report};
+use crate::runner::{conclude, timed_case, unknown_case, RunOptions};
 use crate::sink::cases::{all_sink_cases, SinkCase};
 use crate::sink::fixture::SinkFixture;
 
@@ -23,7 +23,7 @@ pub async fn run_sinks(
 ) -> Report {
     let mut report = Report::new(connector.name(), fixture.name());
     for case in all_sink_cases() {
-        if !options.only.is_empty() && !options.only.iter().any(|n| n == case.name) {
+        if !options.selects(case.name) {
             continue;
         }
         report
@@ -42,12 +42,7 @@ pub async fn run_sink_case(
 ) -> CaseReport {
     match all_sink_cases().into_iter().find(|c| c.name == name) {
         Some(case) => run_one(&case, connector, fixture, timeout).await,
-        None => CaseReport {
-            name: name.to_string(),
-            status: CaseStatus::Failed,
-            seconds: 0.0,
-            reason: Some(format!("no sink conformance case named '{name}'")),
-        },
+        None => unknown_case("sink conformance case", name),
     }
 }
 

@@ -7,49 +7,18 @@
 //! `cargo bench -p tributary-files --bench format_json_stream`
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::io::{BufReader, BufWriter, Write};
-use std::path::Path;
-use std::time::{Duration, Instant};
+mod common;
 
-use arrow_array::{Array, Int64Array, RecordBatch};
+use std::io::BufReader;
+use std::path::Path;
+use std::time::Instant;
+
+use arrow_array::RecordBatch;
+use common::{generate, median, summary, DDL};
 use tributary_files::FilesSourceFactory;
 use tributary_sdk::{ConnectorContext, Options, ReadLimit, SourceFactoryExt};
 
-const DDL: &str =
-    "id BIGINT, user STRING, price DOUBLE, qty INT, ts TIMESTAMP, ok BOOLEAN, tag STRING";
 const RUNS: usize = 5;
-
-fn generate(path: &Path, bytes: u64) {
-    let mut w = BufWriter::new(std::fs::File::create(path).unwrap());
-    let (mut written, mut id) = (0u64, 0u64);
-    while written < bytes {
-        let line = format!(
-            "{{\"id\": {id}, \"user\": \"user-{u}\", \"price\": {p:.2}, \"qty\": {q}, \
-             \"ts\": \"2024-05-{d:02}T10:{m:02}:00Z\", \"ok\": {ok}, \"tag\": \"tag{t}\"}}\n",
-            u = id % 9973,
-            p = (id % 1000) as f64 * 1.25,
-            q = id % 17,
-            d = 1 + id % 28,
-            m = id % 60,
-            ok = id % 3 == 0,
-            t = id % 11,
-        );
-        w.write_all(line.as_bytes()).unwrap();
-        written += line.len() as u64;
-        id += 1;
-    }
-    w.flush().unwrap();
-}
-
-/// (rows, sum of ids) of batches.
-fn summary(batches: &[RecordBatch]) -> (usize, i64) {
-    let mut sum = 0;
-    for b in batches {
-        let id = b.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
-        sum += (0..id.len()).map(|i| id.value(i)).sum::<i64>();
-    }
-    (batches.iter().map(|b| b.num_rows()).sum(), sum)
-}
 
 fn through_source(rt: &tokio::runtime::Runtime, file: &Path) -> Vec<RecordBatch> {
     let options: Options = [
@@ -79,14 +48,9 @@ fn direct(file: &Path) -> Vec<RecordBatch> {
         .unwrap()
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` runs this without it: stay quick.
-    let full = std::env::args().any(|a| a == "--bench");
+    let full = common::full_run();
     let bytes: u64 = std::env::var("FORMAT_BENCH_BYTES")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -14,9 +14,7 @@ use tributary_sdk::{
 
 use crate::config::{option_specs, FilesConfig};
 use crate::source::FilesSource;
-
-/// The connector name.
-pub const CONNECTOR: &str = "files";
+use crate::CONNECTOR;
 
 /// The files connector (name `files`): builds incremental file sources.
 #[derive(Debug, Clone, Copy, Default)]

@@ -94,3 +94,15 @@ pub(crate) fn excerpt(text: &str) -> String {
     }
     format!("{}...", &text[..end])
 }
+
+/// The error and its causes on one line (the SDKs' `Display` names only the outermost).
+pub(crate) fn error_text(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}

@@ -128,6 +128,9 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
+#[cfg(feature = "bench")]
+#[doc(hidden)]
+pub mod bench_support;
 mod blocking;
 mod clean;
 mod columns;
@@ -153,7 +156,11 @@ mod store;
 pub mod conformance;
 
 pub use config::FilesConfig;
-pub use connector::{FilesSourceFactory, CONNECTOR};
+pub use connector::FilesSourceFactory;
+
+/// The connector name (a leaf constant: the source and its partitions name it without
+/// importing the connector that builds them).
+pub const CONNECTOR: &str = "files";
 pub use schema::{
     file_metadata_field, file_metadata_fields, rescued_data_field, METADATA_COLUMN,
     RESCUED_DATA_COLUMN,

@@ -24,11 +24,11 @@ use tributary_sdk::{
 };
 
 use crate::config::FilesConfig;
-use crate::connector::CONNECTOR;
 use crate::discovery::{now_ms, Discovery};
 use crate::format::DecodeContext;
 use crate::schema::{file_metadata_fields, output_schema, resolve_file_schema};
 use crate::state::{FileStateStore, QueuedFile};
+use crate::CONNECTOR;
 
 mod partitions;
 mod read;

@@ -212,7 +212,7 @@ fn rss_child() {
 /// child process and asserts its peak RSS stays under 96 MB and under three quarters of the file
 /// (about 50 MB measured for 128 MiB in a debug build; `read` of the same range holds every
 /// decoded batch, more than the file's size). The 2 GiB measurement next to arrow-json is the
-/// ignored `format::rss` test of the library (see its module docs).
+/// `format_rss` bench (`cargo bench -p tributary-files --features bench --bench format_rss`).
 #[test]
 fn memory_is_bounded_by_a_part() {
     if std::env::var("FILES_RSS_CHILD_FILE").is_ok() {

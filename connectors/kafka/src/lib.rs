@@ -73,6 +73,7 @@ mod batch_builder;
 mod client;
 pub mod config;
 pub mod connection;
+mod connector;
 mod context;
 mod error;
 mod metrics;
@@ -92,5 +93,6 @@ mod subscription;
 pub mod conformance;
 
 pub use connection::{ConnectionProfile, ConnectionSettings};
+pub use connector::KafkaSourceFactory;
 pub use sink::{KafkaSink, KafkaSinkFactory};
-pub use source::{KafkaSource, KafkaSourceFactory};
+pub use source::KafkaSource;

@@ -27,12 +27,10 @@ use std::time::Instant;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
-use tributary_sdk::typed::SourceConnector;
 use tributary_sdk::{
     BatchStream, ChunkSender, ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker,
-    Error, ErrorCode, InputPartition, Offset, OptionSpec, Options, ParsedOptions, ReadLimit,
-    RealTimeSupport, Result, Source, SourceDescription, SourceIdentity, SourceMetrics,
-    StreamingSource,
+    Error, ErrorCode, InputPartition, Offset, OptionSpec, Options, ReadLimit, Result, Source,
+    SourceIdentity, SourceMetrics, StreamingSource,
 };
 
 use crate::client::{Admin, RequestPolicy};
@@ -43,50 +41,8 @@ use crate::offsets::{PartitionOffsets, EARLIEST, LATEST};
 use crate::partitions::{input_partitions, range_of};
 use crate::planner::{rate_limit, split_ranges, OffsetRange};
 use crate::reader::{RangeReader, ReadSettings};
-use crate::schema::{kafka_schema, KEY_COLUMN, PAYLOAD_COLUMN};
+use crate::schema::kafka_schema;
 use crate::stream_reader::StreamReaders;
-
-/// Builds Kafka sources (connector name `kafka`).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct KafkaSourceFactory;
-
-impl SourceConnector for KafkaSourceFactory {
-    type Config = SourceConfig;
-
-    fn name(&self) -> &str {
-        "kafka"
-    }
-
-    fn options(&self) -> Vec<OptionSpec> {
-        source_option_specs()
-    }
-
-    fn parse(&self, options: &ParsedOptions) -> Result<SourceConfig> {
-        SourceConfig::parse(options)
-    }
-
-    /// The identity is the subscription (`subscribe=a,b`, `subscribePattern=x.*`,
-    /// `assign={...}`); the streams are the named or assigned topics.
-    fn describe(&self, config: &SourceConfig) -> SourceDescription {
-        let d = SourceDescription::new("kafka", config.subscription.describe())
-            .with_payload_column(PAYLOAD_COLUMN)
-            .with_key_column(KEY_COLUMN)
-            .with_real_time(RealTimeSupport::Supported);
-        match &config.subscription {
-            Subscription::Topics(t) => d.with_streams(t.iter().cloned()),
-            Subscription::Assign(a) => d.with_streams(a.keys().cloned()),
-            Subscription::Pattern(r) => d.with_stream_pattern(r.as_str()),
-        }
-    }
-
-    fn build(&self, config: SourceConfig, context: &ConnectorContext) -> Result<Box<dyn Source>> {
-        Ok(Box::new(KafkaSource::build(config, context)?))
-    }
-
-    fn stream_binding(&self) -> Option<Arc<dyn tributary_sdk::StreamBinding>> {
-        Some(Arc::new(crate::stream_binding::KafkaStreamBinding))
-    }
-}
 
 /// The Kafka source.
 pub struct KafkaSource {

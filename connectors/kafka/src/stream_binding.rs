@@ -65,8 +65,8 @@ mod tests {
     use tributary_sdk::SourceFactoryExt;
 
     use super::*;
+    use crate::connector::KafkaSourceFactory;
     use crate::schema::kafka_schema;
-    use crate::source::KafkaSourceFactory;
 
     #[test]
     fn bound_options_subscribe_from_the_start_time_and_validate() {

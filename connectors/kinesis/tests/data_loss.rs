@@ -8,8 +8,6 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
@@ -20,32 +18,12 @@ fn set_clock(offset: &str) {
     std::fs::write(file, format!("{offset}\n")).unwrap();
 }
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn trimmed_records_and_expired_iterators_on_kinesalite() {
     if !available(Server::Lite) {
         return;
     }
-    let log = Captured::default();
-    let writer = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (_log, _guard) = capture_logs(tracing::Level::INFO);
     set_clock("+0");
     let client = raw_client(Server::Lite).await;
 

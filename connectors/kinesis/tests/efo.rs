@@ -207,22 +207,7 @@ async fn parents_are_read_before_children_under_efo() {
     let start = s.initial_offset().await.unwrap();
     let (first, at) = drain(s.as_mut(), start, 5, Duration::from_secs(10)).await;
     assert_eq!(data(&first), before);
-    let shards = client
-        .list_shards()
-        .stream_name(&stream)
-        .send()
-        .await
-        .unwrap();
-    let parent = shards.shards()[0].shard_id().to_string();
-    client
-        .split_shard()
-        .stream_name(&stream)
-        .shard_to_split(&parent)
-        .new_starting_hash_key("170141183460469231731687303715884105728")
-        .send()
-        .await
-        .unwrap();
-    wait_active(&client, &stream).await;
+    let parent = split_first_shard(&client, &stream).await;
     let after = values("c", 6);
     put(&client, &stream, "key", &after).await;
     let (rest, _) = drain(s.as_mut(), at, 6, Duration::from_secs(40)).await;

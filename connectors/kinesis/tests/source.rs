@@ -159,22 +159,7 @@ async fn split_reads_parents_before_children_and_keeps_key_order() {
     // Plan one batch before the split, then split while the source runs.
     let (first, at) = drain(s.as_mut(), start, 6, Duration::from_secs(20)).await;
     assert_eq!(data(&first), before);
-    let shards = client
-        .list_shards()
-        .stream_name(&stream)
-        .send()
-        .await
-        .unwrap();
-    let parent = shards.shards()[0].shard_id().to_string();
-    client
-        .split_shard()
-        .stream_name(&stream)
-        .shard_to_split(&parent)
-        .new_starting_hash_key("170141183460469231731687303715884105728")
-        .send()
-        .await
-        .unwrap();
-    wait_active(&client, &stream).await;
+    let parent = split_first_shard(&client, &stream).await;
     let after = values("c", 6);
     put(&client, &stream, "key", &after).await;
     let (second, end) = drain(s.as_mut(), at.clone(), 6, Duration::from_secs(30)).await;

@@ -141,7 +141,24 @@ impl<'a> Parser<'a> {
         self.b.get(self.i).copied()
     }
 
+    /// After a member or an element: `,` (another follows: `false`) or `close` (the container
+    /// ends: `true`), both consumed; anything else is the error `what`.
     #[inline]
+    fn closes(&mut self, close: u8, what: &'static str) -> std::result::Result<bool, Bad> {
+        self.ws();
+        match self.peek() {
+            Some(b',') => {
+                self.i += 1;
+                Ok(false)
+            }
+            Some(c) if c == close => {
+                self.i += 1;
+                Ok(true)
+            }
+            _ => Err(self.bad(what)),
+        }
+    }
+
     fn expect(&mut self, c: u8, what: &'static str) -> R {
         self.ws();
         if self.peek() == Some(c) {
@@ -320,14 +337,8 @@ impl<'a> Parser<'a> {
                 } else {
                     loop {
                         self.value(item, &mut l.child)?;
-                        self.ws();
-                        match self.peek() {
-                            Some(b',') => self.i += 1,
-                            Some(b']') => {
-                                self.i += 1;
-                                break;
-                            }
-                            _ => return Err(self.bad("expected ',' or ']'")),
+                        if self.closes(b']', "expected ',' or ']'")? {
+                            break;
                         }
                     }
                 }
@@ -358,14 +369,8 @@ impl<'a> Parser<'a> {
                         keys.close();
                         self.expect(b':', "expected ':'")?;
                         self.value(v, &mut m.values)?;
-                        self.ws();
-                        match self.peek() {
-                            Some(b',') => self.i += 1,
-                            Some(b'}') => {
-                                self.i += 1;
-                                break;
-                            }
-                            _ => return Err(self.bad("expected ',' or '}'")),
+                        if self.closes(b'}', "expected ',' or '}'")? {
+                            break;
                         }
                     }
                 }
@@ -421,14 +426,8 @@ impl<'a> Parser<'a> {
                     }
                     None => self.skip_value()?,
                 }
-                self.ws();
-                match self.peek() {
-                    Some(b',') => self.i += 1,
-                    Some(b'}') => {
-                        self.i += 1;
-                        break;
-                    }
-                    _ => return Err(self.bad("expected ',' or '}'")),
+                if self.closes(b'}', "expected ',' or '}'")? {
+                    break;
                 }
             }
         }
@@ -619,14 +618,8 @@ impl<'a> Parser<'a> {
                         }
                         self.expect(b':', "expected ':'")?;
                         self.skip_value()?;
-                        self.ws();
-                        match self.peek() {
-                            Some(b',') => self.i += 1,
-                            Some(b'}') => {
-                                self.i += 1;
-                                break;
-                            }
-                            _ => return Err(self.bad("expected ',' or '}'")),
+                        if self.closes(b'}', "expected ',' or '}'")? {
+                            break;
                         }
                     }
                 }
@@ -642,14 +635,8 @@ impl<'a> Parser<'a> {
                 } else {
                     loop {
                         self.skip_value()?;
-                        self.ws();
-                        match self.peek() {
-                            Some(b',') => self.i += 1,
-                            Some(b']') => {
-                                self.i += 1;
-                                break;
-                            }
-                            _ => return Err(self.bad("expected ',' or ']'")),
+                        if self.closes(b']', "expected ',' or ']'")? {
+                            break;
                         }
                     }
                 }

@@ -12,6 +12,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use tributary_sdk::{Error, ErrorCode, Result};
 
+use crate::config::{GeneratorConfig, RowSupply};
+
 /// The rows a control file says exist.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -86,6 +88,38 @@ impl Control {
         std::fs::write(&tmp, text).map_err(|e| io("write", e))?;
         std::fs::rename(&tmp, path).map_err(|e| io("replace", e))
     }
+}
+
+/// The rows that exist now.
+pub(crate) struct Bounds {
+    pub(crate) earliest: u64,
+    /// `None` for an unbounded generator.
+    pub(crate) latest: Option<u64>,
+    pub(crate) malformed: BTreeSet<u64>,
+}
+
+/// The rows that exist now (the control file is read at every call).
+pub(crate) fn bounds_of(config: &GeneratorConfig) -> Result<Bounds> {
+    Ok(match &config.supply {
+        RowSupply::Fixed(total) => Bounds {
+            earliest: 0,
+            latest: Some(*total),
+            malformed: BTreeSet::new(),
+        },
+        RowSupply::Control(path) => {
+            let c = Control::read(path)?;
+            Bounds {
+                earliest: c.earliest,
+                latest: Some(c.latest),
+                malformed: c.malformed,
+            }
+        }
+        RowSupply::Unbounded => Bounds {
+            earliest: 0,
+            latest: None,
+            malformed: BTreeSet::new(),
+        },
+    })
 }
 
 #[cfg(test)]

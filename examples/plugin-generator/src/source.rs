@@ -20,7 +20,7 @@
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tributary_sdk::{
@@ -30,7 +30,7 @@ use tributary_sdk::{
 };
 
 use crate::config::{generator_options, GeneratorConfig, RowSupply};
-use crate::control::Control;
+use crate::control::{bounds_of, Bounds};
 use crate::rows::{build_batches, row_schema, Partitioning, RowsOffset};
 use crate::stream::{ReaderSetup, RunningStream, STREAM_PARTITION};
 
@@ -68,38 +68,6 @@ impl SourceConnector for GeneratorSourceFactory {
     ) -> Result<Box<dyn Source>> {
         Ok(Box::new(GeneratorSource::new(config)))
     }
-}
-
-/// The rows that exist now.
-pub(crate) struct Bounds {
-    pub(crate) earliest: u64,
-    /// `None` for an unbounded generator.
-    pub(crate) latest: Option<u64>,
-    pub(crate) malformed: BTreeSet<u64>,
-}
-
-/// The rows that exist now (the control file is read at every call).
-pub(crate) fn bounds_of(config: &GeneratorConfig) -> Result<Bounds> {
-    Ok(match &config.supply {
-        RowSupply::Fixed(total) => Bounds {
-            earliest: 0,
-            latest: Some(*total),
-            malformed: BTreeSet::new(),
-        },
-        RowSupply::Control(path) => {
-            let c = Control::read(path)?;
-            Bounds {
-                earliest: c.earliest,
-                latest: Some(c.latest),
-                malformed: c.malformed,
-            }
-        }
-        RowSupply::Unbounded => Bounds {
-            earliest: 0,
-            latest: None,
-            malformed: BTreeSet::new(),
-        },
-    })
 }
 
 /// A deterministic row generator.
@@ -361,6 +329,7 @@ impl StreamingSource for GeneratorSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::Control;
     use arrow_array::{Array, StringArray};
     use tributary_sdk::{Options, SourceFactoryExt};
 

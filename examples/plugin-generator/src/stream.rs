@@ -19,8 +19,8 @@ use tributary_sdk::{
 };
 
 use crate::config::GeneratorConfig;
+use crate::control::bounds_of;
 use crate::rows::{build_batches, Partitioning};
-use crate::source::bounds_of;
 
 /// The runtime's partition key of the generator's single position.
 pub const STREAM_PARTITION: &str = "rows";

@@ -5,7 +5,6 @@
 //! by the host; the plugin moves them out and imports them without copying.
 
 use std::ffi::c_void;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::error::Result;
 use crate::plugin::abi::{
@@ -13,9 +12,9 @@ use crate::plugin::abi::{
     STATUS_ERROR, STATUS_OK,
 };
 use crate::plugin::batches::{import_batch, import_schema};
-use crate::plugin::export::{
+use crate::plugin::guest::{
     block_on, definition, error_bytes, find_sink, guard, parse_context, parse_options, parse_text,
-    plugin_name, to_json_bytes, write_out, Guarded,
+    release_boxed, to_json_bytes, write_out, Guarded,
 };
 use crate::sink::Sink;
 
@@ -156,18 +155,6 @@ unsafe extern "C" fn release(this: *mut FfiSink) {
     if this.is_null() {
         return;
     }
-    // SAFETY: private_data came from `Box::into_raw` in `create_sink`; nulled after the drop.
-    unsafe {
-        let t = &mut *this;
-        if !t.private_data.is_null() {
-            let state = Box::from_raw(t.private_data as *mut SinkState);
-            t.private_data = std::ptr::null_mut();
-            if catch_unwind(AssertUnwindSafe(|| drop(state))).is_err() {
-                eprintln!(
-                    "tributary plugin '{}': a sink panicked while being dropped",
-                    plugin_name()
-                );
-            }
-        }
-    }
+    // SAFETY: private_data came from `Box::into_raw` in `create_sink` (a `SinkState`).
+    unsafe { release_boxed::<SinkState>(&mut (*this).private_data, "sink") }
 }

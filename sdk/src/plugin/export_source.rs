@@ -15,9 +15,9 @@ use crate::plugin::abi::{
     STATUS_ERROR, STATUS_OK,
 };
 use crate::plugin::batches::{export_batches, export_schema};
-use crate::plugin::export::{
+use crate::plugin::guest::{
     block_on, definition, error_bytes, find_source, guard, parse_context, parse_json,
-    parse_options, parse_text, plugin_name, to_json_bytes, write_out, Guarded,
+    parse_options, parse_text, release_boxed, to_json_bytes, write_out, Guarded,
 };
 use crate::read_limit::ReadLimit;
 use crate::source::Source;
@@ -257,19 +257,6 @@ unsafe extern "C" fn release(this: *mut FfiSource) {
     if this.is_null() {
         return;
     }
-    // SAFETY: private_data came from `Box::into_raw` in `create_source`; nulled after the drop
-    // so a second release is harmless. Dropping a source may run destructors that panic.
-    unsafe {
-        let t = &mut *this;
-        if !t.private_data.is_null() {
-            let state = Box::from_raw(t.private_data as *mut SourceState);
-            t.private_data = std::ptr::null_mut();
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(state))).is_err() {
-                eprintln!(
-                    "tributary plugin '{}': a source panicked while being dropped",
-                    plugin_name()
-                );
-            }
-        }
-    }
+    // SAFETY: private_data came from `Box::into_raw` in `create_source` (a `SourceState`).
+    unsafe { release_boxed::<SourceState>(&mut (*this).private_data, "source") }
 }

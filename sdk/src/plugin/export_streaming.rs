@@ -25,11 +25,11 @@ use crate::plugin::abi::{
     FfiStreamingTable, STATUS_END, STATUS_ERROR, STATUS_OK, STATUS_TIMEOUT, STREAMING_VERSION,
 };
 use crate::plugin::batches::{export_batch, import_batch};
-use crate::plugin::export::{
-    block_on, error_bytes, guard, parse_json, plugin_name, spawn, to_json_bytes, write_out,
-};
 use crate::plugin::export_sink::with_sink;
 use crate::plugin::export_source::{source_state, with_source};
+use crate::plugin::guest::{
+    block_on, error_bytes, guard, parse_json, plugin_name, spawn, to_json_bytes, write_out,
+};
 use crate::streaming::{chunk_queue, ChunkReceiver, StreamChunk};
 
 /// Chunks queued inside the plugin between its readers and the host's pump.

@@ -45,27 +45,13 @@ pub mod export;
 mod export_sink;
 mod export_source;
 pub mod export_streaming;
+mod guest;
 pub mod secrets;
+mod wire_error;
 
 pub use abi::{ABI_VERSION, ENTRY_SYMBOL, STREAMING_SYMBOL, STREAMING_VERSION};
 pub use export::PluginDefinition;
-
-use crate::error::{Error, ErrorCode};
-
-/// Rebuilds an error that crossed the boundary as [`Error::to_json`] bytes. Bytes that are not
-/// such JSON become a `PLUGIN_ERROR` quoting them.
-pub fn error_from_bytes(bytes: &[u8]) -> Error {
-    match serde_json::from_slice::<serde_json::Value>(bytes) {
-        Ok(v) if v.get("code").is_some() => Error::from_json(&v),
-        _ => Error::new(
-            ErrorCode::Plugin,
-            format!(
-                "plugin returned a malformed error: {}",
-                String::from_utf8_lossy(bytes)
-            ),
-        ),
-    }
-}
+pub use wire_error::error_from_bytes;
 
 /// Exports connector factories as a Tributary plugin (see the [module docs](crate::plugin)).
 ///

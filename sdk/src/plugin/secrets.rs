@@ -14,6 +14,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::plugin::abi::{
     FfiBytes, FfiSecretStore, FfiSlice, FfiStatus, ABI_VERSION, STATUS_ERROR, STATUS_OK,
 };
+use crate::plugin::wire_error::error_from_bytes;
 use crate::secret::{Secret, SecretRef, SecretStore};
 
 /// Lends a store across the boundary. The table holds a reference until its `release` runs.
@@ -118,7 +119,7 @@ impl SecretStore for ForeignSecretStore {
                 )
             })
         } else {
-            Err(crate::plugin::error_from_bytes(&bytes))
+            Err(error_from_bytes(&bytes))
         }
     }
 }

@@ -13,8 +13,8 @@ use tributary_sdk::options::conflicting;
 use tributary_sdk::options::decl::{self, DeclaredOption, Defaulted, Flag, OneOf, OptionDecl};
 use tributary_sdk::{Error, ErrorCode, OptionSpec, ParsedOptions, Result};
 
-use super::s3_commit::check_storage;
 pub use super::s3_commit::ALLOW_UNSAFE_RENAME;
+use super::s3_commit::{check_storage, is_s3};
 
 /// `path`: the table location.
 pub const PATH: &str = "path";
@@ -210,7 +210,14 @@ pub fn parse(p: &ParsedOptions) -> Result<DeltaConfig> {
         }
     }
     let allow_unsafe_rename = ALLOW_UNSAFE_RENAME_DECL.get(p)?;
-    check_storage(scheme.as_deref(), &storage, allow_unsafe_rename)?;
+    if allow_unsafe_rename && !is_s3(scheme.as_deref()) {
+        return Err(conflicting(
+            ALLOW_UNSAFE_RENAME,
+            PATH,
+            "only applies to s3:// tables",
+        ));
+    }
+    check_storage(&storage, allow_unsafe_rename)?;
     let partition_by = match p.string(PARTITION_BY)? {
         None => Vec::new(),
         Some(list) => {
@@ -290,6 +297,16 @@ mod tests {
             o.set(*k, *v);
         }
         parse(&OptionSpec::validate_all(&option_specs(), &o, "delta")?)
+    }
+
+    #[test]
+    fn unsafe_rename_only_for_s3_tables() {
+        let e = parse_opts(&[("path", "/t"), ("allowUnsafeRename", "true")]).unwrap_err();
+        assert_eq!(e.context_value("option"), Some(ALLOW_UNSAFE_RENAME));
+        assert!(
+            e.to_string().contains("only applies to s3:// tables"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -20,7 +20,6 @@
 
 use std::collections::BTreeMap;
 
-use tributary_sdk::options::conflicting;
 use tributary_sdk::{Error, ErrorCode, Result};
 
 /// `allowUnsafeRename`: the opt-in to unlocked S3 commits.
@@ -30,7 +29,8 @@ pub const UNSAFE_RENAME_KEY: &str = "aws_s3_allow_unsafe_rename";
 const LOCKING_PROVIDER_KEY: &str = "aws_s3_locking_provider";
 const CONDITIONAL_PUT_KEYS: [&str; 2] = ["aws_conditional_put", "conditional_put"];
 
-fn is_s3(scheme: Option<&str>) -> bool {
+/// `s3://` or `s3a://`.
+pub(crate) fn is_s3(scheme: Option<&str>) -> bool {
     matches!(scheme, Some("s3" | "s3a"))
 }
 
@@ -41,19 +41,10 @@ fn truthy(v: &str) -> bool {
     )
 }
 
-/// Checks the `storage.*` options of a table at `scheme` (parse time, no I/O).
-pub fn check_storage(
-    scheme: Option<&str>,
-    storage: &BTreeMap<String, String>,
-    allow_unsafe_rename: bool,
-) -> Result<()> {
-    if allow_unsafe_rename && !is_s3(scheme) {
-        return Err(conflicting(
-            ALLOW_UNSAFE_RENAME,
-            super::config::PATH,
-            "only applies to s3:// tables",
-        ));
-    }
+/// Checks the `storage.*` options of a table (parse time, no I/O). That
+/// `allowUnsafeRename` is set only for an S3 table is checked by the caller, which knows the
+/// `path` option.
+pub fn check_storage(storage: &BTreeMap<String, String>, allow_unsafe_rename: bool) -> Result<()> {
     for (key, value) in storage {
         let k = key.to_ascii_lowercase();
         if k == LOCKING_PROVIDER_KEY {
@@ -150,28 +141,16 @@ mod tests {
 
     #[test]
     fn unsafe_configurations_are_refused_unless_opted_in() {
-        let s3 = Some("s3");
-        assert!(check_storage(s3, &storage(&[("aws_endpoint", "http://x")]), false).is_ok());
-        let e = check_storage(
-            s3,
-            &storage(&[("AWS_S3_LOCKING_PROVIDER", "dynamodb")]),
-            true,
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("DynamoDB"), "{e}");
-        let e = check_storage(
-            s3,
-            &storage(&[("aws_s3_allow_unsafe_rename", "true")]),
-            false,
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains(ALLOW_UNSAFE_RENAME), "{e}");
+        assert!(check_storage(&storage(&[("aws_endpoint", "http://x")]), false).is_ok());
         let e =
-            check_storage(s3, &storage(&[("aws_conditional_put", "disabled")]), false).unwrap_err();
+            check_storage(&storage(&[("AWS_S3_LOCKING_PROVIDER", "dynamodb")]), true).unwrap_err();
+        assert!(e.to_string().contains("DynamoDB"), "{e}");
+        let e =
+            check_storage(&storage(&[("aws_s3_allow_unsafe_rename", "true")]), false).unwrap_err();
+        assert!(e.to_string().contains(ALLOW_UNSAFE_RENAME), "{e}");
+        let e = check_storage(&storage(&[("aws_conditional_put", "disabled")]), false).unwrap_err();
         assert_eq!(e.context_value("allowed"), Some("etag"));
-        assert!(check_storage(s3, &storage(&[("aws_conditional_put", "disabled")]), true).is_ok());
-        let e = check_storage(Some("gs"), &storage(&[]), true).unwrap_err();
-        assert_eq!(e.context_value("option"), Some(ALLOW_UNSAFE_RENAME));
+        assert!(check_storage(&storage(&[("aws_conditional_put", "disabled")]), true).is_ok());
     }
 
     #[test]

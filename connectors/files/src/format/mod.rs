@@ -19,11 +19,7 @@ pub(crate) mod kind;
 pub mod options;
 pub mod parquet;
 mod pull;
-#[cfg(test)]
-mod rss;
 pub mod text;
-#[cfg(test)]
-mod throughput;
 pub(crate) mod unknown_fields;
 
 pub use decoder::{FileDecoder, FileInfo};

@@ -24,6 +24,7 @@ use tributary_sdk::{Error, ErrorCode, Result, Secret};
 use super::Polled;
 use crate::config::names;
 use crate::discovery::{now_ms, Discovery};
+use crate::error::error_text;
 use crate::store::{ConnectionString, StoreSpec};
 
 /// Messages taken per poll at most (32 per request, the service's maximum).
@@ -369,18 +370,6 @@ fn percent_decode(s: &str) -> String {
         .next()
         .map(|(_, v)| v.into_owned())
         .unwrap_or_else(|| s.to_string())
-}
-
-/// The error and its causes on one line.
-fn error_text(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use tributary_sdk::{Error, ErrorCode, Result};
 
 use crate::config::names;
 use crate::discovery::Discovery;
+use crate::error::error_text;
 use crate::store::{CloudSpec, StoreSpec};
 
 /// Prefix of every queue and bucket configuration id this source creates.
@@ -359,18 +360,6 @@ fn prefix_filter(prefix: &str) -> NotificationConfigurationFilter {
                 .build(),
         )
         .build()
-}
-
-/// The error and its causes on one line (the SDK's `Display` names only the outermost).
-fn error_text(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 #[cfg(test)]

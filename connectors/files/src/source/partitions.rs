@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 use tributary_sdk::{Error, ErrorCode, InputPartition, Result};
 
 use super::FilesSource;
-use crate::connector::CONNECTOR;
 use crate::state::QueuedFile;
+use crate::CONNECTOR;
 
 /// Spark's `spark.sql.files.maxPartitionBytes` default: the largest group (unless one file is
 /// larger).

@@ -3,7 +3,6 @@
 //! small driver that runs a source the way the runtime does (latest_offset, then read).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use arrow_array::cast::AsArray;
@@ -42,19 +41,9 @@ pub fn env(name: &str) -> Option<String> {
     var(name).or_else(|| tributary_skip_log::require_env(name, "scripts/services/kafka.sh"))
 }
 
-/// A topic name unique to this test run.
+/// A name unique to this test run (the conformance suite's, shared by every fixture).
 pub fn unique(prefix: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!(
-        "{prefix}-{}-{}-{}",
-        std::process::id(),
-        nanos % 1_000_000_000,
-        N.fetch_add(1, Ordering::SeqCst)
-    )
+    tributary_conformance::unique_name(prefix)
 }
 
 /// A plain client configuration for the broker at `bootstrap`, plus extra properties.

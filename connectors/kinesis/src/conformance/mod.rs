@@ -9,8 +9,7 @@
 //! ([`DataLossKind::ShardExpired`], `KINESIS_COULD_NOT_READ_SHARD_UNTIL_END_OFFSET`). Trimmed
 //! records are tested against kinesalite in `tests/data_loss.rs`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
 use async_trait::async_trait;
@@ -20,7 +19,7 @@ use aws_sdk_kinesis::Client;
 use std::collections::BTreeMap;
 use tributary_conformance::fixture::{unsupported, Fixture, ReadSetup, Starting, Subscription};
 use tributary_conformance::fixtures::column_text;
-use tributary_conformance::Capability;
+use tributary_conformance::{unique_name, Capability};
 use tributary_sdk::{DataLossKind, EnvSecretStore, Error, ErrorCode, Options, Result, Secret};
 
 use crate::config::{BaseCredentials, ConnectionSettings};
@@ -62,29 +61,6 @@ fn fixture_error(what: &str, stream: &str, e: ApiError) -> Error {
         format!("kinesis fixture: {what} '{stream}' failed: {e}"),
     )
     .with_context("stream", stream)
-}
-
-fn unique_stream(hint: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let clean: String = hint
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() % 1_000_000_000)
-        .unwrap_or_default();
-    format!(
-        "{clean}-{}-{nanos}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    )
 }
 
 impl KinesisFixture {
@@ -219,7 +195,7 @@ impl Fixture for KinesisFixture {
     }
 
     async fn create_target(&mut self, hint: &str) -> Result<String> {
-        let name = unique_stream(hint);
+        let name = unique_name(hint);
         self.create_stream(&name).await?;
         self.produced.insert(name.clone(), 0);
         Ok(name)

@@ -4,6 +4,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arrow_array::{Array, BinaryArray, RecordBatch, StringArray};
@@ -74,19 +76,31 @@ pub async fn raw_client(server: Server) -> Client {
         .unwrap()
 }
 
+/// A name unique to this test run (the conformance suite's, shared by every fixture).
 pub fn unique(hint: &str) -> String {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        % 100_000_000;
-    format!(
-        "{hint}-{}-{ms}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
+    tributary_conformance::unique_name(hint)
+}
+
+/// Splits the stream's first shard at the middle of the hash key range and waits until the
+/// stream is active again (the parent closed, two children open); returns the parent's id.
+pub async fn split_first_shard(client: &Client, stream: &str) -> String {
+    let shards = client
+        .list_shards()
+        .stream_name(stream)
+        .send()
+        .await
+        .unwrap();
+    let parent = shards.shards()[0].shard_id().to_string();
+    client
+        .split_shard()
+        .stream_name(stream)
+        .shard_to_split(&parent)
+        .new_starting_hash_key("170141183460469231731687303715884105728")
+        .send()
+        .await
+        .unwrap();
+    wait_active(client, stream).await;
+    parent
 }
 
 pub async fn wait_active(client: &Client, name: &str) {
@@ -220,4 +234,30 @@ pub async fn drain(
         }
     }
     (out, at)
+}
+
+/// Log output captured in memory: tracing's fmt subscriber writes here.
+#[derive(Clone, Default)]
+pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Captures this thread's logs at `level` and above (no colours) until the guard drops.
+pub fn capture_logs(level: tracing::Level) -> (Captured, tracing::subscriber::DefaultGuard) {
+    let log = Captured::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(level)
+        .finish();
+    (log, tracing::subscriber::set_default(subscriber))
 }

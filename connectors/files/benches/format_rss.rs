@@ -1,13 +1,14 @@
 //! Peak memory reading a large JSON-lines file (default 2 GB, `FORMAT_RSS_BYTES` to change),
-//! generated in the system temp directory and deleted afterwards. An ignored test; run it with
+//! generated in the system temp directory and deleted afterwards. Run it with
 //!
-//! `cargo test --release -p tributary-files --lib format::rss -- --ignored --nocapture`
+//! `cargo bench -p tributary-files --features bench --bench format_rss`
 //!
-//! Each way of reading runs in its own child process (this test binary again), which reports its
+//! (`cargo test --benches --features bench` runs it on 1 MiB.) Each way of reading runs in its
+//! own child process (this program again, `FORMAT_RSS_MODE` set), which reports its
 //! peak resident set (`VmHWM`), so one measurement cannot inflate the next:
 //!
-//! - `stream`: the file's bytes as `crate::fetch` streams them (4 MiB local reads) through
-//!   [`super::decoder`], each batch dropped when it is out (memory bounded by the batch size);
+//! - `stream`: the file's bytes as the source's fetch streams them (4 MiB local reads) through
+//!   the streaming decoder, each batch dropped when it is out (memory bounded by the batch size);
 //! - `stream8k`: the same with `object_store`'s own local stream (8 KiB reads, the former path),
 //!   for the read-size comparison;
 //! - `arrow`: `arrow-json`'s own reader over a buffered file, batches dropped (the library's
@@ -20,19 +21,22 @@
 //!
 //! `FORMAT_RSS_MODES=stream,arrow` picks modes (default: all).
 
-use std::io::{BufWriter, Write};
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
 use object_store::local::LocalFileSystem;
 use object_store::ObjectStoreExt;
+use tributary_files::bench_support::{
+    decode, decoder, fetch_stream, DecodeContext, FileInfo, Format, BATCH_SIZE,
+};
+use tributary_files::config::{CsvOptions, Mode};
 
-use super::{DecodeContext, FileInfo, Format};
-use crate::config::{CsvOptions, Mode};
-
-const DDL: &str =
-    "id BIGINT, user STRING, price DOUBLE, qty INT, ts TIMESTAMP, ok BOOLEAN, tag STRING";
+use common::{generate, DDL};
 
 fn peak_rss_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -43,31 +47,8 @@ fn peak_rss_kb() -> u64 {
         .unwrap_or(0)
 }
 
-fn generate(path: &Path, bytes: u64) -> u64 {
-    let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path).unwrap());
-    let (mut written, mut id) = (0u64, 0u64);
-    while written < bytes {
-        let line = format!(
-            "{{\"id\": {id}, \"user\": \"user-{u}\", \"price\": {p:.2}, \"qty\": {q}, \
-             \"ts\": \"2024-05-{d:02}T10:{m:02}:00Z\", \"ok\": {ok}, \"tag\": \"tag{t}\"}}\n",
-            u = id % 9973,
-            p = (id % 1000) as f64 * 1.25,
-            q = id % 17,
-            d = 1 + id % 28,
-            m = id % 60,
-            ok = id % 3 == 0,
-            t = id % 11,
-        );
-        w.write_all(line.as_bytes()).unwrap();
-        written += line.len() as u64;
-        id += 1;
-    }
-    w.flush().unwrap();
-    id
-}
-
 fn ctx() -> DecodeContext {
-    let schema = Arc::new(crate::ddl::parse_ddl(DDL).unwrap());
+    let schema = Arc::new(tributary_files::ddl::parse_ddl(DDL).unwrap());
     DecodeContext::new(
         Format::Json,
         schema,
@@ -96,11 +77,10 @@ fn run(mode: &str, file: &Path) -> u64 {
             let location = object_store::path::Path::from(name.as_str());
             let meta = store.head(&location).await.unwrap();
             let mut chunks = if mode == "stream" {
-                crate::fetch::open(&store, &location, &path)
+                fetch_stream(&store, &location, &path)
                     .await
                     .unwrap()
                     .unwrap()
-                    .into_stream()
             } else {
                 store
                     .get(&location)
@@ -120,7 +100,7 @@ fn run(mode: &str, file: &Path) -> u64 {
                 size: meta.size,
                 modification_time_ms: 0,
             };
-            let mut decoder = super::decoder(Format::Json, info, &ctx()).unwrap();
+            let mut decoder = decoder(Format::Json, info, &ctx()).unwrap();
             let (mut out, mut rows) = (Vec::new(), 0u64);
             while let Some(chunk) = chunks.try_next().await.unwrap() {
                 decoder.push(&chunk, &mut out).unwrap();
@@ -133,7 +113,7 @@ fn run(mode: &str, file: &Path) -> u64 {
         "arrow" => {
             let f = std::io::BufReader::new(std::fs::File::open(file).unwrap());
             let reader = arrow_json::ReaderBuilder::new(ctx().file_schema)
-                .with_batch_size(super::BATCH_SIZE)
+                .with_batch_size(BATCH_SIZE)
                 .build(f)
                 .unwrap();
             reader.map(|b| b.unwrap().num_rows() as u64).sum()
@@ -142,7 +122,7 @@ fn run(mode: &str, file: &Path) -> u64 {
             let store = LocalFileSystem::new_with_prefix(dir).unwrap();
             let location = object_store::path::Path::from(name.as_str());
             let bytes = store.get(&location).await.unwrap().bytes().await.unwrap();
-            let d = super::decode(Format::Json, bytes, &path, &ctx()).unwrap();
+            let d = decode(Format::Json, bytes, &path, &ctx()).unwrap();
             d.batches.iter().map(|b| b.num_rows() as u64).sum()
         }),
         "source" | "source_read" => rt.block_on(async {
@@ -154,7 +134,7 @@ fn run(mode: &str, file: &Path) -> u64 {
             ]
             .into_iter()
             .collect();
-            let mut src = crate::FilesSourceFactory
+            let mut src = tributary_files::FilesSourceFactory
                 .create(&options, &ConnectorContext::default())
                 .unwrap();
             let start = src.initial_offset().await.unwrap();
@@ -174,17 +154,10 @@ fn run(mode: &str, file: &Path) -> u64 {
     }
 }
 
-#[test]
-#[ignore = "generates a 2 GB file; run with --release --ignored (see the module docs)"]
-fn child() {
-    let (Ok(mode), Ok(file)) = (
-        std::env::var("FORMAT_RSS_MODE"),
-        std::env::var("FORMAT_RSS_FILE"),
-    ) else {
-        return;
-    };
+/// The child: reads the file one way and prints its peak.
+fn child(mode: &str, file: &str) {
     let started = std::time::Instant::now();
-    let rows = run(&mode, Path::new(&file));
+    let rows = run(mode, Path::new(file));
     println!(
         "RSS {mode} rows={rows} peak_kb={} secs={:.1}",
         peak_rss_kb(),
@@ -192,16 +165,18 @@ fn child() {
     );
 }
 
-#[test]
-#[ignore = "generates a 2 GB file; run with --release --ignored (see the module docs)"]
-fn peak_rss_of_a_large_json_lines_file() {
-    if std::env::var("FORMAT_RSS_MODE").is_ok() {
+fn main() {
+    if let (Ok(mode), Ok(file)) = (
+        std::env::var("FORMAT_RSS_MODE"),
+        std::env::var("FORMAT_RSS_FILE"),
+    ) {
+        child(&mode, &file);
         return;
     }
     let bytes: u64 = std::env::var("FORMAT_RSS_BYTES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(2 << 30);
+        .unwrap_or(if common::full_run() { 2 << 30 } else { 1 << 20 });
     let dir = tempfile::Builder::new()
         .prefix("tributary-rss")
         .tempdir_in(std::env::temp_dir())
@@ -228,7 +203,6 @@ fn peak_rss_of_a_large_json_lines_file() {
         });
     for mode in &modes {
         let out = std::process::Command::new(&exe)
-            .args(["--ignored", "--exact", "format::rss::child", "--nocapture"])
             .env("FORMAT_RSS_MODE", mode)
             .env("FORMAT_RSS_FILE", &file)
             .output()
