@@ -29,7 +29,7 @@ async fn runner_report_for_parquet() {
     assert!(report.is_success(), "{}", report.to_table());
     // Everything but secrets (the Parquet sink has no sensitive option) runs and passes,
     // the staged write of distributed batches included.
-    assert_eq!(report.passed(), 6, "{}", report.summary());
+    assert_eq!(report.passed(), 7, "{}", report.summary());
     assert_eq!(report.skipped(), 1, "{}", report.summary());
     let xml = report.to_junit_xml();
     assert!(xml.contains("testsuite name=\"parquet/parquet\""), "{xml}");
@@ -63,7 +63,7 @@ mod delta {
         assert!(report.is_success(), "{}", report.to_table());
         // The secrets case is skipped: the only sensitive option is the storage.* prefix, and
         // the suite checks named options.
-        assert_eq!(report.passed(), 6, "{}", report.summary());
+        assert_eq!(report.passed(), 7, "{}", report.summary());
         assert_eq!(report.skipped(), 1, "{}", report.summary());
     }
 }
