@@ -82,6 +82,9 @@ pub struct ReadSetup {
     pub decode_mode: Option<DecodeMode>,
     /// EFO consumer settings.
     pub efo: Option<EfoSetup>,
+    /// Ask for the records' metadata where it is optional (Kafka `includeHeaders`)
+    /// ([`Capability::Metadata`]).
+    pub include_metadata: bool,
 }
 
 impl ReadSetup {
@@ -94,6 +97,7 @@ impl ReadSetup {
             fail_on_data_loss: None,
             decode_mode: None,
             efo: None,
+            include_metadata: false,
         }
     }
 }
@@ -137,6 +141,25 @@ pub trait Fixture: Send + Sync {
 
     /// The payload of every row, in order (`None` for a null payload).
     fn payloads(&self, batches: &[RecordBatch]) -> Result<Vec<Option<String>>>;
+
+    /// Makes `count` new records with metadata available in `target`; returns each record's
+    /// payload and its metadata as [`Fixture::metadata`] renders it, in order
+    /// ([`Capability::Metadata`]).
+    async fn produce_with_metadata(
+        &mut self,
+        target: &str,
+        count: usize,
+    ) -> Result<Vec<(String, String)>> {
+        let _ = (target, count);
+        Err(unsupported(self.name(), "produce records with metadata"))
+    }
+
+    /// The metadata of every row as text, in order (`None` when a row has none), in the form
+    /// [`Fixture::produce_with_metadata`] returns ([`Capability::Metadata`]).
+    fn metadata(&self, batches: &[RecordBatch]) -> Result<Vec<Option<String>>> {
+        let _ = batches;
+        Err(unsupported(self.name(), "read record metadata"))
+    }
 
     /// The connector's rate-limit option ([`Capability::RateLimit`]).
     fn rate_limit(&self) -> Option<RateLimit> {

@@ -91,7 +91,7 @@ pub use secret::{
     ChainSecretStore, EnvSecretStore, FileSecretStore, Secret, SecretRef, SecretStore,
 };
 pub use sink::{Delivery, Sink};
-pub use source::{BatchStream, Source, SourceIdentity, SourceMetrics};
+pub use source::{batch_stream, BatchStream, Source, SourceIdentity, SourceMetrics};
 pub use stage::{Stage, StageFactory};
 pub use stager::{PartitionStager, StagedOutput};
 pub use state::{LoggedBatch, StateReport, StateRequest};

@@ -78,6 +78,7 @@ mod metrics;
 pub mod offsets;
 mod partitions;
 pub mod planner;
+mod range_poll;
 mod reader;
 pub mod schema;
 pub mod sink;

@@ -215,6 +215,8 @@ impl Fixture for KinesisFixture {
             Capability::AppendWhileRunning,
             Capability::DataLoss(DataLossKind::ShardExpired),
             Capability::EfoConsumers,
+            Capability::RealTime,
+            Capability::Metadata,
         ]
     }
 
@@ -244,6 +246,25 @@ impl Fixture for KinesisFixture {
             out.push(payload);
         }
         Ok(out)
+    }
+
+    /// The partition key is the metadata: `k-<i>`, as [`Fixture::produce`] writes it.
+    async fn produce_with_metadata(
+        &mut self,
+        target: &str,
+        count: usize,
+    ) -> Result<Vec<(String, String)>> {
+        let from = self.produced.get(target).copied().unwrap_or_default();
+        let payloads = self.produce(target, count).await?;
+        Ok(payloads
+            .into_iter()
+            .zip(from..)
+            .map(|(p, i)| (p, format!("k-{i}")))
+            .collect())
+    }
+
+    fn metadata(&self, batches: &[RecordBatch]) -> Result<Vec<Option<String>>> {
+        column_text(batches, crate::schema::KEY_COLUMN)
     }
 
     fn source_options(&self, setup: &ReadSetup) -> Result<Options> {
