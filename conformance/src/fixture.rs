@@ -85,6 +85,9 @@ pub struct ReadSetup {
     /// Ask for the records' metadata where it is optional (Kafka `includeHeaders`)
     /// ([`Capability::Metadata`]).
     pub include_metadata: bool,
+    /// The source will be read in real-time mode ([`Capability::RealTime`]): the fixture sets
+    /// what its connector needs to stream (Kinesis: an enhanced fan-out consumer).
+    pub real_time: bool,
 }
 
 impl ReadSetup {
@@ -98,6 +101,7 @@ impl ReadSetup {
             decode_mode: None,
             efo: None,
             include_metadata: false,
+            real_time: false,
         }
     }
 }

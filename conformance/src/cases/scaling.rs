@@ -226,7 +226,9 @@ async fn idle_readers_stop(
 ) -> Result<(), Failure> {
     let target = fixture.create_partitioned_target("idle", 4).await?;
     let produced = fixture.produce_partitioned(&target, 1).await?;
-    let options = fixture.source_options(&ReadSetup::target(&target))?;
+    let mut setup = ReadSetup::target(&target);
+    setup.real_time = true;
+    let options = fixture.source_options(&setup)?;
     let mut source = connector.create(&options, &env.context)?;
     let start = source.initial_offset().await?;
     let streaming = source.as_streaming().ok_or_else(|| {

@@ -36,7 +36,9 @@ pub async fn streaming_replay_matches(
         let p = fixture.produce(&target, RECORDS).await?;
         (target, p)
     };
-    let options = fixture.source_options(&ReadSetup::target(&target))?;
+    let mut setup = ReadSetup::target(&target);
+    setup.real_time = true;
+    let options = fixture.source_options(&setup)?;
     run(connector, fixture, &env, options, produced).await
 }
 
