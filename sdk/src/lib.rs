@@ -91,7 +91,9 @@ pub use secret::{
     ChainSecretStore, EnvSecretStore, FileSecretStore, Secret, SecretRef, SecretStore,
 };
 pub use sink::{Delivery, Sink};
-pub use source::{batch_stream, BatchStream, Source, SourceIdentity, SourceMetrics};
+pub use source::{
+    batch_stream, fail_before_first_part, BatchStream, Source, SourceIdentity, SourceMetrics,
+};
 pub use stage::{Stage, StageFactory};
 pub use stager::{PartitionStager, StagedOutput};
 pub use state::{LoggedBatch, StateReport, StateRequest};

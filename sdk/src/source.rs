@@ -47,6 +47,20 @@ pub fn batch_stream(parts: Vec<RecordBatch>) -> BatchStream<'static> {
     Box::pin(futures::stream::iter(parts.into_iter().map(Ok)))
 }
 
+/// `parts` with an error that comes before the first part returned as the call's error: a
+/// range that cannot be read at all (data loss at its start, a refused connection) fails the
+/// `read_stream` / `read_partition` call itself, as it did before any part was read.
+pub async fn fail_before_first_part(parts: BatchStream<'_>) -> Result<BatchStream<'_>> {
+    use futures::StreamExt;
+    let mut parts = parts.peekable();
+    if let Some(Err(_)) = std::pin::Pin::new(&mut parts).peek().await {
+        if let Some(Err(e)) = parts.next().await {
+            return Err(e);
+        }
+    }
+    Ok(Box::pin(parts))
+}
+
 /// Per-source metrics reported in progress events (`numFilesOutstanding`, `avgMsBehindLatest`, ...).
 pub type SourceMetrics = BTreeMap<String, serde_json::Value>;
 

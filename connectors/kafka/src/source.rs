@@ -29,10 +29,10 @@ use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use tributary_sdk::typed::SourceConnector;
 use tributary_sdk::{
-    BatchStream, ChunkSender, ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker,
-    Error, ErrorCode, InputPartition, Offset, OptionSpec, Options, ParsedOptions, ReadLimit,
-    RealTimeSupport, Result, Source, SourceDescription, SourceIdentity, SourceMetrics,
-    StreamingSource,
+    fail_before_first_part, BatchStream, ChunkSender, ConnectorContext, DataLossEvent,
+    DataLossKind, DataLossTracker, Error, ErrorCode, InputPartition, Offset, OptionSpec, Options,
+    ParsedOptions, ReadLimit, RealTimeSupport, Result, Source, SourceDescription, SourceIdentity,
+    SourceMetrics, StreamingSource,
 };
 
 use crate::client::{Admin, RequestPolicy};
@@ -615,7 +615,7 @@ impl Source for KafkaSource {
         end: &Offset,
     ) -> Result<BatchStream<'a>> {
         let ranges = self.plan_ranges(start, end).await?;
-        Ok(self.read_ranges(ranges))
+        fail_before_first_part(self.read_ranges(ranges)).await
     }
 
     /// One input partition per planned offset range: the same data-loss checks and the same
@@ -641,7 +641,7 @@ impl Source for KafkaSource {
         partition: &InputPartition,
     ) -> Result<BatchStream<'a>> {
         let range = range_of(partition, &self.config.subscription)?;
-        Ok(self.read_ranges(vec![range]))
+        fail_before_first_part(self.read_ranges(vec![range])).await
     }
 
     async fn commit(&mut self, end: &Offset) -> Result<()> {

@@ -24,9 +24,9 @@ use async_trait::async_trait;
 use aws_sdk_kinesis::Client;
 use futures::future::join_all;
 use tributary_sdk::{
-    batch_stream, BatchStream, ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker,
-    Error, ErrorCode, InputPartition, Offset, ReadLimit, Result, SecretStore, Source,
-    SourceIdentity, SourceMetrics,
+    batch_stream, fail_before_first_part, BatchStream, ConnectorContext, DataLossEvent,
+    DataLossKind, DataLossTracker, Error, ErrorCode, InputPartition, Offset, ReadLimit, Result,
+    SecretStore, Source, SourceIdentity, SourceMetrics,
 };
 
 use crate::client::LazyClient;
@@ -629,7 +629,7 @@ impl Source for KinesisSource {
         }
         // A replay: fetch every shard from its start position up to its end sequence number.
         let ranges = shard_ranges(&start_o, &end_o, &lost);
-        Ok(self.read_ranges(&client, ranges))
+        fail_before_first_part(self.read_ranges(&client, ranges)).await
     }
 
     /// Splits `[start, end)` into per-shard sequence-number ranges after the same checks as
@@ -666,7 +666,7 @@ impl Source for KinesisSource {
     ) -> Result<BatchStream<'a>> {
         let ranges = ranges_of(partition, &self.config.streams.ids)?;
         let client = self.client().await?;
-        Ok(self.read_ranges(&client, ranges))
+        fail_before_first_part(self.read_ranges(&client, ranges)).await
     }
 
     async fn commit(&mut self, _end: &Offset) -> Result<()> {
