@@ -32,6 +32,13 @@ pub enum Capability {
     PermissiveDecoding,
     /// Enhanced fan-out consumers that the fixture can list.
     EfoConsumers,
+    /// A real-time read ([`tributary_sdk::Source::as_streaming`]): chunks with positions that
+    /// [`tributary_sdk::StreamingSource::end_offset`] turns into a replayable range.
+    RealTime,
+    /// Records carry metadata besides the payload (Kafka headers with `includeHeaders`, a file's
+    /// `_metadata`, a Kinesis partition key) that the fixture can write and read back
+    /// ([`crate::Fixture::produce_with_metadata`], [`crate::Fixture::metadata`]).
+    Metadata,
 }
 
 impl fmt::Display for Capability {

@@ -82,6 +82,12 @@ pub struct ReadSetup {
     pub decode_mode: Option<DecodeMode>,
     /// EFO consumer settings.
     pub efo: Option<EfoSetup>,
+    /// Ask for the records' metadata where it is optional (Kafka `includeHeaders`)
+    /// ([`Capability::Metadata`]).
+    pub include_metadata: bool,
+    /// The source will be read in real-time mode ([`Capability::RealTime`]): the fixture sets
+    /// what its connector needs to stream (Kinesis: an enhanced fan-out consumer).
+    pub real_time: bool,
 }
 
 impl ReadSetup {
@@ -94,6 +100,8 @@ impl ReadSetup {
             fail_on_data_loss: None,
             decode_mode: None,
             efo: None,
+            include_metadata: false,
+            real_time: false,
         }
     }
 }
@@ -137,6 +145,25 @@ pub trait Fixture: Send + Sync {
 
     /// The payload of every row, in order (`None` for a null payload).
     fn payloads(&self, batches: &[RecordBatch]) -> Result<Vec<Option<String>>>;
+
+    /// Makes `count` new records with metadata available in `target`; returns each record's
+    /// payload and its metadata as [`Fixture::metadata`] renders it, in order
+    /// ([`Capability::Metadata`]).
+    async fn produce_with_metadata(
+        &mut self,
+        target: &str,
+        count: usize,
+    ) -> Result<Vec<(String, String)>> {
+        let _ = (target, count);
+        Err(unsupported(self.name(), "produce records with metadata"))
+    }
+
+    /// The metadata of every row as text, in order (`None` when a row has none), in the form
+    /// [`Fixture::produce_with_metadata`] returns ([`Capability::Metadata`]).
+    fn metadata(&self, batches: &[RecordBatch]) -> Result<Vec<Option<String>>> {
+        let _ = batches;
+        Err(unsupported(self.name(), "read record metadata"))
+    }
 
     /// The connector's rate-limit option ([`Capability::RateLimit`]).
     fn rate_limit(&self) -> Option<RateLimit> {

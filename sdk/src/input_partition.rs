@@ -14,8 +14,8 @@
 //!    travel inside a plan: an option holding `{{secrets/scope/key}}` is resolved by the
 //!    executor's own secret store.
 //!
-//! The records of all partitions of a range are exactly the records [`crate::Source::read`]
-//! returns for it (the conformance suite checks this). A source that does not opt in returns
+//! The records of all partitions of a range are exactly the records [`crate::Source::read_stream`]
+//! yields for it (the conformance suite checks this). A source that does not opt in returns
 //! `None` from `plan_partitions`, and its batches are read on the driver as before.
 
 /// One serialisable piece of a planned range.

@@ -95,7 +95,9 @@ pub use secret::{
 };
 pub use sink::{Delivery, Sink};
 pub use sink_writer::{PartAck, SinkWriter, WriteMode, WriteShape};
-pub use source::{BatchStream, Source, SourceIdentity, SourceMetrics};
+pub use source::{
+    batch_stream, fail_before_first_part, BatchStream, Source, SourceIdentity, SourceMetrics,
+};
 pub use stage::{Stage, StageFactory};
 pub use stager::{PartitionStager, StagedOutput};
 pub use state::{LoggedBatch, StateReport, StateRequest};

@@ -6,13 +6,19 @@
 //!    checkpoint. A restart never calls it; it resumes from the checkpoint.
 //! 2. [`Source::latest_offset`] says where the next batch ends, honouring a [`ReadLimit`].
 //!    Returning `start` itself means "no new data".
-//! 3. [`Source::read`] returns the records in `[start, end)`. It is deterministic: the same range
-//!    read again (after a crash) returns the same records. Exactly-once depends on this.
-//!    The host calls [`Source::read_stream`], which yields the same records as a stream of
-//!    parts; a source whose ranges can be large (a 2 GB file) overrides it so that memory is
-//!    bounded by a part, and sinks with a [`crate::PartWriter`] stage each part as it comes.
+//! 3. [`Source::read_stream`] yields the records in `[start, end)` as a stream of parts. It is
+//!    the primitive every source implements, and it is deterministic: the same range read again
+//!    (after a crash) yields the same records, in the same order within each of the source's
+//!    own pieces (a partition, a shard, a file). Exactly-once depends on this. A source keeps
+//!    memory bounded by a part, not by the range (a 2 GB file, a million Kafka records), and
+//!    sinks with a [`crate::PartWriter`] stage each part as it comes.
+//!    [`Source::read`] is derived from it: the parts collected, for callers that want the whole
+//!    range at once (tests, small ranges). Sources do not override it.
 //! 4. [`Source::commit`] says everything up to `end` is durable downstream.
 //! 5. [`Source::stop`] releases what the source holds.
+//!
+//! A scaled-out pipeline splits a range with [`Source::plan_partitions`] and reads each piece
+//! with [`Source::read_partition`], also a stream of parts.
 //!
 //! A source that also supports real-time mode implements [`crate::StreamingSource`] and returns
 //! it from [`Source::as_streaming`]; the micro-batch contract above still replays its batches.
@@ -35,6 +41,26 @@ use crate::read_limit::ReadLimit;
 /// The parts of one range, in order (see [`Source::read_stream`]).
 pub type BatchStream<'a> = futures::stream::BoxStream<'a, Result<RecordBatch>>;
 
+/// A range already in memory as a [`BatchStream`]: for sources whose parts are small by
+/// construction (a planned batch held within a byte budget, a plugin's answer).
+pub fn batch_stream(parts: Vec<RecordBatch>) -> BatchStream<'static> {
+    Box::pin(futures::stream::iter(parts.into_iter().map(Ok)))
+}
+
+/// `parts` with an error that comes before the first part returned as the call's error: a
+/// range that cannot be read at all (data loss at its start, a refused connection) fails the
+/// `read_stream` / `read_partition` call itself, as it did before any part was read.
+pub async fn fail_before_first_part(parts: BatchStream<'_>) -> Result<BatchStream<'_>> {
+    use futures::StreamExt;
+    let mut parts = parts.peekable();
+    if let Some(Err(_)) = std::pin::Pin::new(&mut parts).peek().await {
+        if let Some(Err(e)) = parts.next().await {
+            return Err(e);
+        }
+    }
+    Ok(Box::pin(parts))
+}
+
 /// Per-source metrics reported in progress events (`numFilesOutstanding`, `avgMsBehindLatest`, ...).
 pub type SourceMetrics = BTreeMap<String, serde_json::Value>;
 
@@ -51,7 +77,7 @@ pub struct SourceIdentity {
 /// A micro-batch source with deterministic replay.
 #[async_trait]
 pub trait Source: Send + Debug {
-    /// The Arrow schema of the batches [`Source::read`] returns.
+    /// The Arrow schema of the parts [`Source::read_stream`] yields.
     fn schema(&self) -> SchemaRef;
 
     /// What this source reads, for checkpoint compatibility checks.
@@ -74,8 +100,17 @@ pub trait Source: Send + Debug {
     /// The end of the next batch starting at `start`, at most `limit` away. `start` means no data.
     async fn latest_offset(&mut self, start: &Offset, limit: &ReadLimit) -> Result<Offset>;
 
-    /// The records in `[start, end)`; the same range always yields the same records.
-    async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>>;
+    /// The records in `[start, end)` as a stream of parts (see the module docs, step 3): the
+    /// same range always yields the same records. Memory should be bounded by a part, however
+    /// large the range.
+    async fn read_stream<'a>(&'a mut self, start: &Offset, end: &Offset)
+        -> Result<BatchStream<'a>>;
+
+    /// The records in `[start, end)` at once: [`Source::read_stream`]'s parts, collected.
+    async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
+        use futures::TryStreamExt;
+        self.read_stream(start, end).await?.try_collect().await
+    }
 
     /// Everything up to `end` is durable downstream.
     async fn commit(&mut self, end: &Offset) -> Result<()>;
@@ -87,18 +122,6 @@ pub trait Source: Send + Debug {
 
     /// Releases connections, consumers and other resources.
     async fn stop(&mut self) -> Result<()>;
-
-    /// The records in `[start, end)` as a stream of parts, the same records [`Source::read`]
-    /// returns. The default reads the whole range and yields its batches; override it when a
-    /// range can be larger than memory should hold.
-    async fn read_stream<'a>(
-        &'a mut self,
-        start: &Offset,
-        end: &Offset,
-    ) -> Result<BatchStream<'a>> {
-        let batches = self.read(start, end).await?;
-        Ok(Box::pin(futures::stream::iter(batches.into_iter().map(Ok))))
-    }
 
     /// Splits `[start, end)` into input partitions that a source built elsewhere from the same
     /// connector and options reads with [`Source::read_partition`] (see

@@ -18,7 +18,7 @@
 //!    the batch's end offset. The runtime logs `offsets/N` = `[start, end)` only now (the end of a
 //!    real-time batch is not known when it starts), commits the staged sinks, writes
 //!    `commits/N` and calls [`Source::commit`].
-//! 5. A crash before `commits/N` replays: a logged range through [`Source::read`] (the
+//! 5. A crash before `commits/N` replays: a logged range through [`Source::read_stream`] (the
 //!    micro-batch contract, which a streaming source keeps), an unlogged batch from the last
 //!    committed offsets. Records delivered before the crash are delivered again: at-least-once to
 //!    sinks that acknowledge records as they come, exactly-once to sinks that stage their writes
@@ -28,7 +28,7 @@
 //! checkpoint (Parquet, Delta: staged and committed atomically).
 //!
 //! [`Source::as_streaming`]: crate::Source::as_streaming
-//! [`Source::read`]: crate::Source::read
+//! [`Source::read_stream`]: crate::Source::read_stream
 //! [`Source::commit`]: crate::Source::commit
 //! [`Sink::as_streaming`]: crate::Sink::as_streaming
 //! [`Sink::write`]: crate::Sink::write

@@ -14,8 +14,8 @@
 //! use arrow_schema::{DataType, Field, Schema, SchemaRef};
 //! use tributary_sdk::typed::SourceConnector;
 //! use tributary_sdk::{
-//!     ConnectorContext, Offset, OptionSpec, Options, ParsedOptions, ReadLimit, Result, Source,
-//!     SourceDescription, SourceFactory, SourceFactoryExt, SourceIdentity,
+//!     BatchStream, ConnectorContext, Offset, OptionSpec, Options, ParsedOptions, ReadLimit, Result,
+//!     Source, SourceDescription, SourceFactory, SourceFactoryExt, SourceIdentity,
 //! };
 //!
 //! /// Numbers 0..count, one batch.
@@ -71,10 +71,15 @@
 //!     async fn latest_offset(&mut self, _: &Offset, _: &ReadLimit) -> Result<Offset> {
 //!         position(self.config.count)
 //!     }
-//!     async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
+//!     async fn read_stream<'a>(
+//!         &'a mut self,
+//!         start: &Offset,
+//!         end: &Offset,
+//!     ) -> Result<BatchStream<'a>> {
 //!         let (s, e): (i64, i64) = (start.to_typed()?, end.to_typed()?);
 //!         let column = Arc::new(Int64Array::from_iter_values(s..e));
-//!         Ok(vec![RecordBatch::try_new(self.schema(), vec![column])?])
+//!         let part = RecordBatch::try_new(self.schema(), vec![column])?;
+//!         Ok(Box::pin(futures::stream::iter([Ok(part)])))
 //!     }
 //!     async fn commit(&mut self, _: &Offset) -> Result<()> {
 //!         Ok(())

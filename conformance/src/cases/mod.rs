@@ -11,9 +11,12 @@ mod decoding;
 mod efo;
 mod lifecycle;
 mod limits;
+mod metadata;
 pub mod option_checks;
 mod partitions;
 mod reading;
+mod scaling;
+mod streaming;
 mod subscription;
 
 use std::time::Duration;
@@ -36,10 +39,13 @@ pub use efo::{
 };
 pub use lifecycle::{secrets_hidden, shutdown_releases_resources, unknown_option_refused};
 pub use limits::{available_now_bounded, idle_source_returns_empty, rate_limit_honoured};
+pub use metadata::metadata_round_trips;
 pub use partitions::input_partitions_cover_range;
 pub use reading::{
     read_range_determinism, replay_after_restart, starting_earliest, starting_latest,
 };
+pub use scaling::{more_readers_than_partitions, rescale_reads_same_rows};
+pub use streaming::streaming_replay_matches;
 pub use subscription::{assign_partitions, subscribe_list, subscribe_pattern_includes_new_target};
 
 /// How a case ended when it did not fail.
@@ -121,6 +127,14 @@ macro_rules! __source_cases {
                 "the input partitions of a range, read by an executor's instance, hold what read returns",
             replay_after_restart: []
                 "an uncommitted batch replays exactly after a restart: no loss, no duplicate",
+            streaming_replay_matches: [RealTime]
+                "a real-time read's records are the logged range end_offset gives, read again",
+            rescale_reads_same_rows: []
+                "the input partitions planned for parallelism 2 and for 4 hold the same rows",
+            more_readers_than_partitions: []
+                "more readers than the source has pieces all finish; idle real-time readers end when stopped",
+            metadata_round_trips: [Metadata]
+                "records written with metadata (headers, file metadata, partition keys) come back with it",
             rate_limit_honoured: [RateLimit]
                 "the rate-limit option and a host read limit bound every batch",
             available_now_bounded: [AppendWhileRunning]

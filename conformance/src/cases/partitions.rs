@@ -110,7 +110,7 @@ pub async fn input_partitions_cover_range(
 
 /// The rows of `expected` that `got` lacks and those it has in excess (multisets; at most 10
 /// of each, for the message).
-fn difference(
+pub(crate) fn difference(
     expected: &[Option<String>],
     got: &[Option<String>],
 ) -> (Vec<Option<String>>, Vec<Option<String>>) {
@@ -133,7 +133,7 @@ fn difference(
 }
 
 /// A partition after its trip to an executor (through JSON, as in a serialised plan).
-fn ship(part: &InputPartition) -> Result<InputPartition, Failure> {
+pub(crate) fn ship(part: &InputPartition) -> Result<InputPartition, Failure> {
     let text = serde_json::to_string(part)
         .map_err(|e| Failure(format!("partition {} is not serialisable: {e}", part.label)))?;
     let back: InputPartition = serde_json::from_str(&text).map_err(|e| {

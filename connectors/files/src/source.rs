@@ -11,9 +11,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use arrow_array::{
-    ArrayRef, Int64Array, RecordBatch, StringArray, StructArray, TimestampMillisecondArray,
-};
+use arrow_array::{ArrayRef, Int64Array, StringArray, StructArray, TimestampMillisecondArray};
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use futures::TryStreamExt;
@@ -309,10 +307,6 @@ impl Source for FilesSource {
         )?;
         self.outstanding = self.state.outstanding(end)?;
         offset(end)
-    }
-
-    async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
-        self.read_stream(start, end).await?.try_collect().await
     }
 
     async fn read_stream<'a>(

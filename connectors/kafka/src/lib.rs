@@ -81,6 +81,7 @@ pub mod offsets;
 pub mod options;
 mod partitions;
 pub mod planner;
+mod range_poll;
 mod reader;
 pub mod schema;
 pub mod sink;

@@ -6,10 +6,11 @@
 //!   partitions join at their earliest offset), asks for the latest offsets, caps them at
 //!   `endingOffsets` or the `availableNow` snapshot, applies `minOffsetsPerTrigger` /
 //!   `maxOffsetsPerTrigger`, and reports lag metrics.
-//! - [`KafkaSource::read`] reads exactly `[start, end)` of every partition (assign + seek, never a
-//!   group subscription), in parallel pieces when `minPartitions` / `maxRecordsPerPartition` ask.
+//! - [`KafkaSource::read_stream`] reads exactly `[start, end)` of every partition (assign +
+//!   seek, never a group subscription), in parallel pieces when `minPartitions` /
+//!   `maxRecordsPerPartition` ask, and yields it in parts of bounded size (`reader.rs`).
 //! - [`KafkaSource::plan_partitions`] (the driver of a scaled-out pipeline) plans the same
-//!   pieces as `read` — one code path, `read` is "plan, then read every piece" — and returns one
+//!   pieces as `read_stream` — one code path, a read is "plan, then read every piece" — and returns one
 //!   input partition per piece; [`KafkaSource::read_partition`] (an executor, a source built
 //!   from the same options without a checkpoint) reads one piece (`partitions.rs`).
 //! - [`KafkaSource::commit`] publishes the offsets to the consumer group, for monitoring only:
@@ -24,13 +25,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use tributary_sdk::{
-    BatchStream, ChunkSender, ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker,
-    Error, ErrorCode, InputPartition, Offset, OptionSpec, Options, ReadLimit, Result, Source,
-    SourceIdentity, SourceMetrics, StreamingSource,
+    fail_before_first_part, BatchStream, ChunkSender, ConnectorContext, DataLossEvent,
+    DataLossKind, DataLossTracker, Error, ErrorCode, InputPartition, Offset, OptionSpec, Options,
+    ReadLimit, Result, Source, SourceIdentity, SourceMetrics, StreamingSource,
 };
 
 use crate::client::{Admin, RequestPolicy};
@@ -40,7 +40,7 @@ use crate::metrics::{lag_metrics, with_byte_estimate, ByteWindow};
 use crate::offsets::{PartitionOffsets, EARLIEST, LATEST};
 use crate::partitions::{input_partitions, range_of};
 use crate::planner::{rate_limit, split_ranges, OffsetRange};
-use crate::reader::{RangeReader, ReadSettings};
+use crate::reader::{Piece, RangeParts, RangeReader, ReadSettings};
 use crate::schema::kafka_schema;
 use crate::stream_reader::StreamReaders;
 
@@ -259,7 +259,7 @@ impl KafkaSource {
     }
 
     /// The pieces `[start, end)` is read in: everything a read decides before it reads, shared
-    /// by [`Source::read`] and [`Source::plan_partitions`]. Partitions deleted from the range,
+    /// by [`Source::read_stream`] and [`Source::plan_partitions`]. Partitions deleted from the range,
     /// added partitions that do not start at 0, recreated partitions (offsets went back) and
     /// inverted ranges are data-loss events under `failOnDataLoss`; new and recreated
     /// partitions start at their earliest offset; the ranges are then split by `minPartitions`
@@ -362,9 +362,10 @@ impl KafkaSource {
     }
 
     /// Reads planned ranges (a whole batch's, or one input partition's) with the pooled
-    /// consumers. Gaps are checked by the reader; the data-loss events it let pass
-    /// (failOnDataLoss=false) are logged at warn and counted here.
-    async fn read_ranges(&mut self, ranges: Vec<OffsetRange>) -> Result<Vec<RecordBatch>> {
+    /// consumers, as a stream of bounded parts (see `reader.rs`). Gaps are checked by the
+    /// reader; the data-loss events it let pass (failOnDataLoss=false) are logged at warn and
+    /// counted here as each range ends.
+    fn read_ranges(&mut self, ranges: Vec<OffsetRange>) -> BatchStream<'_> {
         let settings = ReadSettings {
             schema: self.schema.clone(),
             include_headers: self.config.include_headers,
@@ -373,26 +374,44 @@ impl KafkaSource {
             request_timeout: self.config.request_timeout,
             group_id: self.group_id.clone(),
         };
-        let mut reader = self
-            .reader
-            .take()
-            .unwrap_or_else(|| RangeReader::new(self.profile.clone()));
-        let (reader, result) = tokio::task::spawn_blocking(move || {
-            let r = reader.read(ranges, &settings);
-            (reader, r)
-        })
-        .await
-        .map_err(|e| {
-            Error::new(ErrorCode::Internal, "the Kafka read thread panicked").with_cause(e)
-        })?;
-        self.reader = Some(reader);
-        let out = result?;
-        for ev in out.events {
-            // Only events the reader let pass (failOnDataLoss=false) arrive here: counted.
-            self.tracker.report(ev)?;
-        }
-        self.window.record(out.records, out.bytes, Instant::now());
-        Ok(out.batches)
+        let profile = self.profile.clone();
+        let reader = self.reader.get_or_insert_with(|| RangeReader::new(profile));
+        let parts = reader.stream(ranges, &settings);
+        let state = ReadState {
+            parts,
+            tracker: &mut self.tracker,
+            window: &mut self.window,
+            records: 0,
+            bytes: 0,
+        };
+        Box::pin(futures::stream::unfold(state, |mut st| async move {
+            loop {
+                match st.parts.next().await {
+                    None => {
+                        st.window.record(st.records, st.bytes, Instant::now());
+                        return None;
+                    }
+                    Some(Piece::Part(b)) => return Some((Ok(b), st)),
+                    Some(Piece::RangeEnd {
+                        records,
+                        bytes,
+                        events,
+                    }) => {
+                        st.records += records;
+                        st.bytes += bytes;
+                        for ev in events {
+                            // Only events the reader let pass (failOnDataLoss=false) arrive
+                            // here: counted.
+                            if let Err(e) = st.tracker.report(ev) {
+                                st.parts.close();
+                                return Some((Err(e), st));
+                            }
+                        }
+                    }
+                    Some(Piece::Failed(e)) => return Some((Err(e), st)),
+                }
+            }
+        }))
     }
 
     /// Reports a data-loss event of `topic`-`partition`; a failing one names both in its
@@ -403,6 +422,15 @@ impl KafkaSource {
                 .with_context("partition", partition)
         })
     }
+}
+
+/// What the stream of [`KafkaSource::read_ranges`] carries between parts.
+struct ReadState<'a> {
+    parts: RangeParts,
+    tracker: &'a mut DataLossTracker,
+    window: &'a mut ByteWindow,
+    records: u64,
+    bytes: u64,
 }
 
 fn min_rows(limit: &ReadLimit) -> Option<(u64, u64)> {
@@ -535,13 +563,19 @@ impl Source for KafkaSource {
         Ok(end_offset)
     }
 
-    async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
+    /// Plans the pieces of `[start, end)` (as [`Source::plan_partitions`] does) and streams
+    /// them in order, each in parts of bounded size (see `reader.rs`).
+    async fn read_stream<'a>(
+        &'a mut self,
+        start: &Offset,
+        end: &Offset,
+    ) -> Result<BatchStream<'a>> {
         let ranges = self.plan_ranges(start, end).await?;
-        self.read_ranges(ranges).await
+        fail_before_first_part(self.read_ranges(ranges)).await
     }
 
     /// One input partition per planned offset range: the same data-loss checks and the same
-    /// `minPartitions` / `maxRecordsPerPartition` split as [`Source::read`] (see
+    /// `minPartitions` / `maxRecordsPerPartition` split as [`Source::read_stream`] (see
     /// `partitions.rs` for the spec). `parallelism` is ignored, as Spark's Kafka source
     /// ignores `defaultParallelism`: topic-partitions are the natural pieces, and only
     /// `minPartitions` splits them further.
@@ -557,14 +591,13 @@ impl Source for KafkaSource {
 
     /// Reads exactly one planned offset range with assign + seek: no consumer group is joined
     /// and nothing is committed, so an executor can run it anywhere. Gaps inside the range
-    /// follow `failOnDataLoss` as in [`Source::read`].
+    /// follow `failOnDataLoss` as in [`Source::read_stream`].
     async fn read_partition<'a>(
         &'a mut self,
         partition: &InputPartition,
     ) -> Result<BatchStream<'a>> {
         let range = range_of(partition, &self.config.subscription)?;
-        let batches = self.read_ranges(vec![range]).await?;
-        Ok(Box::pin(futures::stream::iter(batches.into_iter().map(Ok))))
+        fail_before_first_part(self.read_ranges(vec![range])).await
     }
 
     async fn commit(&mut self, end: &Offset) -> Result<()> {

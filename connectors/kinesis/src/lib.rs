@@ -46,6 +46,7 @@ mod partitions;
 pub mod planner;
 pub mod position;
 mod prefetch;
+mod range_stream;
 mod reader;
 mod rows;
 pub mod schema;

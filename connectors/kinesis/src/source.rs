@@ -4,14 +4,14 @@
 //! Shards are fetched ahead in the background (`crate::prefetch`, one task per readable shard,
 //! parents before children, memory bounded by `fetchBufferSize`); `latest_offset` takes the
 //! buffered records (waiting up to `maxFetchDuration` for shards that are neither caught up nor
-//! buffered) and keeps that one planned batch; `read` of the same range returns them after checking
+//! buffered) and keeps that one planned batch; `read_stream` of the same range yields them after checking
 //! the streams were not recreated, and any other range (a replay after a restart) is fetched
 //! again from the start positions up to the end sequence numbers. A range that cannot be read
 //! to its end (trimmed records, expired shards, a recreated stream) is
 //! `KINESIS_COULD_NOT_READ_SHARD_UNTIL_END_OFFSET`.
 //!
 //! Scale-out: `plan_partitions` splits a range into per-shard ranges (`crate::partitions`) and
-//! `read_partition` reads one of them; a replay `read` is "plan the shard ranges, read them",
+//! `read_partition` reads one of them; a replay `read_stream` is "plan the shard ranges, read them",
 //! the same `read_ranges` path.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,14 +19,14 @@ use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use aws_sdk_kinesis::Client;
 use futures::future::join_all;
 use tributary_sdk::{
-    BatchStream, ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode,
-    InputPartition, Offset, ReadLimit, Result, SecretStore, Source, SourceIdentity, SourceMetrics,
+    batch_stream, fail_before_first_part, BatchStream, ConnectorContext, DataLossEvent,
+    DataLossKind, DataLossTracker, Error, ErrorCode, InputPartition, Offset, ReadLimit, Result,
+    SecretStore, Source, SourceIdentity, SourceMetrics,
 };
 
 use crate::client::LazyClient;
@@ -37,6 +37,7 @@ use crate::partitions::{input_partitions, ranges_of, shard_ranges, ShardRange};
 use crate::planner::{self, StreamRef};
 use crate::position::InitialPosition;
 use crate::prefetch::{Held, Prefetch};
+use crate::range_stream::{self, Piece, RangeParts};
 use crate::reader::{ShardReader, Stop};
 use crate::rows::{to_batches, ShardRecords};
 use crate::schema::kinesis_schema;
@@ -334,77 +335,68 @@ impl KinesisSource {
     }
 
     /// Reads shard ranges from their start positions up to their end sequence numbers (the
-    /// shards in groups of `shardsPerTask`, in parallel); a range that cannot be read to its
-    /// end (trimmed records, an expired shard) is data loss under `failOnDataLoss`. The rows
-    /// are ordered by stream and shard, each shard in sequence order. The one read path of
-    /// replays and input partitions.
-    async fn read_ranges(
-        &mut self,
-        client: &Client,
-        ranges: Vec<ShardRange>,
-    ) -> Result<Vec<RecordBatch>> {
-        let until: BTreeMap<(String, String), String> = ranges
-            .iter()
-            .map(|r| ((r.stream.clone(), r.shard.clone()), r.until.clone()))
-            .collect();
+    /// shards in groups of `shardsPerTask`, in parallel) as a stream of bounded parts
+    /// (`crate::range_stream`); a range that cannot be read to its end (trimmed records, an
+    /// expired shard) is data loss under `failOnDataLoss`, reported when the stream reaches
+    /// it. The rows are ordered by stream and shard, each shard in sequence order. The one
+    /// read path of replays and input partitions.
+    fn read_ranges(&mut self, client: &Client, mut ranges: Vec<ShardRange>) -> BatchStream<'_> {
+        ranges.sort_by(|a, b| (&a.stream, &a.shard).cmp(&(&b.stream, &b.shard)));
         let jobs: Vec<_> = ranges
             .into_iter()
             .map(|r| {
-                let stop = Stop {
-                    records: Arc::new(AtomicI64::new(i64::MAX)),
-                    bytes: Arc::new(AtomicI64::new(i64::MAX)),
-                    deadline: None,
-                    until: Some(r.until),
-                    arrival_cutoff: None,
-                    one_page: false,
-                };
-                (self.reader(&r.stream, &r.shard), r.from, stop)
+                let reader = self.reader(&r.stream, &r.shard);
+                (r, reader)
             })
             .collect();
-        let results = self.fetch_all(client, jobs).await;
-        let mut shards = Vec::new();
-        let mut first_error = None;
-        for (reader, from, result) in results {
-            let (stream, shard) = (reader.stream.id.clone(), reader.shard.clone());
-            self.readers.insert((stream.clone(), shard.clone()), reader);
-            let fetched = match result {
-                Ok(f) => f,
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                    continue;
-                }
-            };
-            if !fetched.reached_until {
-                let until = until
-                    .get(&(stream.clone(), shard.clone()))
-                    .map(|u| format!("{:?}", ShardPosition::After(u.clone())))
-                    .unwrap_or_default();
-                if let Err(e) = self.tracker.report(
-                    DataLossEvent::new(
-                        DataLossKind::ShardExpired,
-                        format!("{stream}/{shard}"),
-                        format!(
-                            "Could not read shard '{shard}' of stream '{stream}' until its end offset: the records were trimmed or the shard expired"
-                        ),
-                    )
-                    .with_positions(until, format!("{} records from {from:?}", fetched.records.len())),
-                ) {
-                    first_error.get_or_insert(e);
-                    continue;
+        let parts = range_stream::start(client, &self.schema, jobs, self.config.shards_per_task);
+        let state = ReplayState {
+            parts,
+            readers: &mut self.readers,
+            tracker: &mut self.tracker,
+        };
+        Box::pin(futures::stream::unfold(state, |mut st| async move {
+            loop {
+                match st.parts.next().await? {
+                    Piece::Part(b) => return Some((Ok(b), st)),
+                    Piece::Failed(e) => return Some((Err(e), st)),
+                    Piece::RangeEnd {
+                        reader,
+                        range,
+                        reached,
+                        records,
+                    } => {
+                        st.readers
+                            .insert((range.stream.clone(), range.shard.clone()), reader);
+                        if reached {
+                            continue;
+                        }
+                        let (stream, shard) = (&range.stream, &range.shard);
+                        let until = format!("{:?}", ShardPosition::After(range.until.clone()));
+                        let event = DataLossEvent::new(
+                            DataLossKind::ShardExpired,
+                            format!("{stream}/{shard}"),
+                            format!(
+                                "Could not read shard '{shard}' of stream '{stream}' until its end offset: the records were trimmed or the shard expired"
+                            ),
+                        )
+                        .with_positions(until, format!("{records} records from {:?}", range.from));
+                        if let Err(e) = st.tracker.report(event) {
+                            st.parts.close();
+                            return Some((Err(e), st));
+                        }
+                    }
                 }
             }
-            shards.push(ShardRecords {
-                stream,
-                shard,
-                records: fetched.records,
-            });
-        }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
-        shards.sort_by(|a, b| (&a.stream, &a.shard).cmp(&(&b.stream, &b.shard)));
-        to_batches(&self.schema, &shards)
+        }))
     }
+}
+
+/// What the stream of [`KinesisSource::read_ranges`] carries between parts.
+struct ReplayState<'a> {
+    parts: RangeParts,
+    readers: &'a mut BTreeMap<(String, String), ShardReader>,
+    tracker: &'a mut DataLossTracker,
 }
 
 fn now_ms() -> i64 {
@@ -612,7 +604,15 @@ impl Source for KinesisSource {
         Ok(end)
     }
 
-    async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
+    /// The batch planned by `latest_offset` when the range is that batch (its records are
+    /// held, at most `fetchBufferSize` bytes), cut into parts; any other range (a replay after
+    /// a restart) is fetched again, part by part, from the start positions up to the end
+    /// sequence numbers.
+    async fn read_stream<'a>(
+        &'a mut self,
+        start: &Offset,
+        end: &Offset,
+    ) -> Result<BatchStream<'a>> {
         let client = self.client().await?;
         let start_o = KinesisOffsets::from_offset(start)?;
         let end_o = KinesisOffsets::from_offset(end)?;
@@ -624,16 +624,16 @@ impl Source for KinesisSource {
                     .into_iter()
                     .filter(|s| !lost.contains(&s.stream))
                     .collect();
-                return to_batches(&self.schema, &kept);
+                return Ok(batch_stream(to_batches(&self.schema, &kept)?));
             }
         }
         // A replay: fetch every shard from its start position up to its end sequence number.
         let ranges = shard_ranges(&start_o, &end_o, &lost);
-        self.read_ranges(&client, ranges).await
+        fail_before_first_part(self.read_ranges(&client, ranges)).await
     }
 
     /// Splits `[start, end)` into per-shard sequence-number ranges after the same checks as
-    /// [`Source::read`] (recreated or deleted streams are data loss under `failOnDataLoss`);
+    /// [`Source::read_stream`] (recreated or deleted streams are data loss under `failOnDataLoss`);
     /// a shard read in the range together with its parent shares the parent's partition, so
     /// the lineage order holds (`partitions.rs`). The executors read the range by polling
     /// (under `consumerMode = efo` too: a logged range is always replayed by polling), so the
@@ -657,17 +657,16 @@ impl Source for KinesisSource {
     }
 
     /// Reads exactly one planned partition with GetRecords (the replay path of
-    /// [`Source::read`]): no EFO consumer is registered and nothing is written, so an executor
+    /// [`Source::read_stream`]): no EFO consumer is registered and nothing is written, so an executor
     /// built without a checkpoint state directory can run it anywhere. Ranges that cannot be
-    /// read to their end follow `failOnDataLoss` as in [`Source::read`].
+    /// read to their end follow `failOnDataLoss` as in [`Source::read_stream`].
     async fn read_partition<'a>(
         &'a mut self,
         partition: &InputPartition,
     ) -> Result<BatchStream<'a>> {
         let ranges = ranges_of(partition, &self.config.streams.ids)?;
         let client = self.client().await?;
-        let batches = self.read_ranges(&client, ranges).await?;
-        Ok(Box::pin(futures::stream::iter(batches.into_iter().map(Ok))))
+        fail_before_first_part(self.read_ranges(&client, ranges)).await
     }
 
     async fn commit(&mut self, _end: &Offset) -> Result<()> {

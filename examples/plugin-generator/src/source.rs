@@ -15,18 +15,19 @@
 //!
 //! The source also streams (real-time mode): [`StreamingSource`] starts the reader of
 //! [`crate::stream`], and [`StreamingSource::end_offset`] turns its delivered row position back
-//! into a [`RowsOffset`]. A replayed real-time batch is read again through [`Source::read`].
+//! into a [`RowsOffset`]. A replayed real-time batch is read again through
+//! [`Source::read_stream`].
 
-use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tributary_sdk::{
-    ChunkSender, ConnectorContext, DataLossEvent, DataLossKind, DataLossTracker, Error, ErrorCode,
-    Offset, OptionSpec, ParsedOptions, ReadLimit, RealTimeSupport, Result, Source, SourceConnector,
-    SourceDescription, SourceIdentity, SourceMetrics, StreamingSource,
+    batch_stream, BatchStream, ChunkSender, ConnectorContext, DataLossEvent, DataLossKind,
+    DataLossTracker, Error, ErrorCode, Offset, OptionSpec, ParsedOptions, ReadLimit,
+    RealTimeSupport, Result, Source, SourceConnector, SourceDescription, SourceIdentity,
+    SourceMetrics, StreamingSource,
 };
 
 use crate::config::{generator_options, GeneratorConfig, RowSupply};
@@ -196,7 +197,12 @@ impl Source for GeneratorSource {
         RowsOffset::at(end)
     }
 
-    async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
+    /// The rows of `[start, end)`, built in batches of `rowsPerBatch`.
+    async fn read_stream<'a>(
+        &'a mut self,
+        start: &Offset,
+        end: &Offset,
+    ) -> Result<BatchStream<'a>> {
         self.check_running()?;
         // The fault-injection build panics here (a test of the host's panic containment); the
         // condition keeps the code after it reachable, so that build compiles without warnings.
@@ -241,7 +247,7 @@ impl Source for GeneratorSource {
         )?;
         self.rows_read.fetch_add(built.rows, Ordering::Relaxed);
         self.malformed_read += built.malformed;
-        Ok(built.batches)
+        Ok(batch_stream(built.batches))
     }
 
     async fn commit(&mut self, end: &Offset) -> Result<()> {

@@ -12,15 +12,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::task::JoinHandle;
 
-use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use tributary_sdk::plugin::abi::{FFI_ArrowSchema, FfiBytes, FfiSlice, FfiSource, KIND_SOURCE};
 use tributary_sdk::plugin::batches::{empty_batches, import_batches, import_schema};
 use tributary_sdk::{
-    ConnectorContext, Error, ErrorCode, Offset, OptionSpec, Options, PreparedSource, ReadLimit,
-    RealTimeSupport, Result, Source, SourceDescription, SourceFactory, SourceIdentity,
-    SourceMetrics, StreamingSource,
+    batch_stream, BatchStream, ConnectorContext, Error, ErrorCode, Offset, OptionSpec, Options,
+    PreparedSource, ReadLimit, RealTimeSupport, Result, Source, SourceDescription, SourceFactory,
+    SourceIdentity, SourceMetrics, StreamingSource,
 };
 
 use crate::plugin::call::{blocking, ManifestRef, PluginShared, StreamingRef};
@@ -266,12 +265,18 @@ impl Source for ForeignSource {
         self.plugin.json("offset", &bytes)
     }
 
-    async fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>> {
+    /// ABI v1 has one read call, which returns the range's batches at once; the host yields
+    /// them as a stream (a plugin's range is bounded by what the plugin holds in memory).
+    async fn read_stream<'a>(
+        &'a mut self,
+        start: &Offset,
+        end: &Offset,
+    ) -> Result<BatchStream<'a>> {
         let start = start.to_json_string();
         let end = end.to_json_string();
         let plugin = self.plugin.clone();
         let schema = self.schema.clone();
-        blocking(&self.handle, "read", move |h| {
+        let batches = blocking(&self.handle, "read", move |h| {
             let t = &mut h.table;
             let mut list = empty_batches();
             let mut err = FfiBytes::empty();
@@ -290,7 +295,8 @@ impl Source for ForeignSource {
             // SAFETY: on success `list` holds batches exported by the plugin.
             unsafe { import_batches(&mut list, Some(&schema)) }
         })
-        .await
+        .await?;
+        Ok(batch_stream(batches))
     }
 
     async fn commit(&mut self, end: &Offset) -> Result<()> {

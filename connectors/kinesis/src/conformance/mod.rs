@@ -17,7 +17,9 @@ use aws_sdk_kinesis::primitives::Blob;
 use aws_sdk_kinesis::types::StreamStatus;
 use aws_sdk_kinesis::Client;
 use std::collections::BTreeMap;
-use tributary_conformance::fixture::{unsupported, Fixture, ReadSetup, Starting, Subscription};
+use tributary_conformance::fixture::{
+    unsupported, EfoSetup, Fixture, ReadSetup, Starting, Subscription,
+};
 use tributary_conformance::fixtures::column_text;
 use tributary_conformance::{unique_name, Capability};
 use tributary_sdk::{DataLossKind, EnvSecretStore, Error, ErrorCode, Options, Result, Secret};
@@ -61,6 +63,25 @@ fn fixture_error(what: &str, stream: &str, e: ApiError) -> Error {
         format!("kinesis fixture: {what} '{stream}' failed: {e}"),
     )
     .with_context("stream", stream)
+}
+
+/// A short name for the consumer of a real-time read of `subscription` (its first stream).
+fn stream_hint(subscription: &Subscription) -> String {
+    let name = match subscription {
+        Subscription::Targets(t) => t.first().cloned().unwrap_or_default(),
+        Subscription::Pattern(p) => p.clone(),
+        Subscription::Assign(a) => a.first().map(|(t, _)| t.clone()).unwrap_or_default(),
+    };
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(100)
+        .collect()
 }
 
 impl KinesisFixture {
@@ -191,6 +212,8 @@ impl Fixture for KinesisFixture {
             Capability::AppendWhileRunning,
             Capability::DataLoss(DataLossKind::ShardExpired),
             Capability::EfoConsumers,
+            Capability::RealTime,
+            Capability::Metadata,
         ]
     }
 
@@ -220,6 +243,25 @@ impl Fixture for KinesisFixture {
             out.push(payload);
         }
         Ok(out)
+    }
+
+    /// The partition key is the metadata: `k-<i>`, as [`Fixture::produce`] writes it.
+    async fn produce_with_metadata(
+        &mut self,
+        target: &str,
+        count: usize,
+    ) -> Result<Vec<(String, String)>> {
+        let from = self.produced.get(target).copied().unwrap_or_default();
+        let payloads = self.produce(target, count).await?;
+        Ok(payloads
+            .into_iter()
+            .zip(from..)
+            .map(|(p, i)| (p, format!("k-{i}")))
+            .collect())
+    }
+
+    fn metadata(&self, batches: &[RecordBatch]) -> Result<Vec<Option<String>>> {
+        column_text(batches, crate::schema::KEY_COLUMN)
     }
 
     fn source_options(&self, setup: &ReadSetup) -> Result<Options> {
@@ -252,7 +294,15 @@ impl Fixture for KinesisFixture {
         if let Some(f) = setup.fail_on_data_loss {
             o.set("failOnDataLoss", f.to_string());
         }
-        if let Some(e) = &setup.efo {
+        // Real-time mode streams through an enhanced fan-out consumer (polling has no
+        // streaming read): one per stream, removed when the source stops.
+        let streaming = EfoSetup {
+            consumer_name: format!("{}-stream", stream_hint(&setup.subscription)),
+            deregister_on_stop: true,
+            prefix: None,
+        };
+        let efo = setup.efo.as_ref().or(setup.real_time.then_some(&streaming));
+        if let Some(e) = efo {
             efo::efo_options(e, &mut o); // efo
         }
         Ok(o)

@@ -1,0 +1,169 @@
+//! Replayed shard ranges as a stream of parts, in bounded memory.
+//!
+//! A replay (or an input partition) reads every shard range from its start position up to its
+//! end sequence number with GetRecords. The ranges, ordered by stream and shard, go to
+//! `shardsPerTask`-sized groups of consecutive ranges; each group is a task reading its ranges
+//! one after the other, one GetRecords page at a time, and hands every page on as parts
+//! (`crate::rows`, at most `PART_ROWS` records or `PART_BYTES` bytes) over a channel holding
+//! one part. The stream yields range 0's parts, then range 1's, ..., so the same range always
+//! yields the same parts in the same order, while the other groups read ahead until their
+//! channel is full. Memory is bounded by a page (at most 10 MiB, `maxRecordsPerFetch` records)
+//! and a part per group, however long the range.
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use aws_sdk_kinesis::Client;
+use std::sync::atomic::AtomicI64;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tributary_sdk::{Error, ErrorCode};
+
+use crate::offsets::ShardPosition;
+use crate::partitions::ShardRange;
+use crate::reader::{ShardReader, Stop};
+use crate::rows::shard_parts;
+
+/// What a group task sends.
+pub(crate) enum Piece {
+    /// The next part of the current range.
+    Part(RecordBatch),
+    /// The current range is over; `reached` says whether it was read to its end sequence number.
+    RangeEnd {
+        reader: ShardReader,
+        range: ShardRange,
+        reached: bool,
+        records: usize,
+    },
+    /// The read failed; nothing follows.
+    Failed(Error),
+}
+
+/// The parts of a replay, range by range in order.
+pub(crate) struct RangeParts {
+    receivers: Vec<mpsc::Receiver<Piece>>,
+    per_group: usize,
+    current: usize,
+    total: usize,
+    done: bool,
+}
+
+/// Starts reading `jobs` (ranges ordered by stream and shard, with their readers) in groups of
+/// `per_task`, the groups in parallel.
+pub(crate) fn start(
+    client: &Client,
+    schema: &SchemaRef,
+    jobs: Vec<(ShardRange, ShardReader)>,
+    per_task: usize,
+) -> RangeParts {
+    let per_group = per_task.max(1);
+    let total = jobs.len();
+    let mut receivers = Vec::new();
+    let mut jobs = jobs.into_iter().peekable();
+    while jobs.peek().is_some() {
+        let group: Vec<_> = jobs.by_ref().take(per_group).collect();
+        let (tx, rx) = mpsc::channel(1);
+        receivers.push(rx);
+        let (client, schema) = (client.clone(), schema.clone());
+        tokio::spawn(async move {
+            for (range, reader) in group {
+                if !read_range(&client, &schema, range, reader, &tx).await {
+                    return;
+                }
+            }
+        });
+    }
+    RangeParts {
+        receivers,
+        per_group,
+        current: 0,
+        total,
+        done: false,
+    }
+}
+
+/// Reads one range page by page; false when the stream was dropped or the read failed.
+async fn read_range(
+    client: &Client,
+    schema: &SchemaRef,
+    range: ShardRange,
+    mut reader: ShardReader,
+    tx: &mpsc::Sender<Piece>,
+) -> bool {
+    let stop = Stop {
+        records: Arc::new(AtomicI64::new(i64::MAX)),
+        bytes: Arc::new(AtomicI64::new(i64::MAX)),
+        deadline: None,
+        until: Some(range.until.clone()),
+        arrival_cutoff: None,
+        one_page: true,
+    };
+    let mut position: ShardPosition = range.from.clone();
+    let mut records = 0;
+    let reached = loop {
+        let fetched = match reader.fetch(client, &position, &stop).await {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = tx.send(Piece::Failed(e)).await;
+                return false;
+            }
+        };
+        records += fetched.records.len();
+        let parts = match shard_parts(schema, &range.stream, &range.shard, &fetched.records) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = tx.send(Piece::Failed(e)).await;
+                return false;
+            }
+        };
+        for part in parts {
+            if tx.send(Piece::Part(part)).await.is_err() {
+                return false;
+            }
+        }
+        if fetched.reached_until {
+            break true;
+        }
+        let caught_up = fetched.records.is_empty() && fetched.millis_behind.unwrap_or(0) == 0;
+        if fetched.finished || fetched.not_found || caught_up {
+            break false;
+        }
+        if let Some(p) = fetched.position {
+            position = p;
+        }
+    };
+    tx.send(Piece::RangeEnd {
+        reader,
+        range,
+        reached,
+        records,
+    })
+    .await
+    .is_ok()
+}
+
+impl RangeParts {
+    /// Ends the stream: later calls of [`RangeParts::next`] return `None`.
+    pub(crate) fn close(&mut self) {
+        self.done = true;
+    }
+
+    /// The next piece; `None` once every range ended or after a failure.
+    pub(crate) async fn next(&mut self) -> Option<Piece> {
+        if self.done || self.current >= self.total {
+            return None;
+        }
+        let piece = match self.receivers[self.current / self.per_group].recv().await {
+            Some(p) => p,
+            None => Piece::Failed(Error::new(
+                ErrorCode::Internal,
+                "a Kinesis read task ended without finishing its shard range",
+            )),
+        };
+        match &piece {
+            Piece::Part(_) => {}
+            Piece::RangeEnd { .. } => self.current += 1,
+            Piece::Failed(_) => self.done = true,
+        }
+        Some(piece)
+    }
+}
