@@ -43,6 +43,8 @@ trap stop_services EXIT
 
 for svc in scripts/services/*.sh; do
   [ -e "$svc" ] || continue
+  # lib.sh is the scripts' shared library, not a service.
+  [ "$(basename "$svc")" = lib.sh ] && continue
   log "starting $(basename "$svc" .sh)"
   services+=("$svc")
   bash "$svc" start
