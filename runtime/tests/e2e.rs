@@ -22,11 +22,7 @@ fn available_now_in_three_batches_then_only_new_files() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(output_ids(&l.output()), (0..90).collect::<Vec<_>>());
-    let events: Vec<serde_json::Value> = std::fs::read_to_string(&progress)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = progress_events(&progress);
     assert_eq!(events.len(), 3, "three batches of three files");
     assert_eq!(events[0]["numInputRows"], 30);
     assert_eq!(events[0]["sources"][0]["metrics"]["numFilesOutstanding"], 6);
@@ -42,11 +38,7 @@ fn available_now_in_three_batches_then_only_new_files() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let events: Vec<serde_json::Value> = std::fs::read_to_string(&progress)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = progress_events(&progress);
     assert_eq!(events.len(), 1);
     assert_eq!(events[0]["batchId"], 3);
     assert_eq!(events[0]["numInputRows"], 20);
@@ -234,11 +226,7 @@ fn progress_counts_rows_in_and_rows_out_across_a_filtering_transform() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let events: Vec<serde_json::Value> = std::fs::read_to_string(&progress)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let events = progress_events(&progress);
     assert_eq!(events.len(), 2, "two batches of two files");
     let written = output_ids(&l.output());
     assert_eq!(written, (0..40).filter(|i| i % 4 == 0).collect::<Vec<_>>());

@@ -30,23 +30,23 @@ pub(crate) struct Moved {
     pub write: Duration,
 }
 
-/// One part through the stages and into every sink; returns the rows the sinks received and
-/// the acknowledgements of those that acknowledge as they go.
+/// One part through the stages and into every sink (counted in `moved`); returns the
+/// acknowledgements of the sinks that acknowledge as they go.
 pub(crate) async fn push(
     stages: &mut StageChain,
     sinks: &mut SinkSet,
     part: RecordBatch,
     moved: &mut Moved,
-) -> Result<(RecordBatch, Vec<Ack>)> {
+) -> Result<Vec<Ack>> {
     moved.rows_in += part.num_rows() as u64;
     let t = Instant::now();
     let part = stages.apply(part).await?;
     moved.read += t.elapsed();
     moved.rows += part.num_rows() as u64;
     let t = Instant::now();
-    let written = sinks.write(&part).await?;
+    let acks = sinks.write(&part).await?;
     moved.write += t.elapsed();
-    Ok((part, written.acks))
+    Ok(acks)
 }
 
 /// Every part of `parts` through [`push`]; returns once every acknowledgement resolved.
@@ -64,7 +64,7 @@ pub(crate) async fn pump(
             break;
         };
         moved.read += t.elapsed();
-        let (_, acks) = push(stages, sinks, part?, &mut moved).await?;
+        let acks = push(stages, sinks, part?, &mut moved).await?;
         in_flight.extend(acks);
         let t = Instant::now();
         while in_flight.len() > IN_FLIGHT_ACKS {

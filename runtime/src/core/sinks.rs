@@ -18,13 +18,6 @@ pub(crate) struct SinkSet {
     sinks: Vec<(String, SinkWriter)>,
 }
 
-/// What one part's write asked of the caller.
-#[derive(Default)]
-pub(crate) struct Written {
-    /// Acknowledgements of the sinks that acknowledge records as they come.
-    pub acks: Vec<Ack>,
-}
-
 /// The refusal of a sink that executors cannot write.
 pub(crate) fn no_stager(name: &str) -> Error {
     Error::new(
@@ -100,15 +93,16 @@ impl SinkSet {
         Ok(())
     }
 
-    /// Step 2: one part to every sink.
-    pub(crate) async fn write(&mut self, part: &RecordBatch) -> Result<Written> {
-        let mut written = Written::default();
+    /// Step 2: one part to every sink; returns the acknowledgements of the sinks that
+    /// acknowledge records as they come.
+    pub(crate) async fn write(&mut self, part: &RecordBatch) -> Result<Vec<Ack>> {
+        let mut acks = Vec::new();
         for (_, w) in &mut self.sinks {
             if let PartAck::Pending(ack) = w.write(part).await? {
-                written.acks.push(ack);
+                acks.push(ack);
             }
         }
-        Ok(written)
+        Ok(acks)
     }
 
     /// Step 3: what every sink staged, in sink order.

@@ -203,7 +203,7 @@ impl Pipeline {
     /// Step 2: the chunk through the core; its acknowledgements join the in-flight queue.
     async fn deliver(&mut self, long: &mut LongBatch, chunk: StreamChunk) -> Result<()> {
         let before = long.moved.rows;
-        let (_, acks) = push(
+        let acks = push(
             &mut self.stages,
             &mut self.sinks,
             chunk.batch,

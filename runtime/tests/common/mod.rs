@@ -96,6 +96,15 @@ pub fn output_ids(dir: &Path) -> Vec<i64> {
     ids
 }
 
+/// The progress events a run wrote with `--progress-json` (the file must exist).
+pub fn progress_events(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
