@@ -41,6 +41,9 @@ enum Fault {
     LeaksSecretInDebug,
     /// The part writer loses every part after the first of a batch.
     PartsLoseAPart,
+    /// The streaming write acknowledges records at once and writes them only when the batch
+    /// ends: an acknowledged record is not yet durable, so a crash loses it.
+    AcksBeforeDurable,
 }
 
 /// The full set of cases each fault must fail — no more, no fewer.
@@ -73,6 +76,10 @@ const EXPECTED: &[(Fault, &[&str])] = &[
         Fault::PartsLoseAPart,
         &["sink_parts_then_commit_equals_write"],
     ),
+    (
+        Fault::AcksBeforeDurable,
+        &["sink_streaming_acks_out_of_order"],
+    ),
 ];
 
 /// The sensitive option the wrapper adds (the JSON-lines sink itself has none), so the secrets
@@ -81,6 +88,11 @@ const TOKEN: &str = "apiToken";
 
 /// Where spare batch ids (for the duplicating faults) start.
 const SPARE: u64 = 1_000_000;
+
+/// Where the streaming write's file ids start: each acknowledged chunk is one JSON-lines file
+/// of its own, numbered across instances (a restarted instance must not overwrite a file).
+const STREAMED: u64 = 2_000_000;
+static NEXT_STREAMED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(STREAMED);
 
 #[derive(Debug)]
 struct Broken {
@@ -174,6 +186,7 @@ impl PreparedSink for BrokenPreparedSink {
             token,
             written: HashSet::new(),
             parts: None,
+            unacknowledged: Vec::new(),
         }))
     }
 }
@@ -188,6 +201,8 @@ struct BrokenSink {
     written: HashSet<u64>,
     /// The part writer's batch and parts (written whole through `write` at commit).
     parts: Option<(u64, Vec<RecordBatch>)>,
+    /// With `AcksBeforeDurable`: streamed chunks acknowledged and not written yet.
+    unacknowledged: Vec<RecordBatch>,
 }
 
 impl std::fmt::Debug for BrokenSink {
@@ -263,8 +278,36 @@ impl Sink for BrokenSink {
         None
     }
 
+    /// A streaming write over the JSON-lines sink (which has none): each chunk written as a
+    /// file of its own before its acknowledgement resolves — unless `AcksBeforeDurable`.
     fn as_streaming(&mut self) -> Option<&mut dyn tributary_sdk::StreamingSink> {
-        self.inner.as_streaming()
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl tributary_sdk::StreamingSink for BrokenSink {
+    async fn write_records(
+        &mut self,
+        _batch_id: u64,
+        batch: &RecordBatch,
+    ) -> Result<tributary_sdk::Ack> {
+        if self.fault == Some(Fault::AcksBeforeDurable) {
+            self.unacknowledged.push(batch.clone());
+        } else {
+            let id = NEXT_STREAMED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.inner.write(id, std::slice::from_ref(batch)).await?;
+        }
+        Ok(Box::pin(async { Ok(()) }))
+    }
+
+    async fn end_batch(&mut self, _batch_id: u64) -> Result<()> {
+        let buffered = std::mem::take(&mut self.unacknowledged);
+        if buffered.is_empty() {
+            return Ok(());
+        }
+        let id = NEXT_STREAMED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.write(id, &buffered).await
     }
 }
 

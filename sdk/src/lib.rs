@@ -48,6 +48,7 @@
 //! assert!(err.to_string().contains("did you mean 'maxFilesPerTrigger'"));
 //! ```
 
+pub mod ack_frontier;
 pub mod auth;
 pub mod command;
 pub mod connector;
@@ -73,6 +74,7 @@ pub mod stream_binding;
 pub mod streaming;
 pub mod typed;
 
+pub use ack_frontier::{AckFrontier, Ticket};
 pub use auth::{Authenticator, Credentials, SaslMechanism, TlsMaterial};
 pub use command::ConnectorCommand;
 pub use connector::{

@@ -142,8 +142,11 @@ pub type Ack = Pin<Box<dyn Future<Output = Result<()>> + Send + 'static>>;
 pub trait StreamingSink: Send {
     /// Hands records of the running long batch `batch_id` to the sink and returns at once with
     /// their acknowledgement, so that the next records can be written while these are in
-    /// flight. The runtime awaits acknowledgements in order (a bounded number in flight) and
-    /// counts a chunk as delivered only when its acknowledgement resolved.
+    /// flight. Acknowledgements may resolve in any order (a bounded number is in flight); the
+    /// runtime counts a chunk's position as delivered only once its acknowledgement and those
+    /// of every earlier chunk of its partition resolved ([`crate::AckFrontier`]). An
+    /// acknowledgement must not resolve before its records are durable: a failed batch may be
+    /// committed at the acknowledged frontier, and records acknowledged early would be lost.
     async fn write_records(&mut self, batch_id: u64, batch: &RecordBatch) -> Result<Ack>;
 
     /// The long batch ends: everything written is flushed before `commits/N` is written.

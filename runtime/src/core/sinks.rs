@@ -59,6 +59,15 @@ impl SinkSet {
             .all(|(_, w)| w.shape() != WriteShape::Streaming)
     }
 
+    /// True when every sink acknowledges records as they come (none stages until the commit):
+    /// the acknowledged records are all a batch holds, so it can commit at its acknowledged
+    /// frontier.
+    pub(crate) fn none_staged(&self) -> bool {
+        self.sinks
+            .iter()
+            .all(|(_, w)| w.shape() == WriteShape::Streaming)
+    }
+
     /// Exactly-once only when every sink's writes are.
     pub(crate) fn delivery(&self) -> Delivery {
         if self

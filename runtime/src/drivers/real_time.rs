@@ -7,9 +7,11 @@
 //!    (back-pressure).
 //! 2. Each chunk goes through the core (`core::batch::push`: the stages, then every sink). A
 //!    sink that acknowledges records as they come returns its acknowledgement (up to
-//!    [`IN_FLIGHT_CHUNKS`] chunks are in flight, awaited in order); the others stage the chunk
-//!    until the commit. When every acknowledgement resolved, the chunk's position counts as
-//!    delivered and its latencies are recorded.
+//!    [`IN_FLIGHT_CHUNKS`] chunks are in flight); the others stage the chunk until the commit.
+//!    Acknowledgements may resolve in any order: a chunk's latencies are recorded when its own
+//!    acknowledgement resolves, and its position counts as delivered once every chunk before
+//!    it in its partition is acknowledged too ([`tributary_sdk::AckFrontier`]): a position is
+//!    never delivered past an unacknowledged or failed chunk.
 //! 3. Every `progressInterval` an interim progress event reports the rows, the offsets delivered
 //!    so far and the latency percentiles.
 //! 4. At the end of the interval, or on a clean stop (Ctrl-C ends the batch early), the readers
@@ -17,6 +19,13 @@
 //!    delivered. Only now is `offsets/<n>` written (the end was not known at the start); then
 //!    the core's commit sequence runs: the sinks publish batch `n`, `commits/<n>` is written and
 //!    the source commits.
+//!
+//! A failure inside the batch (an acknowledgement that fails, a source or stage error) ends it.
+//! When every sink acknowledges as it goes, the driver first commits batch `n` at its
+//! acknowledged frontier (only acknowledged records, which the sinks already hold), so the
+//! restart begins at the first unacknowledged record: acknowledgements A, B and D with C failed
+//! restart at C. When a sink stages, nothing is committed and the restart replays the whole
+//! long batch. Either way no record is skipped.
 //!
 //! A crash before `commits/<n>` replays batch `n` through the micro-batch path (the logged range,
 //! read again exactly) or, when `offsets/<n>` was not written yet, from the last committed end.
@@ -26,12 +35,13 @@
 //! A batch that delivered nothing logs nothing: the next one starts at the same offset with the
 //! same id.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use futures::future::{BoxFuture, FutureExt};
-use futures::stream::{FuturesOrdered, StreamExt};
-use tributary_sdk::{chunk_queue, Error, ErrorCode, Offset, Result, StreamChunk};
+use futures::stream::{FuturesUnordered, StreamExt};
+use tributary_sdk::{
+    chunk_queue, AckFrontier, Error, ErrorCode, Offset, Result, StreamChunk, Ticket,
+};
 
 use crate::core::batch::{push, Moved};
 use crate::core::report::BatchReport;
@@ -47,8 +57,6 @@ pub const IN_FLIGHT_CHUNKS: usize = 64;
 
 /// What is known of a chunk once its records are handed to the sinks.
 struct ChunkMeta {
-    partition: String,
-    position: serde_json::Value,
     rows: usize,
     read_at_us: i64,
     appended_ms: Vec<i64>,
@@ -60,14 +68,15 @@ struct LongBatch {
     batch_id: u64,
     start: Offset,
     started: Instant,
-    delivered: BTreeMap<String, serde_json::Value>,
+    /// The positions delivered per partition (acknowledged, or staged when every sink stages).
+    frontier: AckFrontier<ChunkMeta>,
     moved: Moved,
     latencies: LatencyRecorder,
     /// When every sink stages until the commit, the acknowledgement is the commit: chunk
     /// times wait here.
     pending_times: Vec<ChunkMeta>,
-    /// Chunks whose acknowledgements are awaited, in order.
-    in_flight: FuturesOrdered<BoxFuture<'static, Result<ChunkMeta>>>,
+    /// Chunks whose acknowledgements are awaited, resolving in any order.
+    in_flight: FuturesUnordered<BoxFuture<'static, (Ticket, Result<()>)>>,
 }
 
 impl LongBatch {
@@ -76,16 +85,18 @@ impl LongBatch {
             batch_id,
             start,
             started: Instant::now(),
-            delivered: BTreeMap::new(),
+            frontier: AckFrontier::new(),
             moved: Moved::default(),
             latencies: LatencyRecorder::new(),
             pending_times: Vec::new(),
-            in_flight: FuturesOrdered::new(),
+            in_flight: FuturesUnordered::new(),
         }
     }
 
-    /// A chunk every sink acknowledged (at `ack_us`): its position counts as delivered.
-    fn acknowledged(&mut self, meta: ChunkMeta, ack_us: i64) {
+    /// A chunk every sink acknowledged (at `ack_us`): its latencies count now, its position
+    /// once the chunks before it in its partition are acknowledged.
+    fn acknowledged(&mut self, ticket: Ticket, ack_us: i64) -> Result<()> {
+        let meta = self.frontier.acked(ticket)?;
         self.latencies.record_chunk(
             meta.rows,
             meta.read_at_us,
@@ -93,15 +104,26 @@ impl LongBatch {
             &meta.appended_ms,
             &meta.created_ms,
         );
-        self.delivered.insert(meta.partition, meta.position);
+        Ok(())
     }
 
-    /// Waits for every acknowledgement in flight.
-    async fn drain_acks(&mut self) -> Result<()> {
-        while let Some(done) = self.in_flight.next().await {
-            self.acknowledged(done?, now_us());
+    /// Waits for every acknowledgement in flight; the first failure is returned after the
+    /// others resolved (so the frontier holds every chunk that did get acknowledged).
+    async fn settle(&mut self) -> Result<()> {
+        let mut first = Ok(());
+        while let Some((ticket, done)) = self.in_flight.next().await {
+            match done {
+                Ok(()) => self.acknowledged(ticket, now_us())?,
+                Err(e) if first.is_ok() => first = Err(e),
+                Err(e) => tracing::warn!(batch = self.batch_id, "another acknowledgement failed: {e}"),
+            }
         }
-        Ok(())
+        first
+    }
+
+    /// Whether the batch delivered anything (a batch that did not logs nothing).
+    fn is_empty(&self) -> bool {
+        self.moved.rows == 0 && self.frontier.delivered().is_empty()
     }
 }
 
@@ -160,10 +182,11 @@ impl Pipeline {
                             break Err(e);
                         }
                     }
-                    Some(done) = long.in_flight.next(), if !long.in_flight.is_empty() => match done {
-                        Ok(meta) => long.acknowledged(meta, now_us()),
-                        Err(e) => break Err(e),
-                    },
+                    Some((ticket, done)) = long.in_flight.next(), if !long.in_flight.is_empty() => {
+                        if let Err(e) = done.and_then(|()| long.acknowledged(ticket, now_us())) {
+                            break Err(e);
+                        }
+                    }
                     chunk = rx.recv(), if long.in_flight.len() < IN_FLIGHT_CHUNKS => match chunk {
                         Some(Ok(chunk)) => {
                             if let Err(e) = self.deliver(&mut long, chunk).await {
@@ -182,13 +205,19 @@ impl Pipeline {
                 Some(s) => s.stop_stream().await,
                 None => Err(not_streaming(&label)),
             };
-            outcome?;
-            stopped?;
-            while let Some(chunk) = rx.try_recv() {
-                self.deliver(&mut long, chunk?).await?;
+            let mut outcome = outcome.and(stopped);
+            while outcome.is_ok() {
+                let Some(chunk) = rx.try_recv() else { break };
+                outcome = match chunk {
+                    Ok(chunk) => self.deliver(&mut long, chunk).await,
+                    Err(e) => Err(e),
+                };
             }
-            long.drain_acks().await?;
-            if long.moved.rows == 0 && long.delivered.is_empty() {
+            let settled = long.settle().await;
+            if let Err(e) = outcome.and(settled) {
+                return Err(self.fail_batch(long, e, &mut last_end).await);
+            }
+            if long.is_empty() {
                 continue;
             }
             let end = self.end_batch(long, &mut last_end).await?;
@@ -211,22 +240,22 @@ impl Pipeline {
         )
         .await?;
         let meta = ChunkMeta {
-            partition: chunk.partition,
-            position: chunk.position,
             rows: (long.moved.rows - before) as usize,
             read_at_us: chunk.read_at_us,
             appended_ms: chunk.appended_ms,
             created_ms: chunk.created_ms,
         };
         if self.sinks.all_staged() {
-            long.delivered
-                .insert(meta.partition.clone(), meta.position.clone());
+            let meta = long
+                .frontier
+                .staged(chunk.partition, chunk.position, meta)?;
             long.pending_times.push(meta);
         } else {
-            long.in_flight.push_back(
+            let ticket = long.frontier.sent(chunk.partition, chunk.position, meta);
+            long.in_flight.push(
                 async move {
-                    futures::future::try_join_all(acks).await?;
-                    Ok(meta)
+                    let done = futures::future::try_join_all(acks).await.map(|_| ());
+                    (ticket, done)
                 }
                 .boxed(),
             );
@@ -234,10 +263,32 @@ impl Pipeline {
         Ok(())
     }
 
+    /// A long batch failed with `error`. When every sink acknowledges as it goes, the batch is
+    /// first committed at its acknowledged frontier (those records are in the sinks already),
+    /// so the restart begins at the first record not acknowledged; otherwise nothing is
+    /// committed and the restart replays the whole batch. Returns the error.
+    async fn fail_batch(&mut self, long: LongBatch, error: Error, last_end: &mut Instant) -> Error {
+        if !self.sinks.none_staged() || long.frontier.delivered().is_empty() {
+            return error;
+        }
+        let batch_id = long.batch_id;
+        match self.end_batch(long, last_end).await {
+            Ok(end) => tracing::warn!(
+                batch = batch_id,
+                "batch {batch_id} failed; its acknowledged records were committed up to {end:?}, so a restart continues after them: {error}"
+            ),
+            Err(e) => tracing::warn!(
+                batch = batch_id,
+                "batch {batch_id} failed and committing its acknowledged records failed too ({e}); a restart replays the whole batch: {error}"
+            ),
+        }
+        error
+    }
+
     /// Step 3: an interim progress event of the running long batch.
     fn interim_progress(&mut self, long: &LongBatch) -> Result<()> {
         let end = match self.source.as_streaming() {
-            Some(s) => s.end_offset(&long.start, &long.delivered)?,
+            Some(s) => s.end_offset(&long.start, long.frontier.delivered())?,
             None => long.start.clone(),
         };
         let elapsed = long.started.elapsed();
@@ -261,7 +312,7 @@ impl Pipeline {
     /// Step 4: log, commit, report. Returns the batch's end offset.
     async fn end_batch(&mut self, mut long: LongBatch, last_end: &mut Instant) -> Result<Offset> {
         let end = match self.source.as_streaming() {
-            Some(s) => s.end_offset(&long.start, &long.delivered)?,
+            Some(s) => s.end_offset(&long.start, long.frontier.delivered())?,
             None => return Err(not_streaming(&self.source_label)),
         };
         let mut wal = commit::log(&self.checkpoint, long.batch_id, &long.start, &end)?;

@@ -5,6 +5,7 @@
 //! source cases. One table (`__sink_cases!`) lists them; [`all_sink_cases`] and
 //! [`crate::sink_conformance_tests!`] (one test per case) are generated from it.
 
+mod acks;
 mod options;
 mod protocol;
 mod replay;
@@ -19,6 +20,7 @@ use crate::cases::{CaseResult, Failure};
 use crate::sink::fixture::SinkFixture;
 use crate::sink::rows::{check_rows, test_schema};
 
+pub use acks::sink_streaming_acks_out_of_order;
 pub use options::{sink_secrets_hidden, sink_unknown_option_refused};
 pub use protocol::sink_parts_then_commit_equals_write;
 pub use replay::{sink_replay_after_restart, sink_replay_replaces_batch};
@@ -65,6 +67,8 @@ macro_rules! __sink_cases {
                 "after a crash (no stop) a new instance replays the last batch without duplicating it",
             sink_parts_then_commit_equals_write:
                 "a batch written through the host's protocol (begin, parts, finish, commit; the part writer when the sink has one) equals the batch written whole, and its replay adds no duplicate",
+            sink_streaming_acks_out_of_order:
+                "real-time acknowledgements A, B, D resolved out of order with C failed: the frontier stays at B, A, B and D are readable before any end of batch, and a restart from the frontier delivers C",
             sink_staged_commit_exactly_once:
                 "partitions staged by separate instances and committed by a third are published once, across a retried task, a repeated commit and a replayed batch",
             sink_empty_batch:
