@@ -89,11 +89,6 @@ const TOKEN: &str = "apiToken";
 /// Where spare batch ids (for the duplicating faults) start.
 const SPARE: u64 = 1_000_000;
 
-/// Where the streaming write's file ids start: each acknowledged chunk is one JSON-lines file
-/// of its own, numbered across instances (a restarted instance must not overwrite a file).
-const STREAMED: u64 = 2_000_000;
-static NEXT_STREAMED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(STREAMED);
-
 #[derive(Debug)]
 struct Broken {
     fault: Option<Fault>,
@@ -278,10 +273,22 @@ impl Sink for BrokenSink {
         None
     }
 
-    /// A streaming write over the JSON-lines sink (which has none): each chunk written as a
-    /// file of its own before its acknowledgement resolves — unless `AcksBeforeDurable`.
+    /// The JSON-lines sink's streaming write, acknowledging before the records are written
+    /// with `AcksBeforeDurable`.
     fn as_streaming(&mut self) -> Option<&mut dyn tributary_sdk::StreamingSink> {
+        self.inner.as_streaming()?;
         Some(self)
+    }
+}
+
+impl BrokenSink {
+    fn inner_streaming(&mut self) -> Result<&mut dyn tributary_sdk::StreamingSink> {
+        self.inner.as_streaming().ok_or_else(|| {
+            Error::new(
+                ErrorCode::Internal,
+                "the JSON-lines sink lost its streaming write",
+            )
+        })
     }
 }
 
@@ -289,25 +296,24 @@ impl Sink for BrokenSink {
 impl tributary_sdk::StreamingSink for BrokenSink {
     async fn write_records(
         &mut self,
-        _batch_id: u64,
+        batch_id: u64,
         batch: &RecordBatch,
     ) -> Result<tributary_sdk::Ack> {
         if self.fault == Some(Fault::AcksBeforeDurable) {
             self.unacknowledged.push(batch.clone());
-        } else {
-            let id = NEXT_STREAMED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            self.inner.write(id, std::slice::from_ref(batch)).await?;
+            return Ok(Box::pin(async { Ok(()) }));
         }
-        Ok(Box::pin(async { Ok(()) }))
+        self.inner_streaming()?.write_records(batch_id, batch).await
     }
 
-    async fn end_batch(&mut self, _batch_id: u64) -> Result<()> {
-        let buffered = std::mem::take(&mut self.unacknowledged);
-        if buffered.is_empty() {
-            return Ok(());
+    async fn end_batch(&mut self, batch_id: u64) -> Result<()> {
+        for batch in std::mem::take(&mut self.unacknowledged) {
+            self.inner_streaming()?
+                .write_records(batch_id, &batch)
+                .await?
+                .await?;
         }
-        let id = NEXT_STREAMED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.inner.write(id, &buffered).await
+        self.inner_streaming()?.end_batch(batch_id).await
     }
 }
 

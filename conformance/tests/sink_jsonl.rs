@@ -28,6 +28,6 @@ async fn runner_report_for_jsonlines() {
     println!("{}", report.to_table());
     assert!(report.is_success(), "{}", report.to_table());
     // Skipped: secrets (no sensitive option) and the staged write (the JSON-lines sink has none).
-    assert_eq!(report.passed(), 6, "{}", report.summary());
+    assert_eq!(report.passed(), 7, "{}", report.summary());
     assert_eq!(report.skipped(), 2, "{}", report.summary());
 }

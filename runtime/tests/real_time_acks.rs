@@ -53,7 +53,12 @@ impl SinkFactory for Scripted {
     fn options(&self) -> Vec<OptionSpec> {
         vec![
             OptionSpec::string("run", "Where the kept ids are recorded.").required(),
-            OptionSpec::int("failChunk", 0, 1000, "The chunk (0-based) whose acknowledgement fails."),
+            OptionSpec::int(
+                "failChunk",
+                0,
+                1000,
+                "The chunk (0-based) whose acknowledgement fails.",
+            ),
         ]
     }
 

@@ -115,7 +115,9 @@ impl LongBatch {
             match done {
                 Ok(()) => self.acknowledged(ticket, now_us())?,
                 Err(e) if first.is_ok() => first = Err(e),
-                Err(e) => tracing::warn!(batch = self.batch_id, "another acknowledgement failed: {e}"),
+                Err(e) => {
+                    tracing::warn!(batch = self.batch_id, "another acknowledgement failed: {e}")
+                }
             }
         }
         first
