@@ -39,6 +39,7 @@ pub mod core;
 pub mod drivers;
 pub mod engine;
 pub mod latency;
+pub mod monitor;
 pub mod pipeline;
 pub mod plugin;
 pub mod progress;

@@ -23,6 +23,9 @@
 //! An optional `[engine]` runs the batches on a Ballista cluster (`kind = "ballista"`,
 //! `scheduler = "df://host:port"`; see `crate::distributed`).
 //!
+//! An optional `[monitoring]` serves metrics, progress, health and a live page over HTTP
+//! (`http = "127.0.0.1:4040"`; see `crate::monitor`).
+//!
 //! An optional `[transform]` runs stateless SQL on every batch after decoding (`sql = "SELECT
 //! ... FROM source"`, static tables in `[[transform.table]]`; cargo feature `sql`).
 //!
@@ -98,6 +101,9 @@ pub struct PipelineFile {
     /// Where batches run (`[engine]`; default: this process).
     #[serde(default)]
     pub engine: Option<EngineSection>,
+    /// The monitoring HTTP server (`[monitoring]`; default: off).
+    #[serde(default)]
+    pub monitoring: Option<crate::monitor::MonitoringSection>,
 }
 
 /// One stage of a pipeline's ordered stage list.
@@ -173,6 +179,9 @@ pub struct PipelineSpec {
     /// Where batches run (the driver's; executors receive `embedded`).
     #[serde(skip)]
     pub engine: EngineSpec,
+    /// The monitoring server (the driver's; not sent to executors).
+    #[serde(skip)]
+    pub monitoring: crate::monitor::MonitoringSpec,
 }
 
 fn once() -> Trigger {
@@ -281,6 +290,7 @@ impl PipelineSpec {
                     Error::new(e.code(), format!("{origin}: {}", e.message()))
                         .with_context("file", origin)
                 })?,
+            monitoring: file.monitoring.clone().unwrap_or_default().check(origin)?,
         })
     }
 

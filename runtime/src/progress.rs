@@ -122,6 +122,9 @@ pub struct TaskProgress {
 pub trait ProgressListener: Send {
     /// A batch finished.
     fn on_progress(&mut self, event: &ProgressEvent);
+    /// A trigger found no new data: the source answered, nothing was read. `source` is its
+    /// description, `metrics` its metrics now (backlog, counts).
+    fn on_idle(&mut self, _source: &str, _metrics: &SourceMetrics) {}
     /// The query stopped (normally or with an error).
     fn on_terminated(&mut self, _error: Option<&tributary_sdk::Error>) {}
 }

@@ -203,8 +203,8 @@ async fn fail_once(l: &Layout, run: &str, with_parquet: bool) {
     assert!(err.to_string().contains("injected"), "{err}");
 }
 
-/// Restarts without the fault and stops once `want` rows arrived.
-async fn restart(l: &Layout, run: &str, with_parquet: bool, want: usize) {
+/// Restarts without the fault, stops once `want` rows arrived; returns the run's row count.
+async fn restart(l: &Layout, run: &str, with_parquet: bool, want: usize) -> u64 {
     let mut p = Pipeline::build(
         &spec(l, run, None, with_parquet),
         &registry(),
@@ -222,7 +222,8 @@ async fn restart(l: &Layout, run: &str, with_parquet: bool, want: usize) {
         .await
         .expect("the restarted pipeline stops")
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .rows
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -237,8 +238,13 @@ async fn a_failed_acknowledgement_commits_the_frontier_and_the_restart_begins_at
     assert_eq!(before, expected);
     assert!(l.checkpoint().join("commits").join("0").exists());
 
-    restart(&l, second, false, 20).await;
+    let rows = restart(&l, second, false, 20).await;
     let after = received(second);
+    assert_eq!(
+        rows,
+        after.len() as u64,
+        "the run summary counts the rows delivered"
+    );
     assert_eq!(
         after.first(),
         Some(&20),
@@ -261,8 +267,9 @@ async fn with_a_staged_sink_nothing_is_committed_and_the_whole_batch_replays() {
         "Parquet publishes nothing"
     );
 
-    restart(&l, second, true, 40).await;
+    let rows = restart(&l, second, true, 40).await;
     let after = received(second);
+    assert_eq!(rows, 40, "the run summary counts the rows delivered");
     assert_eq!(after.first(), Some(&0), "the whole long batch replays");
     assert_eq!(
         output_ids(&l.output()),

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use tributary_runtime::checkpoint::Checkpoint;
 use tributary_runtime::conformance;
 use tributary_runtime::engine::{self, Pipeline};
+use tributary_runtime::monitor;
 use tributary_runtime::pipeline::PipelineSpec;
 use tributary_runtime::plugin;
 use tributary_runtime::progress::{JsonLinesListener, TerminalListener};
@@ -44,6 +45,10 @@ enum Command {
         /// No progress line on stderr.
         #[arg(long, short)]
         quiet: bool,
+        /// Serve metrics, progress, health and a live page on this address (host:port, or a
+        /// port on loopback; overrides [monitoring] http). Off by default.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
     },
     /// Validate a pipeline file and its connector options without connecting to anything.
     ///
@@ -356,8 +361,13 @@ fn run(cli: Cli) -> Result<(), Error> {
             progress_json,
             secrets_dir,
             quiet,
+            http,
         } => {
             let spec = PipelineSpec::load(&pipeline)?;
+            let address = match &http {
+                Some(a) => Some(monitor::parse_address(a, "--http")?),
+                None => spec.monitoring.http,
+            };
             let mut secrets = ChainSecretStore::new().with(EnvSecretStore);
             if let Some(dir) = secrets_dir {
                 secrets = secrets.with(FileSecretStore::new(dir));
@@ -377,6 +387,20 @@ fn run(cli: Cli) -> Result<(), Error> {
                     };
                     p.add_listener(Box::new(JsonLinesListener::new(out)));
                 }
+                let _server = match address {
+                    Some(addr) => {
+                        let m = monitor::Monitor::new(
+                            &spec.name,
+                            &spec.trigger.to_string(),
+                            spec.monitoring.ready_within,
+                        );
+                        p.add_listener(m.listener());
+                        let server = monitor::serve(m, addr).await?;
+                        eprintln!("monitoring on http://{}/", server.addr());
+                        Some(server)
+                    }
+                    None => None,
+                };
                 let stop = p.shutdown_handle();
                 tokio::spawn(async move {
                     if tokio::signal::ctrl_c().await.is_ok() {

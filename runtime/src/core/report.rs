@@ -103,4 +103,12 @@ impl Pipeline {
             l.on_progress(&event);
         }
     }
+
+    /// Tells the listeners a trigger found no new data.
+    pub(crate) fn report_idle(&mut self) {
+        let metrics = self.metrics();
+        for l in &mut self.listeners {
+            l.on_idle(&self.source_label, &metrics);
+        }
+    }
 }

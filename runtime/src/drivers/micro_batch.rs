@@ -58,6 +58,7 @@ impl Pipeline {
                 if self.trigger.is_bounded() {
                     return Ok(summary);
                 }
+                self.report_idle();
                 let wait = match self.trigger {
                     Trigger::ProcessingTime(i) if !i.is_zero() => i,
                     _ => self.idle_poll,

@@ -222,8 +222,10 @@ impl Pipeline {
             if long.is_empty() {
                 continue;
             }
+            let rows = long.moved.rows;
             let end = self.end_batch(long, &mut last_end).await?;
             summary.batches += 1;
+            summary.rows += rows;
             summary.last_batch_id = Some(batch_id);
             batch_id = next_id(batch_id)?;
             start = end;

@@ -74,6 +74,7 @@ pub fn pipeline_spec_with(
         trigger,
         origin: format!("stream {name}"),
         engine: crate::distributed::EngineSpec::Embedded,
+        monitoring: crate::monitor::MonitoringSpec::default(),
     })
 }
 

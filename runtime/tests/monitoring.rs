@@ -1,0 +1,208 @@
+//! The monitoring endpoint of `tributary run --http`, against the real binary: a files → Parquet
+//! pipeline with a `processingTime` trigger picks up files while `/metrics` is scraped and
+//! parsed with a Prometheus text-format parser (`prometheus-parse`); the counters grow and equal
+//! the rows the Parquet sink wrote. `/api/progress`, `/api/status`, `/healthz`, `/readyz` and the
+//! page answer, and a `[monitoring]` section that cannot serve is refused with its option.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{output_ids, tributary, write_json_files, Layout};
+
+/// A GET over plain HTTP/1.1: (status, body).
+fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, body.to_string())
+}
+
+/// A scrape's samples: (name, sorted labels) → value.
+type Samples = HashMap<(String, Vec<(String, String)>), f64>;
+
+/// The samples of a scrape.
+fn scrape(addr: SocketAddr) -> Samples {
+    let (status, body) = get(addr, "/metrics");
+    assert_eq!(status, 200, "{body}");
+    let lines = body.lines().map(|l| Ok(l.to_string()));
+    let parsed =
+        prometheus_parse::Scrape::parse(lines).expect("the Prometheus parser reads /metrics");
+    parsed
+        .samples
+        .into_iter()
+        .map(|s| {
+            let mut labels: Vec<(String, String)> = s
+                .labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            labels.sort();
+            let value = match s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => v,
+                _ => f64::NAN,
+            };
+            ((s.metric, labels), value)
+        })
+        .collect()
+}
+
+fn value(samples: &Samples, name: &str) -> f64 {
+    samples
+        .iter()
+        .filter(|((n, _), _)| n == name)
+        .map(|(_, v)| *v)
+        .sum()
+}
+
+/// Starts `tributary run --http 127.0.0.1:0` and returns the child and the address it printed.
+fn start(pipeline: &std::path::Path) -> (Child, SocketAddr) {
+    let mut child = tributary()
+        .args(["run", "--quiet", "--http", "127.0.0.1:0"])
+        .arg(pipeline)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.strip_prefix("monitoring on http://") {
+                let _ = tx.send(rest.trim_end_matches('/').to_string());
+            }
+            eprintln!("tributary: {line}");
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the run prints its monitoring address");
+    (child, addr.parse().unwrap())
+}
+
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn interrupt(child: &mut Child) {
+    let pid = child.id().to_string();
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status();
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("the run did not stop on SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn metrics_grow_with_the_batches_and_equal_the_rows_written() {
+    let l = Layout::new();
+    let next = write_json_files(&l.input(), "a", 2, 5, 0);
+    let path = l.pipeline("", "processingTime");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "kind = \"processingTime\"",
+        "kind = \"processingTime\"\ninterval = \"100ms\"",
+    );
+    std::fs::write(&path, text).unwrap();
+    let (mut child, addr) = start(&path);
+
+    assert_eq!(get(addr, "/healthz"), (200, "ok\n".to_string()));
+    let out = l.output();
+    wait_for("the first 10 rows", || output_ids(&out).len() == 10);
+    wait_for("the first batch in the metrics", || {
+        value(&scrape(addr), "tributary_sink_rows_total") == 10.0
+    });
+    let first = scrape(addr);
+    assert_eq!(value(&first, "tributary_source_rows_total"), 10.0);
+    let batches_before = value(&first, "tributary_batches_total");
+    assert!(batches_before >= 1.0);
+
+    write_json_files(&l.input(), "b", 3, 5, next);
+    wait_for("25 rows", || output_ids(&out).len() == 25);
+    wait_for("the new batch in the metrics", || {
+        value(&scrape(addr), "tributary_sink_rows_total") == 25.0
+    });
+    let second = scrape(addr);
+    assert_eq!(
+        value(&second, "tributary_source_rows_total"),
+        output_ids(&out).len() as f64,
+        "rows in = the rows the sink wrote"
+    );
+    assert!(value(&second, "tributary_batches_total") > batches_before);
+    assert!(value(&second, "tributary_batch_duration_seconds_count") >= 2.0);
+    let labels = second
+        .keys()
+        .find(|(n, _)| n == "tributary_sink_rows_total")
+        .map(|(_, l)| l.clone())
+        .unwrap();
+    assert!(
+        labels.contains(&("pipeline".into(), "test".into())),
+        "{labels:?}"
+    );
+    assert!(
+        labels.contains(&("sink".into(), "parquet".into())),
+        "{labels:?}"
+    );
+
+    let (status, progress) = get(addr, "/api/progress");
+    assert_eq!(status, 200);
+    let events: Vec<serde_json::Value> = serde_json::from_str(&progress).unwrap();
+    let rows: u64 = events
+        .iter()
+        .map(|e| e["numInputRows"].as_u64().unwrap())
+        .sum();
+    assert_eq!(rows, 25, "{progress}");
+    let (status, body) = get(addr, "/api/status");
+    assert_eq!(status, 200);
+    let s: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(s["state"], "running", "{body}");
+    assert_eq!(s["ready"], true, "{body}");
+    assert_eq!(get(addr, "/readyz").0, 200);
+    let (status, page) = get(addr, "/");
+    assert_eq!(status, 200);
+    assert!(page.contains("<svg"), "the live page is served");
+
+    interrupt(&mut child);
+}
+
+#[test]
+fn a_monitoring_section_that_cannot_serve_is_refused_by_option() {
+    let l = Layout::new();
+    let path = l.pipeline("", "availableNow");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        format!("{text}\n[monitoring]\nhttp = \"somewhere\"\n"),
+    )
+    .unwrap();
+    let o = tributary().args(["check"]).arg(&path).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("monitoring.http"), "{err}");
+    assert!(err.contains("host:port"), "{err}");
+}
