@@ -206,3 +206,77 @@ fn a_monitoring_section_that_cannot_serve_is_refused_by_option() {
     assert!(err.contains("monitoring.http"), "{err}");
     assert!(err.contains("host:port"), "{err}");
 }
+
+/// The live page in headless Chromium (Debian's `chromium`, driven by `playwright-core` from
+/// `scripts/services/browser.sh`): while files keep arriving, the page must draw at least three
+/// batches in its charts and table by itself, with no console error; its screenshot is saved to
+/// `target/screenshots/live-page.png` (the one in `docs/` comes from this test).
+#[test]
+fn the_live_page_draws_the_batches_in_a_browser() {
+    let Some(chromium) =
+        tributary_skip_log::require_env("TRIBUTARY_CHROMIUM", "scripts/services/browser.sh")
+    else {
+        return;
+    };
+    let Some(playwright) =
+        tributary_skip_log::require_env("TRIBUTARY_PLAYWRIGHT_DIR", "scripts/services/browser.sh")
+    else {
+        return;
+    };
+    let l = Layout::new();
+    let mut next = write_json_files(&l.input(), "f0", 1, 50, 0);
+    let path = l.pipeline("", "processingTime");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "kind = \"processingTime\"",
+        "kind = \"processingTime\"\ninterval = \"200ms\"",
+    );
+    std::fs::write(&path, text).unwrap();
+    let (mut child, addr) = start(&path);
+    let input = l.input();
+    let feeding = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let feed = {
+        let feeding = feeding.clone();
+        std::thread::spawn(move || {
+            let mut i = 1;
+            while feeding.load(std::sync::atomic::Ordering::SeqCst) && i < 200 {
+                std::thread::sleep(Duration::from_millis(400));
+                next = write_json_files(&input, &format!("f{i}"), 1, 50 + i * 7, next);
+                i += 1;
+            }
+        })
+    };
+    let shots = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join("live-page.png");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/live_page.mjs");
+    let out = std::process::Command::new("node")
+        .arg(&script)
+        .arg(format!("http://{addr}/"))
+        .arg(&shot)
+        .arg("3")
+        .env("TRIBUTARY_CHROMIUM", chromium)
+        .env(
+            "NODE_PATH",
+            std::path::Path::new(&playwright).join("node_modules"),
+        )
+        .output()
+        .unwrap();
+    feeding.store(false, std::sync::atomic::Ordering::SeqCst);
+    feed.join().unwrap();
+    interrupt(&mut child);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the browser run failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert!(result["points"].as_u64().unwrap() >= 3, "{result}");
+    assert!(result["rows"].as_u64().unwrap() >= 3, "{result}");
+    assert_eq!(result["state"], "running", "{result}");
+    assert!(
+        std::fs::metadata(&shot).unwrap().len() > 10_000,
+        "a real screenshot"
+    );
+}
