@@ -192,6 +192,63 @@ fn files_batches_run_on_both_executors_exactly_once() {
     );
     assert!(ev.iter().all(|e| e["schedulingMs"].is_u64()), "{ev:?}");
 
+    // The executors' counts reach the driver: the same files read by the embedded engine
+    // report the same numFilesRead and numMalformedRecords (one malformed line).
+    let embedded = Layout::new();
+    copy_dir(&l.input(), &embedded.input());
+    std::fs::write(embedded.input().join("bad.json"), "not json\n").unwrap();
+    std::fs::write(l.input().join("bad.json"), "not json\n").unwrap();
+    let o = tributary()
+        .args(["run", "-q", "--progress-json"])
+        .arg(&progress)
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let distributed = events(&progress);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let text = text[..text.find("[engine]").unwrap()]
+        .replace(
+            &l.checkpoint().display().to_string(),
+            &embedded.checkpoint().display().to_string(),
+        )
+        .replace(
+            &l.input().display().to_string(),
+            &embedded.input().display().to_string(),
+        )
+        .replace(
+            &l.output().display().to_string(),
+            &embedded.output().display().to_string(),
+        );
+    let embedded_pipeline = embedded.root.path().join("embedded.toml");
+    std::fs::write(&embedded_pipeline, text).unwrap();
+    let embedded_progress = embedded.root.path().join("progress.jsonl");
+    let o = tributary()
+        .args(["run", "-q", "--progress-json"])
+        .arg(&embedded_progress)
+        .arg(&embedded_pipeline)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let local = events(&embedded_progress);
+    let metric = |ev: &[serde_json::Value], k: &str| {
+        ev.last()
+            .map(|e| e["sources"][0]["metrics"][k].clone())
+            .unwrap_or_default()
+    };
+    for k in ["numMalformedRecords", "numFilesRead"] {
+        // The distributed pipeline read the 16 files in its first run and bad.json now.
+        let d = metric(&distributed, k).as_u64().unwrap_or(0);
+        let e = metric(&local, k).as_u64().unwrap_or(0);
+        let first_run = if k == "numFilesRead" { 16 } else { 0 };
+        assert_eq!(
+            d + first_run,
+            e,
+            "{k}: ballista {distributed:?}\nembedded {local:?}"
+        );
+    }
+    assert_eq!(metric(&local, "numMalformedRecords"), 1, "{local:?}");
+
     // A second run finds nothing new; new files are a new batch, still exactly once.
     let more = write_json_files(&l.input(), "g", 4, 500, rows);
     let o = tributary().args(["run", "-q"]).arg(&p).output().unwrap();
@@ -256,6 +313,13 @@ fn a_killed_executor_s_tasks_run_again_elsewhere_exactly_once() {
         ["exec-0".to_string()].into_iter().collect(),
         "{ev:?}"
     );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
 }
 
 fn walk(dir: &Path) -> usize {

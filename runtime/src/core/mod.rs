@@ -179,6 +179,10 @@ impl Pipeline {
     pub(crate) fn metrics(&self) -> tributary_sdk::SourceMetrics {
         let mut m = self.source.metrics();
         m.extend(self.stages.metrics());
+        #[cfg(feature = "ballista")]
+        if let Some(d) = &self.distributed {
+            return d.with_executed(m);
+        }
         m
     }
 

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use tributary_ballista::{BallistaDriver, JobSpec};
-use tributary_sdk::{Error, ErrorCode, Offset, Result, Source, StagedOutput};
+use tributary_sdk::{Error, ErrorCode, Offset, Result, Source, SourceMetrics, StagedOutput};
 
 use super::handler::TaskOutput;
 use super::payload::TaskPayload;
@@ -31,6 +31,15 @@ pub(crate) struct DistributedBatch {
     pub scheduling_ms: u64,
 }
 
+/// Adds the integer counters of `from` to `into` (other values are not counts: left alone).
+fn add_counts(into: &mut SourceMetrics, from: &SourceMetrics) {
+    for (k, v) in from {
+        let Some(n) = v.as_u64() else { continue };
+        let sum = into.get(k).and_then(|v| v.as_u64()).unwrap_or(0) + n;
+        into.insert(k.clone(), sum.into());
+    }
+}
+
 /// A pipeline's connection to its Ballista cluster.
 #[derive(Debug)]
 pub(crate) struct Distributed {
@@ -41,6 +50,8 @@ pub(crate) struct Distributed {
     payload: serde_json::Value,
     driver: Option<BallistaDriver>,
     said_fallback: bool,
+    /// The executors' counters over the run (summed over every task of every batch).
+    executed: SourceMetrics,
 }
 
 impl Distributed {
@@ -59,6 +70,7 @@ impl Distributed {
             payload,
             driver: None,
             said_fallback: false,
+            executed: SourceMetrics::new(),
         }
     }
 
@@ -87,6 +99,18 @@ impl Distributed {
             spec.name.clone(),
             payload,
         )))
+    }
+
+    /// The source metrics of the run with the executors' counts: a counter the executors
+    /// report (non-zero) replaces the driver's own, whose source and stages read nothing; the
+    /// rest (backlog, files tracked: the driver's planning) stays the driver's.
+    pub(crate) fn with_executed(&self, mut driver: SourceMetrics) -> SourceMetrics {
+        for (k, v) in &self.executed {
+            if v.as_u64().is_some_and(|n| n > 0) {
+                driver.insert(k.clone(), v.clone());
+            }
+        }
+        driver
     }
 
     /// Runs batch `batch_id` on the cluster; `None` when the source reads whole ranges only.
@@ -150,6 +174,7 @@ impl Distributed {
             }
             rows += out.rows;
             rows_in += out.rows_in;
+            add_counts(&mut self.executed, &out.metrics);
             tasks.push(TaskProgress {
                 partition: r.partition,
                 label: labels.get(r.partition).cloned().unwrap_or_default(),

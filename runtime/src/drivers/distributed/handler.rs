@@ -79,6 +79,10 @@ pub struct TaskOutput {
     pub rows_in: u64,
     /// One staged output per sink, in the pipeline's sink order.
     pub sinks: Vec<StagedOutput>,
+    /// The task's source and stage counters (files read, malformed records, ...): the driver
+    /// adds them up, since its own source reads nothing.
+    #[serde(default)]
+    pub metrics: tributary_sdk::SourceMetrics,
 }
 
 #[async_trait]
@@ -113,12 +117,15 @@ impl TaskHandler for RuntimeTaskHandler {
             pump(parts, &mut stages, &mut sinks).await?
         };
         let outputs = sinks.finish().await?;
+        let mut metrics = source.metrics();
+        metrics.extend(stages.metrics());
         sinks.stop().await?;
         source.stop().await?;
         serde_json::to_value(TaskOutput {
             rows: moved.rows,
             rows_in: moved.rows_in,
             sinks: outputs,
+            metrics,
         })
         .map_err(|e| Error::new(ErrorCode::Internal, format!("task output: {e}")))
     }
