@@ -123,8 +123,8 @@ fn run(
         let stop = Arc::new(AtomicBool::new(false));
         let mut scraper = None;
         if monitored {
-            let m = Monitor::new(&spec.name, "availableNow", monitor::DEFAULT_READY_WITHIN);
-            p.add_listener(m.listener());
+            let m = Monitor::new(monitor::DEFAULT_READY_WITHIN);
+            p.add_listener(m.listener(&spec.name, "availableNow"));
             let s = monitor::serve(m, "127.0.0.1:0".parse().expect("addr"))
                 .await
                 .expect("serve");

@@ -180,8 +180,10 @@ fn metrics_grow_with_the_batches_and_equal_the_rows_written() {
     let (status, body) = get(addr, "/api/status");
     assert_eq!(status, 200);
     let s: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(s["state"], "running", "{body}");
     assert_eq!(s["ready"], true, "{body}");
+    assert_eq!(s["pipelines"][0]["name"], "test", "{body}");
+    assert_eq!(s["pipelines"][0]["state"], "running", "{body}");
+    assert_eq!(s["pipelines"][0]["batches"], events.len(), "{body}");
     assert_eq!(get(addr, "/readyz").0, 200);
     let (status, page) = get(addr, "/");
     assert_eq!(status, 200);

@@ -389,12 +389,8 @@ fn run(cli: Cli) -> Result<(), Error> {
                 }
                 let _server = match address {
                     Some(addr) => {
-                        let m = monitor::Monitor::new(
-                            &spec.name,
-                            &spec.trigger.to_string(),
-                            spec.monitoring.ready_within,
-                        );
-                        p.add_listener(m.listener());
+                        let m = monitor::Monitor::new(spec.monitoring.ready_within);
+                        p.add_listener(m.listener(&spec.name, &spec.trigger.to_string()));
                         let server = monitor::serve(m, addr).await?;
                         eprintln!("monitoring on http://{}/", server.addr());
                         Some(server)

@@ -120,10 +120,9 @@ enum Backlog {
     Bytes,
 }
 
-/// The metrics of one pipeline.
+/// The metrics of the pipelines of one process (each sample labelled by its pipeline).
 #[derive(Debug)]
 pub struct PipelineMetrics {
-    pipeline: String,
     registry: Registry,
     batches: Family<PipelineLabels, Counter>,
     source_rows: Family<SourceLabels, Counter>,
@@ -141,12 +140,17 @@ pub struct PipelineMetrics {
     last_batch: Family<PipelineLabels, FloatGauge>,
 }
 
+impl Default for PipelineMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl PipelineMetrics {
-    /// Empty metrics of pipeline `pipeline`.
-    pub fn new(pipeline: &str) -> Self {
+    /// Empty metrics.
+    pub fn new() -> Self {
         let mut registry = Registry::with_prefix("tributary");
         let m = PipelineMetrics {
-            pipeline: pipeline.to_string(),
             batches: Family::default(),
             source_rows: Family::default(),
             sink_rows: Family::default(),
@@ -237,16 +241,12 @@ impl PipelineMetrics {
         PipelineMetrics { registry, ..m }
     }
 
-    fn pipeline(&self) -> PipelineLabels {
-        PipelineLabels {
-            pipeline: self.pipeline.clone(),
-        }
-    }
-
-    /// A progress event: counters and histograms for a committed batch, gauges for any.
+    /// A progress event of its pipeline (`event.name`): counters and histograms for a
+    /// committed batch, gauges for any.
     pub fn observe(&self, event: &ProgressEvent, now_unix_s: f64) {
+        let pipeline = event.name.as_str();
         for source in &event.sources {
-            self.observe_source(&source.description, &source.metrics);
+            self.observe_source(pipeline, &source.description, &source.metrics);
         }
         if let Some(l) = &event.latencies {
             for (kind, p) in [
@@ -262,7 +262,7 @@ impl PipelineMetrics {
                 ] {
                     self.latency
                         .get_or_create(&LatencyLabels {
-                            pipeline: self.pipeline.clone(),
+                            pipeline: pipeline.to_string(),
                             kind: kind.to_string(),
                             quantile: q.to_string(),
                         })
@@ -273,12 +273,14 @@ impl PipelineMetrics {
         if event.interim {
             return;
         }
-        let p = self.pipeline();
+        let p = PipelineLabels {
+            pipeline: pipeline.to_string(),
+        };
         self.batches.get_or_create(&p).inc();
         for source in &event.sources {
             self.source_rows
                 .get_or_create(&SourceLabels {
-                    pipeline: self.pipeline.clone(),
+                    pipeline: pipeline.to_string(),
                     source: source.description.clone(),
                 })
                 .inc_by(source.num_input_rows);
@@ -286,7 +288,7 @@ impl PipelineMetrics {
         for sink in &event.sinks {
             self.sink_rows
                 .get_or_create(&SinkLabels {
-                    pipeline: self.pipeline.clone(),
+                    pipeline: pipeline.to_string(),
                     sink: sink.description.clone(),
                 })
                 .inc_by(sink.num_output_rows);
@@ -307,7 +309,7 @@ impl PipelineMetrics {
         ] {
             self.phase_seconds
                 .get_or_create(&PhaseLabels {
-                    pipeline: self.pipeline.clone(),
+                    pipeline: pipeline.to_string(),
                     phase: phase.to_string(),
                 })
                 .observe(secs(ms));
@@ -316,9 +318,9 @@ impl PipelineMetrics {
     }
 
     /// A source's metrics (from a batch or from a trigger that found no new data).
-    pub fn observe_source(&self, source: &str, metrics: &SourceMetrics) {
+    pub fn observe_source(&self, pipeline: &str, source: &str, metrics: &SourceMetrics) {
         let labels = SourceLabels {
-            pipeline: self.pipeline.clone(),
+            pipeline: pipeline.to_string(),
             source: source.to_string(),
         };
         for (name, value) in metrics {
@@ -333,7 +335,7 @@ impl PipelineMetrics {
                 family.get_or_create(&labels).set(v);
             } else if let Some((_, reason)) = IN_ERROR.iter().find(|(n, _)| n == name) {
                 let counter = self.in_error.get_or_create(&ErrorLabels {
-                    pipeline: self.pipeline.clone(),
+                    pipeline: pipeline.to_string(),
                     source: source.to_string(),
                     reason: reason.to_string(),
                 });
@@ -345,7 +347,7 @@ impl PipelineMetrics {
             } else {
                 self.source_metric
                     .get_or_create(&MetricLabels {
-                        pipeline: self.pipeline.clone(),
+                        pipeline: pipeline.to_string(),
                         source: source.to_string(),
                         metric: name.clone(),
                     })
@@ -410,7 +412,7 @@ mod tests {
 
     #[test]
     fn counters_add_up_committed_batches_and_skip_interim_events() {
-        let m = PipelineMetrics::new("p");
+        let m = PipelineMetrics::new();
         m.observe(&event(10, false), 1.0);
         m.observe(&event(99, true), 2.0);
         m.observe(&event(4, false), 3.0);

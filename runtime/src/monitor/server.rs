@@ -4,14 +4,14 @@
 //! |---|---|
 //! | `/` | the live page (served from the binary) |
 //! | `/metrics` | Prometheus metrics, OpenMetrics text format |
-//! | `/api/progress` | the recent progress events, oldest first (Spark's `recentProgress`) |
-//! | `/api/status` | the run's state, readiness and last batch |
+//! | `/api/progress[?pipeline=NAME]` | the recent progress events, oldest first (Spark's `recentProgress`), of every pipeline or of one |
+//! | `/api/status` | `{"ready": bool, "pipelines": [...]}`: each pipeline's state, readiness and last batch |
 //! | `/healthz` | 200 while the process serves |
-//! | `/readyz` | 200 when the run is running and a batch committed or a trigger completed within `readyWithin`; 503 with the reason otherwise |
+//! | `/readyz` | 200 when every pipeline runs and committed a batch or completed a trigger within `readyWithin`; 503 with the reasons otherwise |
 
 use std::net::SocketAddr;
 
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -109,12 +109,19 @@ async fn metrics(State(m): State<Monitor>) -> Response {
     }
 }
 
-async fn progress(State(m): State<Monitor>) -> Response {
-    Json(m.recent()).into_response()
+/// `?pipeline=NAME`.
+#[derive(Debug, serde::Deserialize)]
+struct Which {
+    pipeline: Option<String>,
+}
+
+async fn progress(State(m): State<Monitor>, Query(which): Query<Which>) -> Response {
+    Json(m.recent(which.pipeline.as_deref())).into_response()
 }
 
 async fn status(State(m): State<Monitor>) -> Response {
-    Json(m.status()).into_response()
+    let (ready, _) = m.ready();
+    Json(serde_json::json!({ "ready": ready, "pipelines": m.status() })).into_response()
 }
 
 async fn healthz() -> &'static str {
@@ -122,14 +129,12 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(m): State<Monitor>) -> Response {
-    let s = m.status();
-    if s.ready {
-        (StatusCode::OK, "ready\n".to_string()).into_response()
-    } else {
-        (
+    match m.ready() {
+        (true, _) => (StatusCode::OK, "ready\n".to_string()).into_response(),
+        (false, why) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("not ready: {}\n", s.message),
+            format!("not ready: {why}\n"),
         )
-            .into_response()
+            .into_response(),
     }
 }

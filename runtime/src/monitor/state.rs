@@ -1,5 +1,6 @@
-//! What the monitor knows of a running pipeline: its recent progress events (Spark's
-//! `recentProgress`), its metrics, whether it is alive and ready, and how it ended.
+//! What the monitor knows of the pipelines of a process (one for `tributary run`, one per
+//! stream for `tributary streams run`): their recent progress events (Spark's
+//! `recentProgress`), their metrics, whether each is alive and ready, and how it ended.
 //!
 //! [`Monitor`] is shared between the pipeline (through the [`ProgressListener`] it hands out) and
 //! the HTTP server; a lock guards it, held only to copy or update (never across an await).
@@ -55,13 +56,11 @@ pub struct Status {
     pub last_batch_id: Option<u64>,
 }
 
+/// One pipeline's part of the state.
 #[derive(Debug)]
-struct Inner {
-    name: String,
+struct Watched {
     trigger: String,
-    ready_within: Duration,
     started: SystemTime,
-    metrics: PipelineMetrics,
     recent: VecDeque<ProgressEvent>,
     last_alive: Option<(Instant, SystemTime)>,
     batches: u64,
@@ -69,7 +68,24 @@ struct Inner {
     ended: Option<(RunState, String)>,
 }
 
-/// A pipeline's monitor (cheap to clone: one shared state).
+#[derive(Debug)]
+struct Inner {
+    ready_within: Duration,
+    metrics: PipelineMetrics,
+    /// By pipeline name, in the order they were added.
+    pipelines: Vec<(String, Watched)>,
+}
+
+impl Inner {
+    fn watched(&mut self, name: &str) -> Option<&mut Watched> {
+        self.pipelines
+            .iter_mut()
+            .find(|(n, _)| n == name)
+            .map(|(_, w)| w)
+    }
+}
+
+/// The monitor of the pipelines of one process (cheap to clone: one shared state).
 #[derive(Debug, Clone)]
 pub struct Monitor {
     inner: Arc<Mutex<Inner>>,
@@ -81,21 +97,14 @@ fn unix_ms(t: SystemTime) -> u64 {
 }
 
 impl Monitor {
-    /// The monitor of pipeline `name` with trigger `trigger`; `/readyz` fails when nothing
-    /// completed for `ready_within`.
-    pub fn new(name: &str, trigger: &str, ready_within: Duration) -> Self {
+    /// A monitor whose `/readyz` fails for a pipeline that completed nothing for
+    /// `ready_within`.
+    pub fn new(ready_within: Duration) -> Self {
         Monitor {
             inner: Arc::new(Mutex::new(Inner {
-                name: name.to_string(),
-                trigger: trigger.to_string(),
                 ready_within,
-                started: SystemTime::now(),
-                metrics: PipelineMetrics::new(name),
-                recent: VecDeque::with_capacity(RECENT_EVENTS),
-                last_alive: None,
-                batches: 0,
-                last_batch_id: None,
-                ended: None,
+                metrics: PipelineMetrics::new(),
+                pipelines: Vec::new(),
             })),
         }
     }
@@ -105,14 +114,40 @@ impl Monitor {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The listener to add to the pipeline.
-    pub fn listener(&self) -> Box<dyn ProgressListener> {
-        Box::new(MonitorListener(self.clone()))
+    /// Watches pipeline `name` (trigger `trigger`, for people); returns the listener to add
+    /// to it. Watching a name again starts its state afresh.
+    pub fn listener(&self, name: &str, trigger: &str) -> Box<dyn ProgressListener> {
+        let watched = Watched {
+            trigger: trigger.to_string(),
+            started: SystemTime::now(),
+            recent: VecDeque::with_capacity(RECENT_EVENTS),
+            last_alive: None,
+            batches: 0,
+            last_batch_id: None,
+            ended: None,
+        };
+        let mut g = self.lock();
+        match g.watched(name) {
+            Some(w) => *w = watched,
+            None => g.pipelines.push((name.to_string(), watched)),
+        }
+        Box::new(MonitorListener {
+            monitor: self.clone(),
+            name: name.to_string(),
+        })
     }
 
-    /// The recent progress events, oldest first.
-    pub fn recent(&self) -> Vec<ProgressEvent> {
-        self.lock().recent.iter().cloned().collect()
+    /// The recent progress events of `pipeline` (every pipeline's when `None`), oldest first.
+    pub fn recent(&self, pipeline: Option<&str>) -> Vec<ProgressEvent> {
+        let g = self.lock();
+        let mut events: Vec<ProgressEvent> = g
+            .pipelines
+            .iter()
+            .filter(|(n, _)| pipeline.is_none_or(|p| p == n))
+            .flat_map(|(_, w)| w.recent.iter().cloned())
+            .collect();
+        events.sort_by(|a, b| a.timestamp.cmp(&b.timestamp));
+        events
     }
 
     /// `/metrics`.
@@ -120,77 +155,107 @@ impl Monitor {
         self.lock().metrics.render()
     }
 
-    /// `/api/status`.
-    pub fn status(&self) -> Status {
+    /// `/api/status`: every pipeline's status, in the order they were added.
+    pub fn status(&self) -> Vec<Status> {
         let g = self.lock();
-        let (state, message) = match &g.ended {
-            Some((state, message)) => (*state, message.clone()),
-            None if g.last_alive.is_none() => (
-                RunState::Starting,
-                "waiting for the first trigger to complete".to_string(),
-            ),
-            None => (RunState::Running, String::new()),
-        };
-        let (ready, message) = match (&g.ended, g.last_alive) {
-            (Some(_), _) => (false, message),
-            (None, None) => (false, message),
-            (None, Some((at, _))) if at.elapsed() > g.ready_within => (
-                false,
-                format!(
-                    "no batch committed and no trigger completed for {} s (readyWithin is {} s)",
-                    at.elapsed().as_secs(),
-                    g.ready_within.as_secs()
-                ),
-            ),
-            (None, Some(_)) => (true, message),
-        };
-        Status {
-            name: g.name.clone(),
-            trigger: g.trigger.clone(),
-            state,
-            message,
-            ready,
-            started_ms: unix_ms(g.started),
-            last_alive_ms: g.last_alive.map(|(_, t)| unix_ms(t)),
-            batches: g.batches,
-            last_batch_id: g.last_batch_id,
+        g.pipelines
+            .iter()
+            .map(|(name, w)| status_of(name, w, g.ready_within))
+            .collect()
+    }
+
+    /// Whether every pipeline is ready (none watched: not ready), and why not.
+    pub fn ready(&self) -> (bool, String) {
+        let all = self.status();
+        if all.is_empty() {
+            return (false, "no pipeline runs yet".to_string());
         }
+        let not: Vec<String> = all
+            .iter()
+            .filter(|s| !s.ready)
+            .map(|s| format!("{}: {}", s.name, s.message))
+            .collect();
+        (not.is_empty(), not.join("; "))
     }
 }
 
-/// Feeds the monitor from the pipeline.
-struct MonitorListener(Monitor);
+fn status_of(name: &str, w: &Watched, ready_within: Duration) -> Status {
+    let (state, message) = match &w.ended {
+        Some((state, message)) => (*state, message.clone()),
+        None if w.last_alive.is_none() => (
+            RunState::Starting,
+            "waiting for the first trigger to complete".to_string(),
+        ),
+        None => (RunState::Running, String::new()),
+    };
+    let (ready, message) = match (&w.ended, w.last_alive) {
+        (Some(_), _) | (None, None) => (false, message),
+        (None, Some((at, _))) if at.elapsed() > ready_within => (
+            false,
+            format!(
+                "no batch committed and no trigger completed for {} s (readyWithin is {} s)",
+                at.elapsed().as_secs(),
+                ready_within.as_secs()
+            ),
+        ),
+        (None, Some(_)) => (true, message),
+    };
+    Status {
+        name: name.to_string(),
+        trigger: w.trigger.clone(),
+        state,
+        message,
+        ready,
+        started_ms: unix_ms(w.started),
+        last_alive_ms: w.last_alive.map(|(_, t)| unix_ms(t)),
+        batches: w.batches,
+        last_batch_id: w.last_batch_id,
+    }
+}
+
+/// Feeds the monitor from one pipeline.
+struct MonitorListener {
+    monitor: Monitor,
+    name: String,
+}
 
 impl ProgressListener for MonitorListener {
     fn on_progress(&mut self, event: &ProgressEvent) {
         let now = SystemTime::now();
-        let mut g = self.0.lock();
         let secs = now
             .duration_since(UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
+        let mut g = self.monitor.lock();
         g.metrics.observe(event, secs);
+        let Some(w) = g.watched(&self.name) else {
+            return;
+        };
         if !event.interim {
-            g.batches += 1;
-            g.last_batch_id = Some(event.batch_id);
+            w.batches += 1;
+            w.last_batch_id = Some(event.batch_id);
         }
-        g.last_alive = Some((Instant::now(), now));
-        if g.recent.len() == RECENT_EVENTS {
-            g.recent.pop_front();
+        w.last_alive = Some((Instant::now(), now));
+        if w.recent.len() == RECENT_EVENTS {
+            w.recent.pop_front();
         }
-        g.recent.push_back(event.clone());
+        w.recent.push_back(event.clone());
     }
 
     fn on_idle(&mut self, source: &str, metrics: &SourceMetrics) {
-        let mut g = self.0.lock();
-        g.metrics.observe_source(source, metrics);
-        g.last_alive = Some((Instant::now(), SystemTime::now()));
+        let mut g = self.monitor.lock();
+        g.metrics.observe_source(&self.name, source, metrics);
+        if let Some(w) = g.watched(&self.name) {
+            w.last_alive = Some((Instant::now(), SystemTime::now()));
+        }
     }
 
     fn on_terminated(&mut self, error: Option<&tributary_sdk::Error>) {
-        let mut g = self.0.lock();
-        g.ended = Some(match error {
-            Some(e) => (RunState::Failed, e.to_string()),
-            None => (RunState::Stopped, "stopped".to_string()),
-        });
+        let mut g = self.monitor.lock();
+        if let Some(w) = g.watched(&self.name) {
+            w.ended = Some(match error {
+                Some(e) => (RunState::Failed, e.to_string()),
+                None => (RunState::Stopped, "stopped".to_string()),
+            });
+        }
     }
 }

@@ -115,6 +115,10 @@ pub struct RunArgs {
     /// No progress line on stderr.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Serve metrics, progress, health and a live page of every stream run on this address
+    /// (host:port, or a port on loopback). Off by default.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
 }
 
 fn json_text(v: &impl serde::Serialize) -> Result<String> {
@@ -195,13 +199,41 @@ fn run_command(catalog: Catalog, args: RunArgs) -> Result<()> {
     let mut options = RunOptions::new(Arc::new(secrets));
     options.available_now = args.available_now;
     options.backfill_interval = std::time::Duration::from_secs(args.backfill_interval_secs.max(1));
-    if !args.quiet {
-        options.listeners = Some(Arc::new(|_: &str| {
-            vec![Box::new(TerminalListener::new()) as Box<dyn ProgressListener>]
+    let address = args
+        .http
+        .as_deref()
+        .map(|a| crate::monitor::parse_address(a, "--http"))
+        .transpose()?;
+    let monitor =
+        address.map(|_| crate::monitor::Monitor::new(crate::monitor::DEFAULT_READY_WITHIN));
+    let (quiet, watch) = (args.quiet, monitor.clone());
+    let trigger = if args.available_now {
+        "availableNow"
+    } else {
+        "continuous"
+    };
+    if !quiet || watch.is_some() {
+        options.listeners = Some(Arc::new(move |name: &str| {
+            let mut listeners: Vec<Box<dyn ProgressListener>> = Vec::new();
+            if !quiet {
+                listeners.push(Box::new(TerminalListener::new()));
+            }
+            if let Some(m) = &watch {
+                listeners.push(m.listener(name, trigger));
+            }
+            listeners
         }));
     }
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
+        let _server = match (monitor, address) {
+            (Some(m), Some(addr)) => {
+                let server = crate::monitor::serve(m, addr).await?;
+                eprintln!("monitoring on http://{}/", server.addr());
+                Some(server)
+            }
+            _ => None,
+        };
         let stop = Shutdown::default();
         let on_signal = stop.clone();
         tokio::spawn(async move {
