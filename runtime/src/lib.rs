@@ -40,6 +40,7 @@ pub mod drivers;
 pub mod engine;
 pub mod latency;
 pub mod monitor;
+pub mod options_reference;
 pub mod pipeline;
 pub mod plugin;
 pub mod progress;

@@ -111,6 +111,11 @@ impl Registry {
         self.sources.keys().map(String::as_str).collect()
     }
 
+    /// Stage names.
+    pub fn stage_names(&self) -> Vec<&str> {
+        self.stages.keys().map(String::as_str).collect()
+    }
+
     /// Sink names.
     pub fn sink_names(&self) -> Vec<&str> {
         self.sinks.keys().map(String::as_str).collect()

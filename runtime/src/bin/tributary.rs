@@ -50,6 +50,21 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
     },
+    /// Print every option of the built-in connectors and stages (and of plugins in the plugin
+    /// path): name, type, default, allowed values, sensitivity, doc.
+    ///
+    /// Example: tributary options kafka
+    /// Example: tributary options --markdown > docs/options.md
+    Options {
+        /// One connector or stage only.
+        connector: Option<String>,
+        /// The tables as Markdown.
+        #[arg(long)]
+        markdown: bool,
+        /// Plugin directories, searched before TRIBUTARY_PLUGIN_PATH.
+        #[arg(long = "plugin-path", value_name = "DIR")]
+        plugin_path: Vec<PathBuf>,
+    },
     /// Validate a pipeline file and its connector options without connecting to anything.
     ///
     /// Example: tributary check examples/quickstart.toml
@@ -425,6 +440,22 @@ fn run(cli: Cli) -> Result<(), Error> {
                 }
                 Ok(())
             })
+        }
+        Command::Options {
+            connector,
+            markdown,
+            plugin_path,
+        } => {
+            let registry = Registry::with_plugins(&plugin_path)?;
+            print!(
+                "{}",
+                tributary_runtime::options_reference::render(
+                    &registry,
+                    connector.as_deref(),
+                    markdown
+                )?
+            );
+            Ok(())
         }
         Command::Check {
             pipeline,
