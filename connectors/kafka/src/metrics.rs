@@ -75,6 +75,18 @@ pub(crate) fn lag_metrics(end: &PartitionOffsets, latest: &PartitionOffsets) -> 
         serde_json::json!(total as f64 / lags.len() as f64),
     );
     m.insert("totalOffsetsBehindLatest".into(), total.into());
+    // Per partition (`topic-3`), for lag dashboards (the monitor's per-partition backlog).
+    let by_partition: serde_json::Map<String, serde_json::Value> = latest
+        .iter()
+        .map(|(t, p, hi)| {
+            let lag = (hi - end.get(t, p).unwrap_or(hi)).max(0);
+            (format!("{t}-{p}"), lag.into())
+        })
+        .collect();
+    m.insert(
+        "offsetsBehindLatestByPartition".into(),
+        serde_json::Value::Object(by_partition),
+    );
     m
 }
 

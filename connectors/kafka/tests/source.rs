@@ -282,6 +282,11 @@ async fn rate_limits_share_max_offsets_by_lag_and_wait_for_min_offsets() {
     let m = src.metrics();
     assert_eq!(m["maxOffsetsBehindLatest"], 24);
     assert_eq!(m["minOffsetsBehindLatest"], 8);
+    assert_eq!(
+        m["offsetsBehindLatestByPartition"],
+        serde_json::json!({ format!("{topic}-0"): 24, format!("{topic}-1"): 8 }),
+        "{m:?}"
+    );
     assert!(
         m["estimatedTotalBytesBehindLatest"].as_f64().unwrap() > 0.0,
         "{m:?}"

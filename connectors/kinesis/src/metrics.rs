@@ -40,6 +40,16 @@ impl KinesisMetrics {
                 "minMsBehindLatest".into(),
                 values.iter().min().copied().unwrap_or(0).into(),
             );
+            // Per shard (`stream/shardId-...`), for lag dashboards.
+            let by_shard: serde_json::Map<String, serde_json::Value> = self
+                .behind
+                .iter()
+                .map(|((stream, shard), ms)| (format!("{stream}/{shard}"), (*ms).into()))
+                .collect();
+            m.insert(
+                "msBehindLatestByShard".into(),
+                serde_json::Value::Object(by_shard),
+            );
         }
         m.insert("numRecordsPlanned".into(), self.planned_records.into());
         m.insert("numBytesPlanned".into(), self.planned_bytes.into());

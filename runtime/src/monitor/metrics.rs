@@ -17,6 +17,8 @@
 //! | `tributary_source_records_in_error_total` | counter, label `reason` | `malformed` (numMalformedRecords), `data_loss` (`dataLoss.total`) |
 //! | `tributary_source_backlog_records` | gauge | Kafka `totalOffsetsBehindLatest` |
 //! | `tributary_source_backlog_milliseconds` | gauge | Kinesis `maxMsBehindLatest` |
+//! | `tributary_source_partition_backlog_records` | gauge, label `partition` | Kafka `offsetsBehindLatestByPartition` (`topic-3`) |
+//! | `tributary_source_partition_backlog_milliseconds` | gauge, label `partition` | Kinesis `msBehindLatestByShard` (`stream/shardId-…`) |
 //! | `tributary_source_backlog_files` / `_bytes` | gauge | files `numFilesOutstanding` / `numBytesOutstanding` (Kafka: `estimatedTotalBytesBehindLatest`) |
 //! | `tributary_source_metric` | gauge, label `metric` | every other numeric source metric, by its Spark-style name |
 //! | `tributary_last_batch_timestamp_seconds` | gauge | when the last batch was committed (Unix seconds) |
@@ -80,6 +82,14 @@ struct ErrorLabels {
     reason: String,
 }
 
+/// `pipeline`, `source`, `partition`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PartitionLabels {
+    pipeline: String,
+    source: String,
+    partition: String,
+}
+
 /// `pipeline`, `source`, `metric`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MetricLabels {
@@ -137,6 +147,8 @@ pub struct PipelineMetrics {
     backlog_files: Family<SourceLabels, FloatGauge>,
     backlog_bytes: Family<SourceLabels, FloatGauge>,
     source_metric: Family<MetricLabels, FloatGauge>,
+    partition_records: Family<PartitionLabels, FloatGauge>,
+    partition_ms: Family<PartitionLabels, FloatGauge>,
     last_batch: Family<PipelineLabels, FloatGauge>,
 }
 
@@ -164,6 +176,8 @@ impl PipelineMetrics {
             backlog_files: Family::default(),
             backlog_bytes: Family::default(),
             source_metric: Family::default(),
+            partition_records: Family::default(),
+            partition_ms: Family::default(),
             last_batch: Family::default(),
             registry: Registry::default(),
         };
@@ -231,6 +245,16 @@ impl PipelineMetrics {
             "source_metric",
             "Every other numeric source metric, by its name",
             m.source_metric.clone(),
+        );
+        registry.register(
+            "source_partition_backlog_records",
+            "Records not read yet, per partition (Kafka: offsets behind latest of topic-partition)",
+            m.partition_records.clone(),
+        );
+        registry.register(
+            "source_partition_backlog_milliseconds",
+            "How far behind the tip each shard is read (Kinesis millisBehindLatest, stream/shard)",
+            m.partition_ms.clone(),
         );
         registry.register_with_unit(
             "last_batch_timestamp",
@@ -324,6 +348,25 @@ impl PipelineMetrics {
             source: source.to_string(),
         };
         for (name, value) in metrics {
+            if let Some(by) = value.as_object() {
+                let family = match name.as_str() {
+                    "offsetsBehindLatestByPartition" => &self.partition_records,
+                    "msBehindLatestByShard" => &self.partition_ms,
+                    _ => continue,
+                };
+                for (partition, v) in by {
+                    if let Some(v) = v.as_f64() {
+                        family
+                            .get_or_create(&PartitionLabels {
+                                pipeline: pipeline.to_string(),
+                                source: source.to_string(),
+                                partition: partition.clone(),
+                            })
+                            .set(v);
+                    }
+                }
+                continue;
+            }
             let Some(v) = value.as_f64() else { continue };
             if let Some((_, kind)) = BACKLOG.iter().find(|(n, _)| n == name) {
                 let family = match kind {
@@ -378,6 +421,10 @@ mod tests {
         metrics.insert("numFilesOutstanding".into(), 3.into());
         metrics.insert("numMalformedRecords".into(), 2.into());
         metrics.insert("numFilesTracked".into(), 7.into());
+        metrics.insert(
+            "offsetsBehindLatestByPartition".into(),
+            serde_json::json!({"t-0": 5, "t-1": 0}),
+        );
         ProgressEvent {
             id: "id".into(),
             name: "p".into(),
@@ -436,6 +483,7 @@ mod tests {
         // The source's malformed count is a run total: counted once, not per event.
         assert!(text.contains(r#"tributary_source_records_in_error_total{pipeline="p",source="files in",reason="malformed"} 2"#), "{text}");
         assert!(text.contains(r#"metric="numFilesTracked"} 7"#), "{text}");
+        assert!(text.contains(r#"tributary_source_partition_backlog_records{pipeline="p",source="files in",partition="t-0"} 5"#), "{text}");
         assert!(
             text.contains(r#"tributary_batch_duration_seconds_count{pipeline="p"} 2"#),
             "{text}"
