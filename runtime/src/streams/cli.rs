@@ -24,7 +24,7 @@ use super::runner::{run_all, run_stream, RunOptions};
 use super::spec::StreamSpec;
 use super::view::{describe, table};
 use crate::engine::Shutdown;
-use crate::progress::{ProgressListener, TerminalListener};
+use crate::logging;
 
 /// `tributary streams`: the catalog root and a subcommand.
 #[derive(Debug, Args)]
@@ -196,9 +196,7 @@ fn run_command(catalog: Catalog, args: RunArgs) -> Result<()> {
     options.available_now = args.available_now;
     options.backfill_interval = std::time::Duration::from_secs(args.backfill_interval_secs.max(1));
     if !args.quiet {
-        options.listeners = Some(Arc::new(|_: &str| {
-            vec![Box::new(TerminalListener::new()) as Box<dyn ProgressListener>]
-        }));
+        options.listeners = Some(Arc::new(|_: &str| vec![logging::progress_listener()]));
     }
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
@@ -206,7 +204,7 @@ fn run_command(catalog: Catalog, args: RunArgs) -> Result<()> {
         let on_signal = stop.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("stopping after the current batches (Ctrl-C again to abort)");
+                logging::notice("stopping after the current batches (Ctrl-C again to abort)");
                 on_signal.trigger();
                 if tokio::signal::ctrl_c().await.is_ok() {
                     std::process::exit(130);
@@ -223,7 +221,7 @@ fn run_command(catalog: Catalog, args: RunArgs) -> Result<()> {
         let mut failed = Vec::new();
         for (name, r) in results {
             match r {
-                Ok(s) => eprintln!(
+                Ok(s) => logging::notice(&format!(
                     "{name}: {} rows in {} batches; backfill {}",
                     s.run.rows,
                     s.run.batches,
@@ -231,9 +229,9 @@ fn run_command(catalog: Catalog, args: RunArgs) -> Result<()> {
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_string))
                         .unwrap_or_default()
-                ),
+                )),
                 Err(e) => {
-                    eprintln!("{name}: error: {e}");
+                    logging::error_line(&format!("{name}: error: {e}"));
                     failed.push(name);
                 }
             }
