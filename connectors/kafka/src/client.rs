@@ -3,7 +3,8 @@
 //! [`KafkaContext`] keeps the last error librdkafka reported on its own threads (to explain a
 //! timeout as an authentication or TLS failure) and supplies MSK IAM tokens. [`Admin`] is a
 //! consumer that never subscribes: it lists topics, asks for earliest/latest offsets and offsets
-//! by timestamp in one batched request each, and commits offsets to the group for monitoring.
+//! by timestamp in one batched request each, and commits the committed batches' end offsets to
+//! the consumer group for monitoring (waiting for the broker's answer, bounded).
 //! Every call is blocking, bounded by `fetchOffset.timeoutMs` and retried
 //! `fetchOffset.numRetries` times, so unreachable brokers are reported in bounded time.
 
@@ -241,7 +242,10 @@ impl Admin {
         Ok(res)
     }
 
-    /// Commits offsets to the consumer group (for monitoring only; failures are logged).
+    /// Commits offsets to the consumer group and waits, at most `fetchOffset.timeoutMs`, for
+    /// the broker's answer: when this returns, lag tools see these offsets, or a warning was
+    /// logged. For monitoring only: a failure is logged, never returned (the checkpoint is the
+    /// truth).
     pub(crate) fn commit(&self, offsets: &PartitionOffsets) {
         let mut tpl = TopicPartitionList::new();
         for (t, p, o) in offsets.iter() {
@@ -249,11 +253,29 @@ impl Admin {
                 return;
             }
         }
+        if tpl.count() == 0 {
+            return;
+        }
+        let context = self.consumer.context();
+        // Serve earlier results first: `before` then counts this commit's only.
         let _ = self.consumer.poll(Duration::ZERO);
+        let before = context.commits_done();
         if let Err(e) = self.consumer.commit(&tpl, CommitMode::Async) {
             tracing::warn!(
                 "committing offsets to the consumer group failed (monitoring only): {e}"
             );
+            return;
+        }
+        let deadline = Instant::now() + self.policy.timeout;
+        while context.commits_done() == before {
+            if Instant::now() >= deadline {
+                tracing::warn!(
+                    timeout_ms = self.policy.timeout.as_millis() as u64,
+                    "the consumer group did not confirm the offset commit in time (monitoring only; it may still arrive)"
+                );
+                return;
+            }
+            let _ = self.consumer.poll(Duration::from_millis(20));
         }
     }
 }

@@ -3,13 +3,14 @@
 //! supplies MSK IAM tokens. A leaf module: the connection builds clients with it, the client
 //! module reads it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use rdkafka::client::OAuthToken;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::ConsumerContext;
-use rdkafka::error::KafkaError;
-use rdkafka::ClientContext;
+use rdkafka::error::{KafkaError, KafkaResult};
+use rdkafka::{ClientContext, TopicPartitionList};
 
 use crate::auth::MskIamAuthenticator;
 use crate::error::ClientFailure;
@@ -18,6 +19,8 @@ use crate::error::ClientFailure;
 pub(crate) struct KafkaContext {
     last_failure: Mutex<Option<ClientFailure>>,
     msk_iam: Option<std::sync::Arc<MskIamAuthenticator>>,
+    /// Offset commits whose result arrived (served by a poll).
+    commits_done: AtomicU64,
 }
 
 impl KafkaContext {
@@ -25,6 +28,7 @@ impl KafkaContext {
         KafkaContext {
             last_failure: Mutex::new(None),
             msk_iam,
+            commits_done: AtomicU64::new(0),
         }
     }
 
@@ -39,6 +43,11 @@ impl KafkaContext {
                 *g = Some(new);
             }
         }
+    }
+
+    /// How many offset commits have had their result (success or failure) so far.
+    pub(crate) fn commits_done(&self) -> u64 {
+        self.commits_done.load(Ordering::SeqCst)
     }
 
     /// The last error librdkafka reported through the error callback.
@@ -96,4 +105,15 @@ impl ClientContext for KafkaContext {
     }
 }
 
-impl ConsumerContext for KafkaContext {}
+impl ConsumerContext for KafkaContext {
+    /// A failed group-offset commit is a warning: the group's offsets are for monitoring, the
+    /// checkpoint is unaffected.
+    fn commit_callback(&self, result: KafkaResult<()>, _offsets: &TopicPartitionList) {
+        if let Err(e) = result {
+            tracing::warn!(
+                "committing offsets to the consumer group failed (monitoring only; the checkpoint is unaffected): {e}"
+            );
+        }
+        self.commits_done.fetch_add(1, Ordering::SeqCst);
+    }
+}
