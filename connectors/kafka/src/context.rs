@@ -3,7 +3,6 @@
 //! supplies MSK IAM tokens. A leaf module: the connection builds clients with it, the client
 //! module reads it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use rdkafka::client::OAuthToken;
@@ -19,8 +18,6 @@ use crate::error::ClientFailure;
 pub(crate) struct KafkaContext {
     last_failure: Mutex<Option<ClientFailure>>,
     msk_iam: Option<std::sync::Arc<MskIamAuthenticator>>,
-    /// Offset commits whose result arrived (served by a poll).
-    commits_done: AtomicU64,
 }
 
 impl KafkaContext {
@@ -28,7 +25,6 @@ impl KafkaContext {
         KafkaContext {
             last_failure: Mutex::new(None),
             msk_iam,
-            commits_done: AtomicU64::new(0),
         }
     }
 
@@ -43,11 +39,6 @@ impl KafkaContext {
                 *g = Some(new);
             }
         }
-    }
-
-    /// How many offset commits have had their result (success or failure) so far.
-    pub(crate) fn commits_done(&self) -> u64 {
-        self.commits_done.load(Ordering::SeqCst)
     }
 
     /// The last error librdkafka reported through the error callback.
@@ -114,6 +105,5 @@ impl ConsumerContext for KafkaContext {
                 "committing offsets to the consumer group failed (monitoring only; the checkpoint is unaffected): {e}"
             );
         }
-        self.commits_done.fetch_add(1, Ordering::SeqCst);
     }
 }

@@ -33,8 +33,9 @@
 //!   committed end). So `G`'s committed offsets are always the end of the last committed
 //!   batch: never ahead of the checkpoint (a batch planned or read but not committed does not
 //!   move them), and high watermark − committed offset is the number of records not yet in a
-//!   committed batch. The commit waits for the broker's answer (at most
-//!   `fetchOffset.timeoutMs`): when a batch's commit returns, the tools see it.
+//!   committed batch. The commit is asynchronous, then read back (OffsetFetch) until the
+//!   group shows it, for at most `fetchOffset.timeoutMs`: when a batch's commit returns, the
+//!   tools see it (or a warning says they do not yet).
 //! - For monitoring only: a failed group commit is a warning and the query goes on; a restart
 //!   resumes from the checkpoint, never from `G`. The source never joins `G` (it reads with
 //!   assign and seek), so the group shows offsets but no members, and `enable.auto.commit` is

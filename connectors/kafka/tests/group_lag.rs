@@ -2,10 +2,12 @@
 //! scripts/services/kafka.sh): an independent client reads the group's committed offsets
 //! (OffsetFetch) and the high watermarks (ListOffsets), as `kafka-consumer-groups --describe`
 //! does. The group follows the committed batches, never runs ahead of them, and is left alone
-//! with `commitOffsetsToGroup=false`.
+//! with `commitOffsetsToGroup=false`; a group commit the broker refuses (librdkafka's mock
+//! cluster) is a warning, and the query goes on.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod data_loss_support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -252,4 +254,63 @@ async fn with_commit_offsets_to_group_off_the_group_has_no_offsets() {
     let v = GroupView::read(&b, &group, &topic, 2);
     assert_eq!(v.committed, BTreeMap::from([(0, None), (1, None)]));
     assert_eq!(v.lag(), 8);
+}
+
+/// A group commit the broker refuses is for monitoring only: the batch's commit returns within
+/// `fetchOffset.timeoutMs`, the group has no offsets, and the next batch runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_group_commit_is_a_warning_and_the_query_goes_on() {
+    use rdkafka::producer::FutureRecord;
+    use rdkafka::types::{RDKafkaApiKey, RDKafkaRespErr};
+    let mock = data_loss_support::Mock::new();
+    mock.create_topic("refused", 1);
+    let producer = mock.producer();
+    let send = |i: u32| {
+        let payload = format!("r-{i}");
+        let producer = producer.clone();
+        async move {
+            producer
+                .send(
+                    FutureRecord::<(), _>::to("refused")
+                        .partition(0)
+                        .payload(&payload),
+                    Duration::from_secs(10),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    for i in 0..3 {
+        send(i).await;
+    }
+    let mut src = source(&opts(
+        &mock.bootstrap,
+        &[
+            ("subscribe", "refused"),
+            ("startingOffsets", "earliest"),
+            ("fetchOffset.timeoutMs", "2000"),
+        ],
+    ));
+    let start = src.initial_offset().await.unwrap();
+    let (end, rows) = batch(&mut src, &start, &ReadLimit::All).await;
+    assert_eq!(rows.len(), 3);
+    mock.refuse(
+        RDKafkaApiKey::OffsetCommit,
+        RDKafkaRespErr::RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED,
+        100,
+    );
+    let t = std::time::Instant::now();
+    src.commit(&end).await.unwrap();
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let v = GroupView::read(&mock.bootstrap, src.group_id(), "refused", 1);
+    assert_eq!(v.committed, BTreeMap::from([(0, None)]));
+    send(3).await;
+    let (next, rows) = batch(&mut src, &end, &ReadLimit::All).await;
+    assert_eq!(rows.len(), 1);
+    // Once the broker accepts commits again, the group catches up with the next batch.
+    mock.clear_request_errors(RDKafkaApiKey::OffsetCommit);
+    src.commit(&next).await.unwrap();
+    let v = GroupView::read(&mock.bootstrap, src.group_id(), "refused", 1);
+    assert_eq!(v.committed, BTreeMap::from([(0, Some(4))]));
+    src.stop().await.unwrap();
 }
