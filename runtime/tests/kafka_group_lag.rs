@@ -2,7 +2,8 @@
 //! `scripts/services/kafka.sh` (tansu): the `tributary` binary runs Kafka → Parquet, logs the
 //! group it publishes to, and after each run an independent rdkafka client (OffsetFetch and
 //! ListOffsets, what `kafka-consumer-groups --describe` asks) finds the group at the end of the
-//! last committed batch of the checkpoint.
+//! last committed batch of the checkpoint. A real-time run's JSON log lines carry its batch
+//! span too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -156,4 +157,86 @@ kind = "availableNow"
         group_view(&b, &group, &topic),
         [(Some(13), 13), (Some(13), 13)]
     );
+}
+
+/// The real-time driver's long batches are in the same `batch` span: a `realTime` run stopped
+/// with SIGINT logs its commit and progress lines with the pipeline name and batch id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_time_json_lines_carry_the_batch_span() {
+    let Some(b) = bootstrap() else { return };
+    let topic = format!("rtspan-{}-{}", std::process::id(), rand::random::<u32>());
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", &b)
+        .create()
+        .unwrap();
+    for r in admin
+        .create_topics(
+            &[NewTopic::new(&topic, 2, TopicReplication::Fixed(1))],
+            &AdminOptions::new(),
+        )
+        .await
+        .unwrap()
+    {
+        r.unwrap();
+    }
+    produce(&b, &topic, 0..3).await;
+    let l = Layout::new();
+    let pipeline = l.root.path().join("rt.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            r#"
+name = "rtpipe"
+checkpoint = "{ck}"
+[source]
+connector = "kafka"
+options = {{ "kafka.bootstrap.servers" = "{b}", subscribe = "{topic}", startingOffsets = "earliest" }}
+[[sink]]
+connector = "console"
+[trigger]
+kind = "realTime"
+interval = "1s"
+"#,
+            ck = l.checkpoint().display(),
+        ),
+    )
+    .unwrap();
+    let child = tributary()
+        .env("TRIBUTARY_LOG", "info")
+        .env_remove("RUST_LOG")
+        .args(["--log-format", "json", "run"])
+        .arg(&pipeline)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !l.checkpoint().join("commits").join("0").exists() {
+        assert!(std::time::Instant::now() < deadline, "no batch committed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let interrupted = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let lines: Vec<serde_json::Value> = err
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    let committed = lines
+        .iter()
+        .find(|v| {
+            v["fields"]["message"]
+                .as_str()
+                .is_some_and(|m| m == "batch 0 committed")
+        })
+        .unwrap_or_else(|| panic!("no commit line: {err}"));
+    assert_eq!(committed["span"]["name"], "batch", "{committed}");
+    assert_eq!(committed["span"]["pipeline"], "rtpipe", "{committed}");
+    assert_eq!(committed["span"]["batch_id"], 0, "{committed}");
+    assert_eq!(committed["spans"][0]["name"], "pipeline", "{committed}");
 }
