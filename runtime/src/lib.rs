@@ -15,7 +15,7 @@
 //! - [`drivers`]: when and where batches run — micro-batch, real-time, distributed (Ballista)
 //!   and the executor's task.
 //! - around them: the pipeline file ([`pipeline`], [`trigger`], [`transform`]), the
-//!   [`checkpoint`], [`progress`] events and [`latency`], the connector [`registry`] and
+//!   [`checkpoint`], [`progress`] events and [`latency`], [`logging`], the connector [`registry`] and
 //!   [`plugin`] loading, named [`streams`] (a product built on the engine), [`state`] and
 //!   [`conformance`] commands.
 //!
@@ -39,6 +39,7 @@ pub mod core;
 pub mod drivers;
 pub mod engine;
 pub mod latency;
+pub mod logging;
 pub mod monitor;
 pub mod options_reference;
 pub mod pipeline;

@@ -3,7 +3,8 @@
 //! [`KafkaContext`] keeps the last error librdkafka reported on its own threads (to explain a
 //! timeout as an authentication or TLS failure) and supplies MSK IAM tokens. [`Admin`] is a
 //! consumer that never subscribes: it lists topics, asks for earliest/latest offsets and offsets
-//! by timestamp in one batched request each, and commits offsets to the group for monitoring.
+//! by timestamp in one batched request each, and commits the committed batches' end offsets to
+//! the consumer group for monitoring (waiting, bounded, until the group shows them).
 //! Every call is blocking, bounded by `fetchOffset.timeoutMs` and retried
 //! `fetchOffset.numRetries` times, so unreachable brokers are reported in bounded time.
 
@@ -241,7 +242,10 @@ impl Admin {
         Ok(res)
     }
 
-    /// Commits offsets to the consumer group (for monitoring only; failures are logged).
+    /// Commits offsets to the consumer group and waits, at most `fetchOffset.timeoutMs`, until
+    /// the group shows them (read back with OffsetFetch, as lag tools read them): when this
+    /// returns, the tools see these offsets, or a warning was logged. For monitoring only: a
+    /// failure is logged, never returned (the checkpoint is the truth).
     pub(crate) fn commit(&self, offsets: &PartitionOffsets) {
         let mut tpl = TopicPartitionList::new();
         for (t, p, o) in offsets.iter() {
@@ -249,11 +253,39 @@ impl Admin {
                 return;
             }
         }
+        if tpl.count() == 0 {
+            return;
+        }
         let _ = self.consumer.poll(Duration::ZERO);
         if let Err(e) = self.consumer.commit(&tpl, CommitMode::Async) {
             tracing::warn!(
-                "committing offsets to the consumer group failed (monitoring only): {e}"
+                "committing offsets to the consumer group failed (monitoring only; the checkpoint is unaffected): {e}"
             );
+            return;
+        }
+        // An asynchronous commit, then OffsetFetch until the group shows it: a synchronous
+        // commit would wait without bound for an unreachable group coordinator.
+        let deadline = Instant::now() + self.policy.timeout;
+        loop {
+            let _ = self.consumer.poll(Duration::ZERO);
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                tracing::warn!(
+                    timeout_ms = self.policy.timeout.as_millis() as u64,
+                    "the consumer group does not show the committed offsets yet (monitoring only; the commit may still arrive)"
+                );
+                return;
+            }
+            if let Ok(seen) = self.consumer.committed_offsets(tpl.clone(), left) {
+                let shown = tpl.elements().iter().all(|e| {
+                    seen.find_partition(e.topic(), e.partition())
+                        .is_some_and(|s| s.offset() == e.offset())
+                });
+                if shown {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10).min(left));
         }
     }
 }

@@ -84,6 +84,8 @@ pub struct SourceConfig {
     pub group_id_prefix: String,
     /// `kafka.group.id`: the consumer group, when given instead of a prefix.
     pub group_id: Option<String>,
+    /// commitOffsetsToGroup: publish each committed batch's end offsets to the group.
+    pub commit_offsets_to_group: bool,
     /// includeHeaders.
     pub include_headers: bool,
     /// bytesEstimateWindowLength.
@@ -155,6 +157,15 @@ impl SourceConfig {
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case("group.id"))
             .map(|(_, v)| v.clone());
+        let commit_offsets_to_group = o::COMMIT_OFFSETS_TO_GROUP.get(p)?;
+        if group_id.is_some() && !commit_offsets_to_group {
+            return Err(tributary_sdk::options::conflicting(
+                "kafka.group.id",
+                o::COMMIT_OFFSETS_TO_GROUP.name,
+                "is ignored when 'commitOffsetsToGroup' is false (the source reads with assign and \
+                 never joins the group; nothing is written to it)",
+            ));
+        }
         Ok(SourceConfig {
             connection,
             subscription,
@@ -170,6 +181,7 @@ impl SourceConfig {
             max_records_per_partition: count(o::MAX_RECORDS_PER_PARTITION.get(p)?),
             group_id_prefix: o::GROUP_ID_PREFIX.get(p)?,
             group_id,
+            commit_offsets_to_group,
             include_headers: o::INCLUDE_HEADERS.get(p)?,
             bytes_estimate_window: o::BYTES_ESTIMATE_WINDOW_LENGTH.get(p)?,
             poll_timeout: ms(o::POLL_TIMEOUT_MS.get(p)?),
@@ -536,6 +548,16 @@ mod tests {
             "kafka.group.id",
         );
         refused(
+            &[("commitOffsetsToGroup", "false"), ("groupIdPrefix", "p")],
+            "groupIdPrefix",
+            "commitOffsetsToGroup",
+        );
+        refused(
+            &[("commitOffsetsToGroup", "false"), ("kafka.group.id", "g")],
+            "kafka.group.id",
+            "commitOffsetsToGroup",
+        );
+        refused(
             &[
                 ("fetchOffset.numRetries", "1"),
                 ("fetchOffset.retryIntervalMs", "10"),
@@ -551,6 +573,8 @@ mod tests {
                 ("startingOffsetsByTimestampStrategy", "latest"),
             ][..],
             &[("kafka.group.id", "g")][..],
+            &[("commitOffsetsToGroup", "false")][..],
+            &[("commitOffsetsToGroup", "true"), ("groupIdPrefix", "p")][..],
             &[
                 ("fetchOffset.numRetries", "2"),
                 ("fetchOffset.retryIntervalMs", "10"),
@@ -562,6 +586,10 @@ mod tests {
             if ok[0].0 == "kafka.group.id" {
                 assert_eq!(c.group_id.as_deref(), Some("g"));
             }
+            assert_eq!(
+                c.commit_offsets_to_group,
+                ok != [("commitOffsetsToGroup", "false")]
+            );
         }
     }
 }

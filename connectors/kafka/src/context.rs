@@ -8,8 +8,8 @@ use std::sync::Mutex;
 use rdkafka::client::OAuthToken;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::ConsumerContext;
-use rdkafka::error::KafkaError;
-use rdkafka::ClientContext;
+use rdkafka::error::{KafkaError, KafkaResult};
+use rdkafka::{ClientContext, TopicPartitionList};
 
 use crate::auth::MskIamAuthenticator;
 use crate::error::ClientFailure;
@@ -96,4 +96,14 @@ impl ClientContext for KafkaContext {
     }
 }
 
-impl ConsumerContext for KafkaContext {}
+impl ConsumerContext for KafkaContext {
+    /// A failed group-offset commit is a warning: the group's offsets are for monitoring, the
+    /// checkpoint is unaffected.
+    fn commit_callback(&self, result: KafkaResult<()>, _offsets: &TopicPartitionList) {
+        if let Err(e) = result {
+            tracing::warn!(
+                "committing offsets to the consumer group failed (monitoring only; the checkpoint is unaffected): {e}"
+            );
+        }
+    }
+}

@@ -135,16 +135,29 @@ pub const MAX_RECORDS_PER_PARTITION: OptionDecl<Int> = decl::int(
     i64::MAX,
     "Split any offset range larger than this into parallel reads.",
 );
+/// commitOffsetsToGroup.
+pub const COMMIT_OFFSETS_TO_GROUP: OptionDecl<Flag, Defaulted> = decl::flag(
+    "commitOffsetsToGroup",
+    "After each batch's commits/N, commit its end offsets to the consumer group (<groupIdPrefix>-<pipeline>-<hash of the subscription>, or kafka.group.id), so that lag tools see the query's progress; never ahead of the checkpoint, for monitoring only (the checkpoint is the truth). false: the group is never written to.",
+)
+.default(true);
 /// groupIdPrefix.
 pub const GROUP_ID_PREFIX: OptionDecl<Text, Defaulted> = decl::text(
     "groupIdPrefix",
-    "Prefix of the consumer group used to publish progress (offsets are only committed for monitoring).",
+    "Prefix of the consumer group the committed offsets are published to: <groupIdPrefix>-<pipeline>-<16 hex digits hashing the subscription>.",
 )
 .default("tributary-kafka-source")
-.conflicts(&[Conflict::excludes(
-    "kafka.group.id",
-    "is ignored when 'kafka.group.id' names the consumer group",
-)]);
+.conflicts(&[
+    Conflict::excludes(
+        "kafka.group.id",
+        "is ignored when 'kafka.group.id' names the consumer group",
+    ),
+    Conflict::only_when(
+        "commitOffsetsToGroup",
+        &["true"],
+        "is ignored when 'commitOffsetsToGroup' is false (no consumer group is written to)",
+    ),
+]);
 /// includeHeaders.
 pub const INCLUDE_HEADERS: OptionDecl<Flag, Defaulted> = decl::flag(
     "includeHeaders",
@@ -209,6 +222,7 @@ pub fn source_options() -> Vec<tributary_sdk::OptionSpec> {
         &MAX_TRIGGER_DELAY,
         &MIN_PARTITIONS,
         &MAX_RECORDS_PER_PARTITION,
+        &COMMIT_OFFSETS_TO_GROUP,
         &GROUP_ID_PREFIX,
         &INCLUDE_HEADERS,
         &BYTES_ESTIMATE_WINDOW_LENGTH,

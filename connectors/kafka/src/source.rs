@@ -14,7 +14,35 @@
 //!   input partition per piece; [`KafkaSource::read_partition`] (an executor, a source built
 //!   from the same options without a checkpoint) reads one piece (`partitions.rs`).
 //! - [`KafkaSource::commit`] publishes the offsets to the consumer group, for monitoring only:
-//!   the checkpoint is the truth.
+//!   the checkpoint is the truth (see *Consumer-group lag* below).
+//!
+//! # Consumer-group lag
+//!
+//! Existing lag tools (`kafka-consumer-groups --describe --group G`, Burrow, exporters reading
+//! OffsetFetch and ListOffsets) see a query's progress in its consumer group `G`:
+//!
+//! - `G` is `kafka.group.id` when given, else
+//!   `<groupIdPrefix>-<pipeline name>-<16 hex digits>` — the prefix defaults to
+//!   `tributary-kafka-source`, and the digits are the 64-bit FNV-1a hash of the subscription's
+//!   description (`subscribe=a,b` with the topics sorted, `subscribePattern=<regex>`, or
+//!   `assign=<JSON>`), so `G` stays the same across restarts and builds.
+//!   [`KafkaSource::group_id`] returns it, and the source logs it at `info` when it first
+//!   connects.
+//! - The runtime calls [`Source::commit`] with a batch's end offsets only after the sinks
+//!   published the batch and `commits/<n>` is written (and again, on restart, with the last
+//!   committed end). So `G`'s committed offsets are always the end of the last committed
+//!   batch: never ahead of the checkpoint (a batch planned or read but not committed does not
+//!   move them), and high watermark − committed offset is the number of records not yet in a
+//!   committed batch. The commit is asynchronous, then read back (OffsetFetch) until the
+//!   group shows it, for at most `fetchOffset.timeoutMs`: when a batch's commit returns, the
+//!   tools see it (or a warning says they do not yet).
+//! - For monitoring only: a failed group commit is a warning and the query goes on; a restart
+//!   resumes from the checkpoint, never from `G`. The source never joins `G` (it reads with
+//!   assign and seek), so the group shows offsets but no members, and `enable.auto.commit` is
+//!   refused.
+//! - `commitOffsetsToGroup=false` turns this off: nothing is written to any group, and
+//!   `groupIdPrefix` or `kafka.group.id`, which would be ignored, are refused. Executors of a
+//!   scaled-out pipeline never commit; the driver does, after `commits/<n>`.
 //!
 //! Data loss (`failOnDataLoss`): a deleted partition, a recreated topic (offsets went back), a
 //! new partition that does not start at 0, a start below the earliest offset, a gap inside a
@@ -127,7 +155,8 @@ impl KafkaSource {
         })
     }
 
-    /// The consumer group progress is published to.
+    /// The consumer group the committed batches' end offsets are published to (see the module
+    /// docs); with `commitOffsetsToGroup=false`, the group that would be used.
     pub fn group_id(&self) -> &str {
         &self.group_id
     }
@@ -145,6 +174,13 @@ impl KafkaSource {
                 interval: self.config.request_retry_interval,
             },
         )?);
+        if self.config.commit_offsets_to_group {
+            tracing::info!(
+                group = %self.group_id,
+                "the end offsets of committed batches are published to consumer group '{}'",
+                self.group_id
+            );
+        }
         self.admin = Some(a.clone());
         Ok(a)
     }
@@ -600,16 +636,20 @@ impl Source for KafkaSource {
         fail_before_first_part(self.read_ranges(vec![range])).await
     }
 
+    /// Publishes `end` (a committed batch's end) to the consumer group, unless
+    /// `commitOffsetsToGroup=false`; see *Consumer-group lag* in the module docs.
     async fn commit(&mut self, end: &Offset) -> Result<()> {
         let end = PartitionOffsets::from_offset(end)?;
-        if let Some(admin) = self.admin.clone() {
-            blocking(move || {
-                admin.commit(&end);
-                Ok(())
-            })
-            .await?;
+        if !self.config.commit_offsets_to_group {
+            return Ok(());
         }
-        Ok(())
+        // A restart or a replay commits before anything else needed the client.
+        let admin = self.admin()?;
+        blocking(move || {
+            admin.commit(&end);
+            Ok(())
+        })
+        .await
     }
 
     fn metrics(&self) -> SourceMetrics {

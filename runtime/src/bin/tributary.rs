@@ -8,10 +8,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use tributary_runtime::checkpoint::Checkpoint;
 use tributary_runtime::conformance;
 use tributary_runtime::engine::{self, Pipeline};
+use tributary_runtime::logging::{self, LogFormat};
 use tributary_runtime::monitor;
 use tributary_runtime::pipeline::PipelineSpec;
 use tributary_runtime::plugin;
-use tributary_runtime::progress::{JsonLinesListener, TerminalListener};
+use tributary_runtime::progress::JsonLinesListener;
 use tributary_runtime::registry::Registry;
 use tributary_runtime::state;
 use tributary_sdk::{ChainSecretStore, EnvSecretStore, Error, FileSecretStore};
@@ -23,6 +24,17 @@ use tributary_sdk::{ChainSecretStore, EnvSecretStore, Error, FileSecretStore};
     about = "Run streaming ingestion pipelines (files, Kafka, Kinesis) with exactly-once checkpoints."
 )]
 struct Cli {
+    /// Log line format on stderr: text, or json (one JSON object per line with the pipeline
+    /// name and batch id of the span it was logged in; progress lines and the summary become
+    /// log lines too). The filter is TRIBUTARY_LOG, or RUST_LOG when that is unset (default warn).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t = LogFormat::Text,
+        env = "TRIBUTARY_LOG_FORMAT"
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -243,18 +255,15 @@ enum OutputFormat {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TRIBUTARY_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    if let Err(e) = logging::init(cli.log_format) {
+        eprintln!("error: {e}");
+        return ExitCode::FAILURE;
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            logging::error_line(&format!("error: {e}"));
             ExitCode::FAILURE
         }
     }
@@ -392,7 +401,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 let registry = Registry::with_plugins(&spec.plugin_path)?;
                 let mut p = Pipeline::build(&spec, &registry, Arc::new(secrets))?;
                 if !quiet {
-                    p.add_listener(Box::new(TerminalListener::new()));
+                    p.add_listener(logging::progress_listener());
                 }
                 if let Some(path) = progress_json {
                     let out: Box<dyn std::io::Write + Send> = if path.as_os_str() == "-" {
@@ -407,7 +416,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                         let m = monitor::Monitor::new(spec.monitoring.ready_within);
                         p.add_listener(m.listener(&spec.name, &spec.trigger.to_string()));
                         let server = monitor::serve(m, addr).await?;
-                        eprintln!("monitoring on http://{}/", server.addr());
+                        logging::notice(&format!("monitoring on http://{}/", server.addr()));
                         Some(server)
                     }
                     None => None,
@@ -415,7 +424,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 let stop = p.shutdown_handle();
                 tokio::spawn(async move {
                     if tokio::signal::ctrl_c().await.is_ok() {
-                        eprintln!("stopping after the current batch (Ctrl-C again to abort)");
+                        logging::notice("stopping after the current batch (Ctrl-C again to abort)");
                         stop.trigger();
                         if tokio::signal::ctrl_c().await.is_ok() {
                             std::process::exit(130);
@@ -424,7 +433,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 });
                 let summary = p.run().await?;
                 if !quiet {
-                    eprintln!(
+                    logging::notice(&format!(
                         "{} rows in {} batches ({}); last batch {}",
                         summary.rows,
                         summary.batches,
@@ -436,7 +445,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                             .last_batch_id
                             .map(|b| b.to_string())
                             .unwrap_or_else(|| "-".into())
-                    );
+                    ));
                 }
                 Ok(())
             })

@@ -52,6 +52,7 @@ pub(crate) async fn commit(
     checkpoint.write_commit(batch_id, rows)?;
     let wal = t.elapsed();
     source.commit(end).await?;
+    tracing::info!(rows, end = %end.to_json_string(), "batch {batch_id} committed");
     Ok(CommitTimes {
         sinks: sink_time,
         wal,

@@ -161,7 +161,10 @@ impl Pipeline {
         self.sinks.delivery()
     }
 
-    /// Runs until the trigger says stop (bounded triggers) or a shutdown is asked.
+    /// Runs until the trigger says stop (bounded triggers) or a shutdown is asked. The run is
+    /// in a span `pipeline` (field `pipeline`), each batch in a span `batch` (fields `pipeline`
+    /// and `batch_id`): every log line of a batch carries both (see [`crate::logging`]).
+    #[tracing::instrument(name = "pipeline", skip_all, fields(pipeline = %self.name))]
     pub async fn run(&mut self) -> Result<RunSummary> {
         let result = self.run_inner().await;
         let stop_source = self.source.stop().await;

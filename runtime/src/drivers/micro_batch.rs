@@ -91,6 +91,7 @@ impl Pipeline {
     }
 
     /// Runs one batch: log its range (unless replaying), move its parts, commit, report.
+    #[tracing::instrument(name = "batch", skip_all, fields(pipeline = %self.name, batch_id = batch_id))]
     pub(crate) async fn execute(
         &mut self,
         batch_id: u64,

@@ -234,6 +234,7 @@ impl Pipeline {
     }
 
     /// Step 2: the chunk through the core; its acknowledgements join the in-flight queue.
+    #[tracing::instrument(name = "batch", skip_all, fields(pipeline = %self.name, batch_id = long.batch_id))]
     async fn deliver(&mut self, long: &mut LongBatch, chunk: StreamChunk) -> Result<()> {
         let before = long.moved.rows;
         let acks = push(
@@ -290,6 +291,7 @@ impl Pipeline {
     }
 
     /// Step 3: an interim progress event of the running long batch.
+    #[tracing::instrument(name = "batch", skip_all, fields(pipeline = %self.name, batch_id = long.batch_id))]
     fn interim_progress(&mut self, long: &LongBatch) -> Result<()> {
         let end = match self.source.as_streaming() {
             Some(s) => s.end_offset(&long.start, long.frontier.delivered())?,
@@ -314,6 +316,7 @@ impl Pipeline {
     }
 
     /// Step 4: log, commit, report. Returns the batch's end offset.
+    #[tracing::instrument(name = "batch", skip_all, fields(pipeline = %self.name, batch_id = long.batch_id))]
     async fn end_batch(&mut self, mut long: LongBatch, last_end: &mut Instant) -> Result<Offset> {
         let end = match self.source.as_streaming() {
             Some(s) => s.end_offset(&long.start, long.frontier.delivered())?,

@@ -24,7 +24,8 @@ use super::runner::{run_all, run_stream, RunOptions};
 use super::spec::StreamSpec;
 use super::view::{describe, table};
 use crate::engine::Shutdown;
-use crate::progress::{ProgressListener, TerminalListener};
+use crate::logging;
+use crate::progress::ProgressListener;
 
 /// `tributary streams`: the catalog root and a subcommand.
 #[derive(Debug, Args)]
@@ -216,7 +217,7 @@ fn run_command(catalog: Catalog, args: RunArgs) -> Result<()> {
         options.listeners = Some(Arc::new(move |name: &str| {
             let mut listeners: Vec<Box<dyn ProgressListener>> = Vec::new();
             if !quiet {
-                listeners.push(Box::new(TerminalListener::new()));
+                listeners.push(logging::progress_listener());
             }
             if let Some(m) = &watch {
                 listeners.push(m.listener(name, trigger));
@@ -229,7 +230,7 @@ fn run_command(catalog: Catalog, args: RunArgs) -> Result<()> {
         let _server = match (monitor, address) {
             (Some(m), Some(addr)) => {
                 let server = crate::monitor::serve(m, addr).await?;
-                eprintln!("monitoring on http://{}/", server.addr());
+                logging::notice(&format!("monitoring on http://{}/", server.addr()));
                 Some(server)
             }
             _ => None,
@@ -238,7 +239,7 @@ fn run_command(catalog: Catalog, args: RunArgs) -> Result<()> {
         let on_signal = stop.clone();
         tokio::spawn(async move {
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("stopping after the current batches (Ctrl-C again to abort)");
+                logging::notice("stopping after the current batches (Ctrl-C again to abort)");
                 on_signal.trigger();
                 if tokio::signal::ctrl_c().await.is_ok() {
                     std::process::exit(130);
@@ -255,7 +256,7 @@ fn run_command(catalog: Catalog, args: RunArgs) -> Result<()> {
         let mut failed = Vec::new();
         for (name, r) in results {
             match r {
-                Ok(s) => eprintln!(
+                Ok(s) => logging::notice(&format!(
                     "{name}: {} rows in {} batches; backfill {}",
                     s.run.rows,
                     s.run.batches,
@@ -263,9 +264,9 @@ fn run_command(catalog: Catalog, args: RunArgs) -> Result<()> {
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_string))
                         .unwrap_or_default()
-                ),
+                )),
                 Err(e) => {
-                    eprintln!("{name}: error: {e}");
+                    logging::error_line(&format!("{name}: error: {e}"));
                     failed.push(name);
                 }
             }

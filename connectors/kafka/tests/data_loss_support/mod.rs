@@ -55,6 +55,21 @@ impl Mock {
         self.cluster().create_topic(topic, partitions, 1).unwrap();
     }
 
+    /// Stops answering requests of `api_key` with errors.
+    pub fn clear_request_errors(&self, api_key: rdkafka::types::RDKafkaApiKey) {
+        self.cluster().clear_request_errors(api_key);
+    }
+
+    /// Answers the next `n` requests of `api_key` with `error`.
+    pub fn refuse(
+        &self,
+        api_key: rdkafka::types::RDKafkaApiKey,
+        error: rdkafka::types::RDKafkaRespErr,
+        n: usize,
+    ) {
+        self.cluster().request_errors(api_key, &vec![error; n]);
+    }
+
     /// Delays every response of the broker by `ms` (requests are still handled on arrival).
     pub fn set_rtt(&self, ms: u64) {
         self.cluster()
