@@ -106,29 +106,12 @@ fn seconds_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 20))
 }
 
-/// Source metrics that have a metric of their own, and the gauge each goes to.
-const BACKLOG: &[(&str, Backlog)] = &[
-    ("totalOffsetsBehindLatest", Backlog::Records),
-    ("maxMsBehindLatest", Backlog::Milliseconds),
-    ("numFilesOutstanding", Backlog::Files),
-    ("numBytesOutstanding", Backlog::Bytes),
-    ("estimatedTotalBytesBehindLatest", Backlog::Bytes),
-];
-
 /// Source metrics counted as records in error, by reason. The source's metrics are totals over
 /// the run, so the counter is set to them (never moved back).
 const IN_ERROR: &[(&str, &str)] = &[
     ("numMalformedRecords", "malformed"),
     ("dataLoss.total", "data_loss"),
 ];
-
-#[derive(Clone, Copy)]
-enum Backlog {
-    Records,
-    Milliseconds,
-    Files,
-    Bytes,
-}
 
 /// The metrics of the pipelines of one process (each sample labelled by its pipeline).
 #[derive(Debug)]
@@ -341,6 +324,17 @@ impl PipelineMetrics {
         self.last_batch.get_or_create(&p).set(now_unix_s);
     }
 
+    /// The backlog gauge a source metric has of its own, if any.
+    fn backlog(&self, metric: &str) -> Option<&Family<SourceLabels, FloatGauge>> {
+        match metric {
+            "totalOffsetsBehindLatest" => Some(&self.backlog_records),
+            "maxMsBehindLatest" => Some(&self.backlog_ms),
+            "numFilesOutstanding" => Some(&self.backlog_files),
+            "numBytesOutstanding" | "estimatedTotalBytesBehindLatest" => Some(&self.backlog_bytes),
+            _ => None,
+        }
+    }
+
     /// A source's metrics (from a batch or from a trigger that found no new data).
     pub fn observe_source(&self, pipeline: &str, source: &str, metrics: &SourceMetrics) {
         let labels = SourceLabels {
@@ -368,13 +362,7 @@ impl PipelineMetrics {
                 continue;
             }
             let Some(v) = value.as_f64() else { continue };
-            if let Some((_, kind)) = BACKLOG.iter().find(|(n, _)| n == name) {
-                let family = match kind {
-                    Backlog::Records => &self.backlog_records,
-                    Backlog::Milliseconds => &self.backlog_ms,
-                    Backlog::Files => &self.backlog_files,
-                    Backlog::Bytes => &self.backlog_bytes,
-                };
+            if let Some(family) = self.backlog(name) {
                 family.get_or_create(&labels).set(v);
             } else if let Some((_, reason)) = IN_ERROR.iter().find(|(n, _)| n == name) {
                 let counter = self.in_error.get_or_create(&ErrorLabels {
