@@ -26,6 +26,10 @@ pub struct Durations {
     pub add_batch: u64,
     /// The whole batch.
     pub trigger_execution: u64,
+    /// Time in each stage, keyed `stage.<name>` (`stage.decode`, `stage.sql`): part of
+    /// `getBatch` (on a cluster, summed over the tasks).
+    #[serde(flatten)]
+    pub stages: std::collections::BTreeMap<String, u64>,
 }
 
 /// The source part of a progress event.
@@ -40,6 +44,8 @@ pub struct SourceProgress {
     pub end_offset: Offset,
     /// Rows read.
     pub num_input_rows: u64,
+    /// Bytes read, as Arrow holds them (every column's buffers; not bytes on the wire).
+    pub num_input_bytes: u64,
     /// Source metrics (lag, outstanding files, data-loss and malformed-record counts).
     pub metrics: SourceMetrics,
 }
@@ -52,6 +58,8 @@ pub struct SinkProgress {
     pub description: String,
     /// Rows written.
     pub num_output_rows: u64,
+    /// Bytes written, as Arrow holds them (the rows the sink received).
+    pub num_output_bytes: u64,
 }
 
 /// One batch's progress.

@@ -1,9 +1,11 @@
-//! Polling one offset range on a consumer: exactly the records in `[start, end)` of a
-//! partition, handed on in parts of bounded size.
+//! Polling offset ranges of distinct partitions together on one consumer: exactly the records
+//! in `[start, end)` of each, handed on in parts of bounded size.
 //!
-//! A part closes at [`PART_ROWS`] records or [`PART_BYTES`] bytes of keys and values, whichever
-//! comes first. Both are functions of the records alone, so the same range always closes its
-//! parts at the same offsets.
+//! A part of a range closes at [`PART_ROWS`] records or at its byte limit of keys and values,
+//! whichever comes first. The byte limit is [`PART_BYTES`] shared by the ranges read together
+//! (never under [`MIN_PART_BYTES`]), so a consumer holds about `PART_BYTES` of open parts
+//! however many partitions it reads. Both limits are functions of the plan and the records
+//! alone, so the same range always closes its parts at the same offsets.
 //!
 //! Gaps are checked, not trusted: a record past the expected offset is compared with the
 //! partition's earliest offset. Earliest above the expected offset means records were lost
@@ -31,6 +33,8 @@ use crate::reader::ReadSettings;
 pub(crate) const PART_ROWS: usize = 16 * 1024;
 /// Most key and value bytes in one part (a record larger than this is a part of its own).
 pub(crate) const PART_BYTES: u64 = 4 * 1024 * 1024;
+/// The least byte limit of a part when several ranges are read together.
+pub(crate) const MIN_PART_BYTES: u64 = 1024 * 1024;
 /// Without records for this long, unfinished ranges are checked against the broker.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
 
@@ -43,23 +47,28 @@ pub(crate) struct RangeSummary {
     pub events: Vec<DataLossEvent>,
 }
 
-/// Reads `range` with `consumer` (assign + seek, no group), handing every closed part to
-/// `emit` in offset order. `emit` returning `false` (nobody reads the parts any more) stops
-/// the read early.
-pub(crate) fn read_range(
+/// Reads `ranges` (of distinct partitions) together with `consumer` (assign + seek, no
+/// group), handing every closed part to `emit`, each range's parts in offset order. `emit`
+/// returning `false` (nobody reads the parts any more) stops the read early.
+pub(crate) fn read_ranges(
     consumer: &BaseConsumer<KafkaContext>,
-    range: OffsetRange,
+    ranges: Vec<OffsetRange>,
     s: &ReadSettings,
     emit: &mut dyn FnMut(RecordBatch) -> bool,
 ) -> Result<RangeSummary> {
-    let mut states = vec![RangeState {
-        acc: Accum::new(&range.topic, range.partition, s.include_headers),
-        next: range.start,
-        first: true,
-        done: false,
-        part_bytes: 0,
-        range,
-    }];
+    let part_bytes_limit = (PART_BYTES / ranges.len().max(1) as u64).max(MIN_PART_BYTES);
+    let mut states: Vec<RangeState> = ranges
+        .into_iter()
+        .map(|range| RangeState {
+            acc: Accum::new(&range.topic, range.partition, s.include_headers),
+            next: range.start,
+            first: true,
+            done: false,
+            part_bytes: 0,
+            part_bytes_limit,
+            range,
+        })
+        .collect();
     let mut tpl = TopicPartitionList::new();
     for st in &states {
         tpl.add_partition_offset(
@@ -116,6 +125,8 @@ struct RangeState {
     done: bool,
     /// Key and value bytes of the part being built.
     part_bytes: u64,
+    /// Where the part being built closes, in key and value bytes.
+    part_bytes_limit: u64,
     acc: Accum,
 }
 
@@ -216,7 +227,7 @@ fn poll_ranges(
                 st.acc.append(&msg, s.include_headers);
                 st.part_bytes += st.acc.bytes - before;
                 st.next = off + 1;
-                if st.acc.rows() >= PART_ROWS || st.part_bytes >= PART_BYTES {
+                if st.acc.rows() >= PART_ROWS || st.part_bytes >= st.part_bytes_limit {
                     sink.close_part(st, s)?;
                     if !sink.open {
                         return Ok(events);

@@ -2,17 +2,26 @@
 //!
 //! A read takes the planned ranges (already split by `minPartitions` /
 //! `maxRecordsPerPartition`), ordered by topic, partition and start offset, and reads them with
-//! up to [`MAX_PARALLEL`] pooled consumers, each on its own thread: consumer `k` reads ranges
-//! `k`, `k + n`, `k + 2n`, ... one at a time (assign + seek, see `range_poll.rs`). Every range
-//! is cut into parts of at most `PART_ROWS` records or `PART_BYTES` bytes, and each thread hands
-//! its parts over a channel holding one part. The stream yields range 0's parts, then range 1's,
-//! and so on, so the same range always yields the same parts in the same order, while the other
-//! consumers read ahead until their channel is full.
+//! up to [`MAX_PARALLEL`] pooled consumers, each on its own thread. Every partition belongs to
+//! one consumer (partition `k` of the plan to consumer `k mod n`), which reads its partitions
+//! together, in waves: wave `j` holds the `j`-th range of each of its partitions (so the ranges
+//! of a split partition are read one after the other, in offset order). A consumer fetching
+//! several partitions at once is what keeps a read near a raw consumer's speed: librdkafka
+//! fetches at most `max.partition.fetch.bytes` (1 MiB) per partition and round trip, and a
+//! consumer reading one partition at a time waited on a round trip per MiB (0.6x a raw
+//! consumer on the in-process mock cluster, `benches/throughput.rs`).
 //!
-//! Memory is bounded by the consumers, not by the range: per consumer, the part being built,
-//! the part waiting in the channel and librdkafka's prefetch queue, which a read caps at
-//! [`QUEUED_MAX_KBYTES`] unless `kafka.queued.max.messages.kbytes` is set. A million 1 KiB
-//! records stream through in a few tens of MiB (`benches/range_memory.sh`).
+//! Every range is cut into parts (`range_poll.rs`: `PART_ROWS` records, or a byte limit shared
+//! by the ranges of a wave), and each thread hands its parts over a channel holding one part.
+//! The stream yields parts as the threads deliver them: the same range always yields the same
+//! parts in the same order, and so does a partition, as the source contract asks; how the
+//! partitions interleave may differ from one read to the next.
+//!
+//! Memory is bounded by the consumers, not by the range: per consumer, the parts being built
+//! (about `PART_BYTES` together), the part waiting in the channel and librdkafka's prefetch
+//! queue, which a read caps at [`QUEUED_MAX_KBYTES`] unless `kafka.queued.max.messages.kbytes`
+//! is set. A million 1 KiB records stream through in a few tens of MiB
+//! (`benches/range_memory.sh`).
 
 use std::sync::{Arc, Mutex};
 
@@ -24,8 +33,8 @@ use tributary_sdk::{DataLossEvent, Error, ErrorCode, Result};
 
 use crate::client::{create_consumer, KafkaContext};
 use crate::connection::ConnectionProfile;
-use crate::planner::OffsetRange;
-use crate::range_poll::read_range;
+use crate::planner::{group_into_tasks, OffsetRange};
+use crate::range_poll::read_ranges;
 
 /// Most consumers reading one batch in parallel.
 const MAX_PARALLEL: usize = 8;
@@ -54,8 +63,9 @@ pub(crate) struct ReadSettings {
 pub(crate) enum Piece {
     /// The next part of the current range.
     Part(RecordBatch),
-    /// The current range is complete.
+    /// `ranges` more ranges are complete.
     RangeEnd {
+        ranges: usize,
         records: u64,
         bytes: u64,
         /// Data-loss events let pass (failOnDataLoss=false).
@@ -83,17 +93,32 @@ impl RangeReader {
 
     /// Starts reading the ranges (already split); the parts come from [`RangeParts::next`].
     pub(crate) fn stream(&self, ranges: Vec<OffsetRange>, s: &ReadSettings) -> RangeParts {
-        let ranges: Vec<OffsetRange> = ranges.into_iter().filter(|r| r.end > r.start).collect();
-        let parallel = ranges.len().min(MAX_PARALLEL);
-        let mut receivers = Vec::with_capacity(parallel);
-        let mut buckets: Vec<Vec<OffsetRange>> = (0..parallel).map(|_| Vec::new()).collect();
-        let total = ranges.len();
-        for (i, r) in ranges.into_iter().enumerate() {
-            buckets[i % parallel.max(1)].push(r);
+        let mut ranges: Vec<OffsetRange> = ranges.into_iter().filter(|r| r.end > r.start).collect();
+        ranges.sort_by(|a, b| {
+            (a.topic.as_str(), a.partition, a.start).cmp(&(b.topic.as_str(), b.partition, b.start))
+        });
+        // The plan's partition of each range (ranges come ordered by topic and partition).
+        let mut partition_of = Vec::with_capacity(ranges.len());
+        for (i, r) in ranges.iter().enumerate() {
+            let same =
+                i > 0 && ranges[i - 1].topic == r.topic && ranges[i - 1].partition == r.partition;
+            let last = partition_of.last().copied().unwrap_or(0);
+            partition_of.push(if i == 0 || same { last } else { last + 1 });
         }
-        for bucket in buckets {
+        let partitions = partition_of.last().map_or(0, |p| p + 1);
+        let parallel = partitions.clamp(1, MAX_PARALLEL);
+        let mut buckets: Vec<Vec<OffsetRange>> = (0..parallel).map(|_| Vec::new()).collect();
+        for (r, p) in ranges.into_iter().zip(partition_of) {
+            buckets[p % parallel].push(r);
+        }
+        let mut readers = Vec::with_capacity(parallel);
+        for bucket in buckets.into_iter().filter(|b| !b.is_empty()) {
             let (tx, rx) = mpsc::channel(1);
-            receivers.push(rx);
+            readers.push(Reader {
+                rx,
+                expected: bucket.len(),
+                ended: 0,
+            });
             let profile = self.profile.clone();
             let pool = self.pool.clone();
             let settings = s.clone();
@@ -108,15 +133,14 @@ impl RangeReader {
             }
         }
         RangeParts {
-            receivers,
-            current: 0,
-            total,
+            readers,
+            turn: 0,
             done: false,
         }
     }
 }
 
-/// Reads the ranges of one thread in order; returns the consumer to the pool when done.
+/// Reads the ranges of one thread, wave by wave; returns the consumer to the pool when done.
 fn read_bucket(
     profile: &ConnectionProfile,
     pool: &Pool,
@@ -135,10 +159,12 @@ fn read_bucket(
             }
         },
     };
-    for range in bucket {
+    for wave in group_into_tasks(bucket) {
+        let ranges = wave.len();
         let mut emit = |part: RecordBatch| tx.blocking_send(Piece::Part(part)).is_ok();
-        let piece = match read_range(&consumer, range, s, &mut emit) {
+        let piece = match read_ranges(&consumer, wave, s, &mut emit) {
             Ok(sum) => Piece::RangeEnd {
+                ranges,
                 records: sum.records,
                 bytes: sum.bytes,
                 events: sum.events,
@@ -178,12 +204,20 @@ fn new_consumer(
     create_consumer(profile, &extra)
 }
 
-/// The parts of a read, range by range in the planned order.
+/// One read thread's channel.
+struct Reader {
+    rx: mpsc::Receiver<Piece>,
+    /// Ranges the thread reads.
+    expected: usize,
+    /// Ranges it said are complete.
+    ended: usize,
+}
+
+/// The parts of a read, in the order the read threads deliver them (see the module docs).
 pub(crate) struct RangeParts {
-    receivers: Vec<mpsc::Receiver<Piece>>,
-    /// The range being yielded (index into the planned ranges).
-    current: usize,
-    total: usize,
+    readers: Vec<Reader>,
+    /// Where the next poll starts looking, so that no thread starves.
+    turn: usize,
     done: bool,
 }
 
@@ -192,9 +226,12 @@ impl RangeParts {
         let (tx, rx) = mpsc::channel(1);
         let _ = tx.try_send(Piece::Failed(e));
         RangeParts {
-            receivers: vec![rx],
-            current: 0,
-            total: 1,
+            readers: vec![Reader {
+                rx,
+                expected: 1,
+                ended: 0,
+            }],
+            turn: 0,
             done: false,
         }
     }
@@ -206,20 +243,34 @@ impl RangeParts {
 
     /// The next piece; `None` once every range ended or after a failure.
     pub(crate) async fn next(&mut self) -> Option<Piece> {
-        if self.done || self.current >= self.total {
+        if self.done || self.readers.iter().all(|r| r.ended >= r.expected) {
             return None;
         }
-        let n = self.receivers.len();
-        let piece = match self.receivers[self.current % n].recv().await {
-            Some(p) => p,
-            None => Piece::Failed(Error::new(
+        let n = self.readers.len();
+        let (k, piece) = std::future::poll_fn(|cx| {
+            for i in 0..n {
+                let k = (self.turn + i) % n;
+                let reader = &mut self.readers[k];
+                if reader.ended >= reader.expected {
+                    continue;
+                }
+                if let std::task::Poll::Ready(p) = reader.rx.poll_recv(cx) {
+                    return std::task::Poll::Ready((k, p));
+                }
+            }
+            std::task::Poll::Pending
+        })
+        .await;
+        self.turn = (k + 1) % n;
+        let piece = piece.unwrap_or_else(|| {
+            Piece::Failed(Error::new(
                 ErrorCode::Internal,
-                "a Kafka read thread ended without finishing its range",
-            )),
-        };
+                "a Kafka read thread ended without finishing its ranges",
+            ))
+        });
         match &piece {
             Piece::Part(_) => {}
-            Piece::RangeEnd { .. } => self.current += 1,
+            Piece::RangeEnd { ranges, .. } => self.readers[k].ended += ranges,
             Piece::Failed(_) => self.done = true,
         }
         Some(piece)

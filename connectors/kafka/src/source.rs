@@ -429,6 +429,7 @@ impl KafkaSource {
                     }
                     Some(Piece::Part(b)) => return Some((Ok(b), st)),
                     Some(Piece::RangeEnd {
+                        ranges: _,
                         records,
                         bytes,
                         events,

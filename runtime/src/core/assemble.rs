@@ -118,13 +118,17 @@ impl Prepared {
                 ),
             ));
         }
-        let mut stages: Vec<Box<dyn Stage>> = Vec::new();
+        let mut stages: Vec<(String, Box<dyn Stage>)> = Vec::new();
         for stage in &self.stages {
             stages.push(match stage {
-                PreparedStage::Registered(factory, options) => {
-                    factory.create(options, &description, secrets.as_ref())?
-                }
-                PreparedStage::Sql(section) => crate::transform::stage(section, &self.origin)?,
+                PreparedStage::Registered(factory, options) => (
+                    factory.name().to_string(),
+                    factory.create(options, &description, secrets.as_ref())?,
+                ),
+                PreparedStage::Sql(section) => (
+                    "sql".to_string(),
+                    crate::transform::stage(section, &self.origin)?,
+                ),
             });
         }
         let mut sinks = Vec::new();

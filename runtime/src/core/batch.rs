@@ -18,16 +18,54 @@ use super::stages::StageChain;
 pub const IN_FLIGHT_ACKS: usize = 64;
 
 /// What a batch (or a part) moved, and where its time went.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Moved {
     /// Rows read from the source (before the stages).
     pub rows_in: u64,
     /// Rows after the stages (what every sink received).
     pub rows: u64,
+    /// Bytes of the parts read from the source ([`arrow_bytes`]).
+    pub bytes_in: u64,
+    /// Bytes of the parts every sink received ([`arrow_bytes`]).
+    pub bytes: u64,
     /// Time spent reading and in the stages.
     pub read: Duration,
     /// Time spent in the sinks.
     pub write: Duration,
+    /// Time spent in each stage, in the chain's order (a part of `read`).
+    pub stages: Vec<Duration>,
+}
+
+impl Moved {
+    /// Adds another batch's or task's counts and times (an executor's task to its batch).
+    pub(crate) fn add(&mut self, other: &Moved) {
+        self.rows_in += other.rows_in;
+        self.rows += other.rows;
+        self.bytes_in += other.bytes_in;
+        self.bytes += other.bytes;
+        self.read += other.read;
+        self.write += other.write;
+        if self.stages.len() < other.stages.len() {
+            self.stages.resize(other.stages.len(), Duration::ZERO);
+        }
+        for (mine, theirs) in self.stages.iter_mut().zip(&other.stages) {
+            *mine += *theirs;
+        }
+    }
+}
+
+/// The bytes of a part as Arrow holds them: every column's buffers, counting only the rows of
+/// a sliced column. It is the measure every source and sink share (a Kafka record's key, value
+/// and metadata columns; a file's decoded rows), not the bytes on the wire.
+pub(crate) fn arrow_bytes(part: &RecordBatch) -> u64 {
+    part.columns()
+        .iter()
+        .map(|c| {
+            c.to_data()
+                .get_slice_memory_size()
+                .unwrap_or_else(|_| c.get_array_memory_size()) as u64
+        })
+        .sum()
 }
 
 /// One part through the stages and into every sink (counted in `moved`); returns the
@@ -39,10 +77,12 @@ pub(crate) async fn push(
     moved: &mut Moved,
 ) -> Result<Vec<Ack>> {
     moved.rows_in += part.num_rows() as u64;
+    moved.bytes_in += arrow_bytes(&part);
     let t = Instant::now();
-    let part = stages.apply(part).await?;
+    let part = stages.apply(part, &mut moved.stages).await?;
     moved.read += t.elapsed();
     moved.rows += part.num_rows() as u64;
+    moved.bytes += arrow_bytes(&part);
     let t = Instant::now();
     let acks = sinks.write(&part).await?;
     moved.write += t.elapsed();

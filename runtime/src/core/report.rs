@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tributary_sdk::Offset;
 
+use super::batch::Moved;
 use super::Pipeline;
 use crate::latency::Latencies;
 use crate::progress::{Durations, ProgressEvent, SinkProgress, SourceProgress, TaskProgress};
@@ -24,6 +25,12 @@ pub(crate) struct BatchReport {
     pub rows_in: u64,
     /// Rows the sinks received (after the stages).
     pub rows: u64,
+    /// Bytes read from the source (Arrow buffers).
+    pub bytes_in: u64,
+    /// Bytes every sink received.
+    pub bytes: u64,
+    /// Time in each stage, in the chain's order.
+    pub stages: Vec<Duration>,
     /// Phase durations.
     pub durations: Durations,
     /// Wall time since the previous batch ended (input rate).
@@ -50,6 +57,9 @@ impl BatchReport {
             end,
             rows_in: 0,
             rows: 0,
+            bytes_in: 0,
+            bytes: 0,
+            stages: Vec::new(),
             durations: Durations::default(),
             since_last: Duration::ZERO,
             elapsed: Duration::ZERO,
@@ -58,6 +68,15 @@ impl BatchReport {
             tasks: Vec::new(),
             scheduling_ms: None,
         }
+    }
+
+    /// Takes the counts and stage times of what the batch moved.
+    pub(crate) fn moved(&mut self, moved: &Moved) {
+        self.rows_in = moved.rows_in;
+        self.rows = moved.rows;
+        self.bytes_in = moved.bytes_in;
+        self.bytes = moved.bytes;
+        self.stages = moved.stages.clone();
     }
 }
 
@@ -69,6 +88,12 @@ impl Pipeline {
     /// Builds the event of `report` and hands it to every listener.
     pub(crate) fn report(&mut self, report: BatchReport) {
         let rows = report.rows_in;
+        let mut durations = report.durations;
+        for (name, spent) in self.stages.names().zip(&report.stages) {
+            durations
+                .stages
+                .insert(format!("stage.{name}"), spent.as_millis() as u64);
+        }
         let event = ProgressEvent {
             id: self.checkpoint_id.clone(),
             name: self.name.clone(),
@@ -78,12 +103,13 @@ impl Pipeline {
             num_input_rows: rows,
             input_rows_per_second: rows as f64 / report.since_last.as_secs_f64().max(1e-3),
             processed_rows_per_second: rows as f64 / report.elapsed.as_secs_f64().max(1e-3),
-            duration_ms: report.durations,
+            duration_ms: durations,
             sources: vec![SourceProgress {
                 description: self.source_label.clone(),
                 start_offset: report.start,
                 end_offset: report.end,
                 num_input_rows: rows,
+                num_input_bytes: report.bytes_in,
                 metrics: self.metrics(),
             }],
             sinks: self
@@ -92,6 +118,7 @@ impl Pipeline {
                 .map(|name| SinkProgress {
                     description: name.to_string(),
                     num_output_rows: report.rows,
+                    num_output_bytes: report.bytes,
                 })
                 .collect(),
             latencies: report.latencies,

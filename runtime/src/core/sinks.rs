@@ -47,6 +47,7 @@ impl SinkSet {
     }
 
     /// How many sinks.
+    #[cfg_attr(not(feature = "ballista"), allow(dead_code))]
     pub(crate) fn len(&self) -> usize {
         self.sinks.len()
     }

@@ -3,6 +3,8 @@
 //! Every driver — micro-batch, real-time, an executor's task — sends each part through
 //! [`StageChain::apply`], and nowhere else does a part meet a stage.
 
+use std::time::{Duration, Instant};
+
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use tributary_sdk::{Result, SourceMetrics, Stage};
@@ -10,13 +12,14 @@ use tributary_sdk::{Result, SourceMetrics, Stage};
 /// A pipeline's stages in order (decode, SQL, what a product adds), opened once per run.
 #[derive(Debug, Default)]
 pub(crate) struct StageChain {
-    stages: Vec<Box<dyn Stage>>,
+    /// Each stage with the name its progress durations carry (`decode`, `sql`, ...).
+    stages: Vec<(String, Box<dyn Stage>)>,
     output: Option<SchemaRef>,
 }
 
 impl StageChain {
     /// The chain of `stages`, in the order given.
-    pub(crate) fn new(stages: Vec<Box<dyn Stage>>) -> Self {
+    pub(crate) fn new(stages: Vec<(String, Box<dyn Stage>)>) -> Self {
         StageChain {
             stages,
             output: None,
@@ -27,7 +30,7 @@ impl StageChain {
     /// schemas again); returns the schema the sinks receive.
     pub(crate) async fn open(&mut self, input: SchemaRef) -> Result<SchemaRef> {
         let mut schema = input;
-        for stage in &mut self.stages {
+        for (_, stage) in &mut self.stages {
             schema = stage.open(schema).await?;
         }
         self.output = Some(schema.clone());
@@ -39,11 +42,26 @@ impl StageChain {
         self.output.clone()
     }
 
-    /// One part through every stage, in order.
-    pub(crate) async fn apply(&mut self, part: RecordBatch) -> Result<RecordBatch> {
+    /// The stages' names, in order.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
+        self.stages.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// One part through every stage, in order; each stage's time is added to `spent` (indexed
+    /// like the chain).
+    pub(crate) async fn apply(
+        &mut self,
+        part: RecordBatch,
+        spent: &mut Vec<Duration>,
+    ) -> Result<RecordBatch> {
+        if spent.len() < self.stages.len() {
+            spent.resize(self.stages.len(), Duration::ZERO);
+        }
         let mut part = part;
-        for stage in &mut self.stages {
+        for ((_, stage), time) in self.stages.iter_mut().zip(spent.iter_mut()) {
+            let t = Instant::now();
             part = stage.apply(&part).await?;
+            *time += t.elapsed();
         }
         Ok(part)
     }
@@ -51,7 +69,7 @@ impl StageChain {
     /// The stages' counters (malformed records by reason, ...), merged.
     pub(crate) fn metrics(&self) -> SourceMetrics {
         let mut m = SourceMetrics::new();
-        for stage in &self.stages {
+        for (_, stage) in &self.stages {
             m.extend(stage.metrics());
         }
         m

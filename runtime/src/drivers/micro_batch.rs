@@ -128,8 +128,7 @@ impl Pipeline {
         *last_end = Instant::now();
         let mut report = BatchReport::new(batch_id, start.clone(), end.clone());
         report.replayed = replayed;
-        report.rows_in = executed.moved.rows_in;
-        report.rows = rows;
+        report.moved(&executed.moved);
         report.elapsed = std::time::Duration::from_millis(durations.trigger_execution);
         report.durations = durations;
         report.since_last = since_last;

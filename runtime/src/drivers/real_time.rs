@@ -299,8 +299,7 @@ impl Pipeline {
         };
         let elapsed = long.started.elapsed();
         let mut report = BatchReport::new(long.batch_id, long.start.clone(), end);
-        report.rows_in = long.moved.rows_in;
-        report.rows = long.moved.rows;
+        report.moved(&long.moved);
         report.durations = Durations {
             add_batch: long.moved.write.as_millis() as u64,
             trigger_execution: elapsed.as_millis() as u64,
@@ -348,8 +347,7 @@ impl Pipeline {
         let since_last = last_end.elapsed();
         *last_end = Instant::now();
         let mut report = BatchReport::new(long.batch_id, long.start.clone(), end.clone());
-        report.rows_in = long.moved.rows_in;
-        report.rows = long.moved.rows;
+        report.moved(&long.moved);
         report.durations = Durations {
             wal_commit: wal.as_millis() as u64,
             add_batch: (long.moved.write + times.sinks).as_millis() as u64,

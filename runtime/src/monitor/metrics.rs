@@ -10,6 +10,9 @@
 //! | `tributary_batches_total` | counter | committed batches |
 //! | `tributary_source_rows_total` | counter | rows read (`numInputRows`) |
 //! | `tributary_sink_rows_total` | counter | rows each sink received (`numOutputRows`) |
+//! | `tributary_source_bytes_total` | counter | bytes read, as Arrow holds them (`numInputBytes`) |
+//! | `tributary_sink_bytes_total` | counter | bytes each sink received, as Arrow holds them (`numOutputBytes`) |
+//! | `tributary_stage_duration_seconds` | histogram, label `stage` | time in each stage per batch (`durationMs` `stage.<name>`: `decode`, `sql`, ...) |
 //! | `tributary_batch_duration_seconds` | histogram | a batch's `triggerExecution` |
 //! | `tributary_batch_phase_duration_seconds` | histogram, label `phase` | `latestOffset`, `getBatch`, `addBatch`, `walCommit` |
 //! | `tributary_checkpoint_commit_duration_seconds` | histogram | `walCommit` (offsets and commit logs) |
@@ -20,6 +23,7 @@
 //! | `tributary_source_partition_backlog_records` | gauge, label `partition` | Kafka `offsetsBehindLatestByPartition` (`topic-3`) |
 //! | `tributary_source_partition_backlog_milliseconds` | gauge, label `partition` | Kinesis `msBehindLatestByShard` (`stream/shardId-…`) |
 //! | `tributary_source_backlog_files` / `_bytes` | gauge | files `numFilesOutstanding` / `numBytesOutstanding` (Kafka: `estimatedTotalBytesBehindLatest`) |
+//! | `tributary_source_backlog_messages` | gauge | files with `useNotifications`: the SQS queue's `approximateQueueSize` |
 //! | `tributary_source_metric` | gauge, label `metric` | every other numeric source metric, by its Spark-style name |
 //! | `tributary_last_batch_timestamp_seconds` | gauge | when the last batch was committed (Unix seconds) |
 //!
@@ -64,6 +68,13 @@ struct SinkLabels {
 struct PhaseLabels {
     pipeline: String,
     phase: String,
+}
+
+/// `pipeline`, `stage`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StageLabels {
+    pipeline: String,
+    stage: String,
 }
 
 /// `pipeline`, `kind`, `quantile`.
@@ -120,6 +131,10 @@ pub struct PipelineMetrics {
     batches: Family<PipelineLabels, Counter>,
     source_rows: Family<SourceLabels, Counter>,
     sink_rows: Family<SinkLabels, Counter>,
+    source_bytes: Family<SourceLabels, Counter>,
+    sink_bytes: Family<SinkLabels, Counter>,
+    stage_seconds: Histograms<StageLabels>,
+    backlog_messages: Family<SourceLabels, FloatGauge>,
     batch_seconds: Histograms<PipelineLabels>,
     phase_seconds: Histograms<PhaseLabels>,
     commit_seconds: Histograms<PipelineLabels>,
@@ -149,6 +164,10 @@ impl PipelineMetrics {
             batches: Family::default(),
             source_rows: Family::default(),
             sink_rows: Family::default(),
+            source_bytes: Family::default(),
+            sink_bytes: Family::default(),
+            stage_seconds: Family::new_with_constructor(seconds_histogram),
+            backlog_messages: Family::default(),
             batch_seconds: Family::new_with_constructor(seconds_histogram),
             phase_seconds: Family::new_with_constructor(seconds_histogram),
             commit_seconds: Family::new_with_constructor(seconds_histogram),
@@ -174,6 +193,29 @@ impl PipelineMetrics {
             "sink_rows",
             "Rows each sink received (after the stages)",
             m.sink_rows.clone(),
+        );
+        registry.register_with_unit(
+            "source",
+            "Bytes read from the source, as Arrow holds them (not bytes on the wire)",
+            Unit::Bytes,
+            m.source_bytes.clone(),
+        );
+        registry.register_with_unit(
+            "sink",
+            "Bytes each sink received, as Arrow holds them",
+            Unit::Bytes,
+            m.sink_bytes.clone(),
+        );
+        registry.register_with_unit(
+            "stage_duration",
+            "Time in each stage per batch (decode, sql, ...; on a cluster, summed over tasks)",
+            Unit::Seconds,
+            m.stage_seconds.clone(),
+        );
+        registry.register(
+            "source_backlog_messages",
+            "Messages waiting in the source's queue (files with useNotifications: SQS approximateQueueSize)",
+            m.backlog_messages.clone(),
         );
         registry.register_with_unit(
             "batch_duration",
@@ -291,6 +333,12 @@ impl PipelineMetrics {
                     source: source.description.clone(),
                 })
                 .inc_by(source.num_input_rows);
+            self.source_bytes
+                .get_or_create(&SourceLabels {
+                    pipeline: pipeline.to_string(),
+                    source: source.description.clone(),
+                })
+                .inc_by(source.num_input_bytes);
         }
         for sink in &event.sinks {
             self.sink_rows
@@ -299,6 +347,21 @@ impl PipelineMetrics {
                     sink: sink.description.clone(),
                 })
                 .inc_by(sink.num_output_rows);
+            self.sink_bytes
+                .get_or_create(&SinkLabels {
+                    pipeline: pipeline.to_string(),
+                    sink: sink.description.clone(),
+                })
+                .inc_by(sink.num_output_bytes);
+        }
+        for (key, ms) in &event.duration_ms.stages {
+            let stage = key.strip_prefix("stage.").unwrap_or(key);
+            self.stage_seconds
+                .get_or_create(&StageLabels {
+                    pipeline: pipeline.to_string(),
+                    stage: stage.to_string(),
+                })
+                .observe(*ms as f64 / 1000.0);
         }
         let d = &event.duration_ms;
         let secs = |ms: u64| ms as f64 / 1000.0;
@@ -331,6 +394,7 @@ impl PipelineMetrics {
             "maxMsBehindLatest" => Some(&self.backlog_ms),
             "numFilesOutstanding" => Some(&self.backlog_files),
             "numBytesOutstanding" | "estimatedTotalBytesBehindLatest" => Some(&self.backlog_bytes),
+            "approximateQueueSize" => Some(&self.backlog_messages),
             _ => None,
         }
     }
@@ -409,6 +473,7 @@ mod tests {
         metrics.insert("numFilesOutstanding".into(), 3.into());
         metrics.insert("numMalformedRecords".into(), 2.into());
         metrics.insert("numFilesTracked".into(), 7.into());
+        metrics.insert("approximateQueueSize".into(), 12.into());
         metrics.insert(
             "offsetsBehindLatestByPartition".into(),
             serde_json::json!({"t-0": 5, "t-1": 0}),
@@ -425,6 +490,7 @@ mod tests {
             duration_ms: Durations {
                 trigger_execution: 20,
                 wal_commit: 3,
+                stages: [("stage.decode".to_string(), 4)].into_iter().collect(),
                 ..Durations::default()
             },
             sources: vec![SourceProgress {
@@ -432,11 +498,13 @@ mod tests {
                 start_offset: Offset::parse("{}").unwrap(),
                 end_offset: Offset::parse("{}").unwrap(),
                 num_input_rows: rows,
+                num_input_bytes: rows * 100,
                 metrics,
             }],
             sinks: vec![SinkProgress {
                 description: "parquet".into(),
                 num_output_rows: rows / 2,
+                num_output_bytes: rows * 50,
             }],
             latencies: None,
             interim,
@@ -452,6 +520,26 @@ mod tests {
         m.observe(&event(99, true), 2.0);
         m.observe(&event(4, false), 3.0);
         let text = m.render().unwrap();
+        assert!(
+            text.contains(r#"tributary_source_bytes_total{pipeline="p",source="files in"} 1400"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"tributary_sink_bytes_total{pipeline="p",sink="parquet"} 700"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"tributary_stage_duration_seconds_count{pipeline="p",stage="decode"} 2"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"tributary_source_backlog_messages{pipeline="p",source="files in"} 12"#
+            ),
+            "{text}"
+        );
         assert!(
             text.contains(r#"tributary_source_rows_total{pipeline="p",source="files in"} 14"#),
             "{text}"

@@ -230,6 +230,18 @@ pub struct Row {
     pub headers: Option<Vec<(String, Option<String>)>>,
 }
 
+/// Rows by topic and partition, each partition's rows in the order they were read: the order
+/// the source contract fixes (how partitions interleave is free).
+pub fn by_partition(rows: &[Row]) -> std::collections::BTreeMap<(String, i32), Vec<Row>> {
+    let mut out: std::collections::BTreeMap<(String, i32), Vec<Row>> = Default::default();
+    for r in rows {
+        out.entry((r.topic.clone(), r.partition))
+            .or_default()
+            .push(r.clone());
+    }
+    out
+}
+
 pub fn rows(batches: &[RecordBatch]) -> Vec<Row> {
     let mut out = Vec::new();
     for b in batches {

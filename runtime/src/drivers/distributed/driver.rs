@@ -152,8 +152,7 @@ impl Distributed {
         let read = t.elapsed();
         let mut outputs = Vec::with_capacity(results.len());
         let mut tasks = Vec::with_capacity(results.len());
-        let mut rows = 0;
-        let mut rows_in = 0;
+        let mut moved = Moved::default();
         for r in &results {
             let out: TaskOutput = serde_json::from_value(r.output.clone()).map_err(|e| {
                 Error::new(
@@ -172,8 +171,18 @@ impl Distributed {
                     ),
                 ));
             }
-            rows += out.rows;
-            rows_in += out.rows_in;
+            moved.add(&Moved {
+                rows_in: out.rows_in,
+                rows: out.rows,
+                bytes_in: out.bytes_in,
+                bytes: out.bytes,
+                stages: out
+                    .stage_us
+                    .iter()
+                    .map(|us| std::time::Duration::from_micros(*us))
+                    .collect(),
+                ..Moved::default()
+            });
             add_counts(&mut self.executed, &out.metrics);
             tasks.push(TaskProgress {
                 partition: r.partition,
@@ -202,12 +211,7 @@ impl Distributed {
             }
         }
         Ok(Some(DistributedBatch {
-            moved: Moved {
-                rows_in,
-                rows,
-                read,
-                write: std::time::Duration::ZERO,
-            },
+            moved: Moved { read, ..moved },
             outputs: per_sink,
             tasks,
             scheduling_ms: job_ms.saturating_sub(span),

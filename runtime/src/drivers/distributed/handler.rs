@@ -77,6 +77,15 @@ pub struct TaskOutput {
     /// Rows read from the partition (before the stages).
     #[serde(default)]
     pub rows_in: u64,
+    /// Bytes read from the partition (Arrow buffers, before the stages).
+    #[serde(default)]
+    pub bytes_in: u64,
+    /// Bytes after the stages.
+    #[serde(default)]
+    pub bytes: u64,
+    /// Microseconds spent in each stage, in the pipeline's stage order.
+    #[serde(default)]
+    pub stage_us: Vec<u64>,
     /// One staged output per sink, in the pipeline's sink order.
     pub sinks: Vec<StagedOutput>,
     /// The task's source and stage counters (files read, malformed records, ...): the driver
@@ -124,6 +133,9 @@ impl TaskHandler for RuntimeTaskHandler {
         serde_json::to_value(TaskOutput {
             rows: moved.rows,
             rows_in: moved.rows_in,
+            bytes_in: moved.bytes_in,
+            bytes: moved.bytes,
+            stage_us: moved.stages.iter().map(|d| d.as_micros() as u64).collect(),
             sinks: outputs,
             metrics,
         })

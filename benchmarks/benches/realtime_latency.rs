@@ -12,7 +12,7 @@
 //! in microseconds); a consumer of the output topic computes creation → arrival latencies into an
 //! HDR histogram. Records of the first 500 ms are warm-up and not counted. Outputs are checked
 //! outside the timing: every offered record must arrive (a mode that drops records is reported
-//! as such, not as fast). Run: `cargo bench -p tributary-runtime --bench realtime_latency`.
+//! as such, not as fast). Run: `cargo bench -p tributary-benchmarks --bench realtime_latency` (`--features sql` adds realTime+sql).
 //! The consumers of the raw loop and the pipeline use the same fetch settings
 //! (`fetch.wait.max.ms=10`), so the comparison is of the loops, not of client tuning.
 

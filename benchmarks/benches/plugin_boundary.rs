@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-#[path = "../tests/plugin_common/mod.rs"]
+#[path = "../../runtime/tests/plugin_common/mod.rs"]
 mod plugin_common;
 
 use std::sync::Arc;

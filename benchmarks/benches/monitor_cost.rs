@@ -4,7 +4,7 @@
 //! client thread, interleaved round by round in one run.
 //!
 //! ```text
-//! cargo bench -p tributary-runtime --no-default-features --features kafka,sinks --bench monitor_cost
+//! cargo bench -p tributary-benchmarks --bench monitor_cost
 //! ```
 //!
 //! The broker is librdkafka's in-process mock cluster (tansu would be the bottleneck and its
