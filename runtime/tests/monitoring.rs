@@ -8,92 +8,18 @@
 
 mod common;
 
-use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Stdio};
-use std::sync::mpsc;
+use std::process::Child;
 use std::time::{Duration, Instant};
 
+use common::http::{get, scrape, value};
 use common::{output_ids, tributary, write_json_files, Layout};
 
-/// A GET over plain HTTP/1.1: (status, body).
-fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    (status, body.to_string())
-}
-
-/// A scrape's samples: (name, sorted labels) → value.
-type Samples = HashMap<(String, Vec<(String, String)>), f64>;
-
-/// The samples of a scrape.
-fn scrape(addr: SocketAddr) -> Samples {
-    let (status, body) = get(addr, "/metrics");
-    assert_eq!(status, 200, "{body}");
-    let lines = body.lines().map(|l| Ok(l.to_string()));
-    let parsed =
-        prometheus_parse::Scrape::parse(lines).expect("the Prometheus parser reads /metrics");
-    parsed
-        .samples
-        .into_iter()
-        .map(|s| {
-            let mut labels: Vec<(String, String)> = s
-                .labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            labels.sort();
-            let value = match s.value {
-                prometheus_parse::Value::Counter(v)
-                | prometheus_parse::Value::Gauge(v)
-                | prometheus_parse::Value::Untyped(v) => v,
-                _ => f64::NAN,
-            };
-            ((s.metric, labels), value)
-        })
-        .collect()
-}
-
-fn value(samples: &Samples, name: &str) -> f64 {
-    samples
-        .iter()
-        .filter(|((n, _), _)| n == name)
-        .map(|(_, v)| *v)
-        .sum()
-}
-
 /// Starts `tributary run --http 127.0.0.1:0` and returns the child and the address it printed.
-fn start(pipeline: &std::path::Path) -> (Child, SocketAddr) {
-    let mut child = tributary()
-        .args(["run", "--quiet", "--http", "127.0.0.1:0"])
-        .arg(pipeline)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.strip_prefix("monitoring on http://") {
-                let _ = tx.send(rest.trim_end_matches('/').to_string());
-            }
-            eprintln!("tributary: {line}");
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the run prints its monitoring address");
-    (child, addr.parse().unwrap())
+fn start(pipeline: &std::path::Path) -> (Child, std::net::SocketAddr) {
+    let mut cmd = tributary();
+    cmd.args(["run", "--quiet", "--http", "127.0.0.1:0"])
+        .arg(pipeline);
+    common::http::spawn_monitored(cmd)
 }
 
 fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {

@@ -91,6 +91,7 @@ impl Pipeline {
     }
 
     /// Runs one batch: log its range (unless replaying), move its parts, commit, report.
+    /// Returns the rows read (the summary counts what the events count as `numInputRows`).
     #[tracing::instrument(name = "batch", skip_all, fields(pipeline = %self.name, batch_id = batch_id))]
     pub(crate) async fn execute(
         &mut self,
@@ -108,6 +109,7 @@ impl Pipeline {
         }
         let executed = self.move_batch(batch_id, start, end).await?;
         let rows = executed.moved.rows;
+        let rows_in = executed.moved.rows_in;
         let times = commit::commit(
             &self.checkpoint,
             self.source.as_mut(),
@@ -135,7 +137,7 @@ impl Pipeline {
         report.tasks = executed.tasks;
         report.scheduling_ms = executed.scheduling_ms;
         self.report(report);
-        Ok(rows)
+        Ok(rows_in)
     }
 
     /// Step 3: the batch's parts into the sinks' staging, on the cluster or here.

@@ -222,7 +222,7 @@ impl Pipeline {
             if long.is_empty() {
                 continue;
             }
-            let rows = long.moved.rows;
+            let rows = long.moved.rows_in;
             let end = self.end_batch(long, &mut last_end).await?;
             summary.batches += 1;
             summary.rows += rows;

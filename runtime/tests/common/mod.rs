@@ -10,6 +10,8 @@
 )]
 //! Helpers shared by the runtime's end-to-end tests: pipeline files, input files, the binary.
 
+pub mod http;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
