@@ -197,3 +197,70 @@ async fn multi_line_json_files_are_documents_of_rows() {
     assert_eq!(src.metrics()["numMalformedRecords"], 1);
     assert_eq!(distinct_files(&batches), ["a.json", "b.json", "c.json"]);
 }
+
+/// A CSV file with a quoted value holding a newline, then a record whose quote never closes
+/// (no quote follows it), then two rows.
+fn unclosed_quote_csv(dir: &std::path::Path) {
+    std::fs::write(
+        dir.join("q.csv"),
+        "id,name\n1,a\n2,\"multi\nline\"\n3,\"broken\n4,d\n5,e\n",
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn an_unclosed_csv_quote_is_one_counted_malformed_record_and_loses_no_row() {
+    let input = tempfile::tempdir().unwrap();
+    unclosed_quote_csv(input.path());
+    let mut src = source(
+        input.path(),
+        None,
+        &[
+            ("cloudFiles.format", "csv"),
+            ("header", "true"),
+            ("schema", "id INT, name STRING"),
+        ],
+    );
+    let start = src.initial_offset().await.unwrap();
+    let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
+    let ids = strings(&batches, "id");
+    let names = strings(&batches, "name");
+    let rescued = strings(&batches, "_rescued_data");
+    // The quote in line 3 closes in line 4: a multi-line value. Line 5's never does: its
+    // record (line 5 alone) is malformed, rows 4 and 5 after it are read.
+    let ids: Vec<_> = ids.iter().map(|v| v.as_deref()).collect();
+    assert_eq!(ids, [Some("1"), Some("2"), None, Some("4"), Some("5")]);
+    assert_eq!(names[1].as_deref(), Some("multi\nline"));
+    assert_eq!(names[4].as_deref(), Some("e"));
+    assert_eq!(rescued[2].as_deref(), Some("3,\"broken"));
+    assert_eq!(rescued[4], None);
+    assert_eq!(src.metrics()["numMalformedRecords"], 1);
+}
+
+#[tokio::test]
+async fn an_unclosed_csv_quote_under_failfast_names_the_file_and_line() {
+    let input = tempfile::tempdir().unwrap();
+    unclosed_quote_csv(input.path());
+    let mut src = source(
+        input.path(),
+        None,
+        &[
+            ("cloudFiles.format", "csv"),
+            ("header", "true"),
+            ("schema", "id INT, name STRING"),
+            ("mode", "FAILFAST"),
+        ],
+    );
+    let start = src.initial_offset().await.unwrap();
+    let end = src.latest_offset(&start, &ReadLimit::All).await.unwrap();
+    let err = src.read(&start, &end).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::MalformedRecord);
+    let file = input.path().canonicalize().unwrap().join("q.csv");
+    assert_eq!(
+        err.context_value("file"),
+        Some(file.display().to_string().as_str())
+    );
+    assert_eq!(err.context_value("row"), Some("5"));
+    assert!(err.message().contains("quote"), "{}", err.message());
+    assert!(!err.message().contains('\n'), "{}", err.message());
+}
