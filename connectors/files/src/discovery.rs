@@ -18,7 +18,7 @@
 //! A link to a directory or file elsewhere is skipped with a warning naming it (once per path
 //! and source), as Auto Loader does not follow links out of the input path; a link that stays
 //! inside (an alias of a subdirectory) is read like any other path. `cloudFiles.cleanSource`
-//! checks the same again before it deletes or moves anything ([`crate::clean`]).
+//! checks the same again before it deletes or moves anything (`clean.rs`).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

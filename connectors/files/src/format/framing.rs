@@ -134,10 +134,7 @@ impl Framer {
     /// does not swallow the rest of the file: the window before it is emitted, then its record
     /// (from the record's start to the end of the opening quote's line) alone with `unclosed`
     /// true, then the lines after it are framed as usual. `emit(bytes, first_line, unclosed)`.
-    pub(crate) fn finish_quoted(
-        &mut self,
-        emit: &mut EmitQuoted<'_>,
-    ) -> Result<()> {
+    pub(crate) fn finish_quoted(&mut self, emit: &mut EmitQuoted<'_>) -> Result<()> {
         if self.field == Field::Quoted && self.open_at >= self.end {
             if self.records > 0 {
                 self.emit_window(&mut |w, line| emit(w, line, false))?;
