@@ -12,9 +12,17 @@
 //! by absolute path; a bucket through its client (see [`crate::store`]), its files named by URL
 //! (`s3://bucket/key`). The file state, `_metadata` and offsets are the same either way. A
 //! directory, bucket or prefix that does not exist is an error, never an empty listing.
+//!
+//! Symbolic links (local directories): the listing follows them, but a file is eligible only
+//! while its resolved path (every link followed) is still under the resolved input directory.
+//! A link to a directory or file elsewhere is skipped with a warning naming it (once per path
+//! and source), as Auto Loader does not follow links out of the input path; a link that stays
+//! inside (an alias of a subdirectory) is read like any other path. `cloudFiles.cleanSource`
+//! checks the same again before it deletes or moves anything (`clean.rs`).
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::TryStreamExt;
@@ -43,6 +51,18 @@ pub struct Discovery {
     path_glob: Option<(String, GlobMatcher)>,
     name_glob: Option<(String, GlobMatcher)>,
     max_file_age: Option<Duration>,
+    /// Local: the paths already warned about as leaving the input directory.
+    warned_outside: Arc<Mutex<HashSet<String>>>,
+}
+
+/// Per listing: whether each directory seen resolves under the input directory (one
+/// `canonicalize` per directory, not per file).
+pub(crate) type ResolvedDirs = HashMap<PathBuf, bool>;
+
+/// True when `path`, every symbolic link followed, is under `root` (canonical). A path that
+/// cannot be resolved (gone, a broken link) is not under it.
+pub(crate) fn resolves_under(root: &Path, path: &Path) -> bool {
+    path.canonicalize().is_ok_and(|p| p.starts_with(root))
 }
 
 impl Discovery {
@@ -80,6 +100,7 @@ impl Discovery {
                     path_glob,
                     name_glob,
                     max_file_age: config.max_file_age,
+                    warned_outside: Arc::default(),
                 };
                 let probe = d.fresh()?;
                 if let Some(single) =
@@ -130,6 +151,7 @@ impl Discovery {
             path_glob,
             name_glob,
             max_file_age,
+            warned_outside: Arc::default(),
         })
     }
 
@@ -279,6 +301,7 @@ impl Discovery {
             .max_file_age
             .map(|age| now_ms() - age.as_millis() as i64);
         let prefix = self.cloud.as_ref().and_then(|(_, p)| p.as_ref());
+        let mut dirs = ResolvedDirs::new();
         let mut stream = match after {
             Some(after) => self.store.list_with_offset(prefix, after),
             None => self.store.list(prefix),
@@ -288,18 +311,29 @@ impl Discovery {
             .await
             .map_err(|e| access_error(&self.spec, &self.root_text, e))?
         {
-            if let Some(file) = self.eligible(&meta, oldest_ms)? {
+            if let Some(file) = self.eligible_in(&meta, oldest_ms, &mut dirs)? {
                 out.push(file);
             }
         }
         Ok(())
     }
 
-    /// The listed file for `meta`, or `None` when a filter excludes it.
+    /// The listed file for `meta`, or `None` when a filter excludes it (or, local, when it
+    /// resolves outside the input directory).
     pub fn eligible(
         &self,
         meta: &ObjectMeta,
         oldest_ms: Option<i64>,
+    ) -> Result<Option<ListedFile>> {
+        self.eligible_in(meta, oldest_ms, &mut ResolvedDirs::new())
+    }
+
+    /// [`Discovery::eligible`] with the directories of this listing resolved once.
+    fn eligible_in(
+        &self,
+        meta: &ObjectMeta,
+        oldest_ms: Option<i64>,
+        dirs: &mut ResolvedDirs,
     ) -> Result<Option<ListedFile>> {
         let rel_path = match self.relative(meta)? {
             Some(rel) => rel,
@@ -328,11 +362,52 @@ impl Discovery {
             Some((root_url, _)) => format!("{root_url}{}", meta.location),
             None => format!("{}/{rel_path}", self.root_text),
         };
+        if !self.inside_root(Path::new(&path), dirs) {
+            return Ok(None);
+        }
         Ok(Some(ListedFile {
             path,
             size: meta.size,
             modification_time_ms: mtime,
         }))
+    }
+
+    /// Local: `path` resolves under the input directory (its directory resolved once per
+    /// listing; the file itself only when it is a link). Warns once per path when it does not.
+    /// Object stores have no links: always true.
+    fn inside_root(&self, path: &Path, dirs: &mut ResolvedDirs) -> bool {
+        let Some((root, _)) = &self.local else {
+            return true;
+        };
+        let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        let inside = if is_link {
+            resolves_under(root, path)
+        } else {
+            match path.parent() {
+                Some(dir) => *dirs
+                    .entry(dir.to_path_buf())
+                    .or_insert_with(|| resolves_under(root, dir)),
+                None => false,
+            }
+        };
+        if !inside {
+            let text = path.display().to_string();
+            let first = self
+                .warned_outside
+                .lock()
+                .map(|mut w| w.insert(text.clone()))
+                .unwrap_or(true);
+            if first {
+                let resolved = path.canonicalize().map(|p| p.display().to_string());
+                tracing::warn!(
+                    path = %text,
+                    resolved = %resolved.unwrap_or_else(|e| format!("unresolvable: {e}")),
+                    root = %root.display(),
+                    "skipping a file whose symbolic link leads out of the input directory"
+                );
+            }
+        }
+        inside
     }
 
     /// `meta`'s path relative to the listed directory.

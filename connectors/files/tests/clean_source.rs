@@ -117,3 +117,110 @@ fn move_needs_a_destination_outside_the_source() {
     assert_eq!(e.code(), ErrorCode::InvalidOption);
     assert!(e.message().contains("outside"), "{}", e.message());
 }
+
+/// Reads everything and commits it (cleaning runs in the commit).
+async fn read_and_commit(src: &mut Box<dyn tributary_sdk::Source>) -> usize {
+    let start = src.initial_offset().await.unwrap();
+    let end = src.latest_offset(&start, &ReadLimit::All).await.unwrap();
+    let n = rows(&src.read(&start, &end).await.unwrap());
+    src.commit(&end).await.unwrap();
+    n
+}
+
+#[tokio::test]
+async fn a_directory_symlink_out_of_the_input_is_neither_read_nor_cleaned() {
+    let input = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    write_json(outside.path(), "precious.json", 100, 3);
+    write_json(input.path(), "a.json", 0, 2);
+    std::os::unix::fs::symlink(outside.path(), input.path().join("elsewhere")).unwrap();
+    let opts = [
+        ("cloudFiles.cleanSource", "DELETE"),
+        ("cloudFiles.cleanSource.retentionDuration", "0s"),
+    ];
+    let mut src = source(input.path(), None, &opts);
+    assert_eq!(read_and_commit(&mut src).await, 2);
+    assert!(!input.path().join("a.json").exists());
+    assert!(outside.path().join("precious.json").is_file());
+}
+
+/// Replaces directory `dir` of the input, after it was read, with a symlink to a directory
+/// outside holding a file of the same name, size and modification time.
+fn swap_for_outside_symlink(dir: &std::path::Path, name: &str, outside: &std::path::Path) {
+    let original = dir.join(name);
+    let mtime = std::fs::metadata(&original).unwrap().modified().unwrap();
+    std::fs::copy(&original, outside.join(name)).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(outside.join(name))
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+    std::os::unix::fs::symlink(outside, dir).unwrap();
+}
+
+#[tokio::test]
+async fn delete_never_follows_a_symlink_out_of_the_input() {
+    let input = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let sub = input.path().join("day=1");
+    std::fs::create_dir_all(&sub).unwrap();
+    write_json(&sub, "x.json", 0, 2);
+    write_json(input.path(), "b.json", 2, 1);
+    let opts = [
+        ("cloudFiles.cleanSource", "DELETE"),
+        ("cloudFiles.cleanSource.retentionDuration", "0s"),
+    ];
+    let mut src = source(input.path(), None, &opts);
+    let start = src.initial_offset().await.unwrap();
+    let end = src.latest_offset(&start, &ReadLimit::All).await.unwrap();
+    assert_eq!(rows(&src.read(&start, &end).await.unwrap()), 3);
+    // Between the read and the clean-up, day=1 becomes a link to a directory elsewhere.
+    swap_for_outside_symlink(&sub, "x.json", outside.path());
+    src.commit(&end).await.unwrap();
+    assert!(
+        outside.path().join("x.json").is_file(),
+        "deleted outside the input"
+    );
+    assert!(!input.path().join("b.json").exists());
+    let m = src.metrics();
+    assert_eq!(m["numFilesCleaned"], 1);
+    assert_eq!(m["numFilesCleanSkipped"], 1);
+}
+
+#[tokio::test]
+async fn move_never_follows_a_symlink_out_of_the_input_or_the_destination() {
+    let input = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let archive = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let sub = input.path().join("day=1");
+    std::fs::create_dir_all(&sub).unwrap();
+    write_json(&sub, "x.json", 0, 2);
+    std::fs::create_dir_all(input.path().join("day=2")).unwrap();
+    write_json(&input.path().join("day=2"), "y.json", 2, 1);
+    // In the destination, day=2 is a link to a directory elsewhere.
+    std::os::unix::fs::symlink(elsewhere.path(), archive.path().join("day=2")).unwrap();
+    let dest = archive.path().display().to_string();
+    let opts = [
+        ("cloudFiles.cleanSource", "MOVE"),
+        ("cloudFiles.cleanSource.moveDestination", dest.as_str()),
+        ("cloudFiles.cleanSource.retentionDuration", "0s"),
+    ];
+    let mut src = source(input.path(), None, &opts);
+    let start = src.initial_offset().await.unwrap();
+    let end = src.latest_offset(&start, &ReadLimit::All).await.unwrap();
+    assert_eq!(rows(&src.read(&start, &end).await.unwrap()), 3);
+    swap_for_outside_symlink(&sub, "x.json", outside.path());
+    src.commit(&end).await.unwrap();
+    // Not moved out of the directory the link points to.
+    assert!(outside.path().join("x.json").is_file());
+    assert!(!archive.path().join("day=1/x.json").exists());
+    // Not moved through the destination's link.
+    assert!(input.path().join("day=2/y.json").is_file());
+    assert!(!elsewhere.path().join("y.json").exists());
+    let m = src.metrics();
+    assert_eq!(m["numFilesCleaned"], 0);
+    assert_eq!(m["numFilesCleanSkipped"], 2);
+}

@@ -197,3 +197,171 @@ async fn multi_line_json_files_are_documents_of_rows() {
     assert_eq!(src.metrics()["numMalformedRecords"], 1);
     assert_eq!(distinct_files(&batches), ["a.json", "b.json", "c.json"]);
 }
+
+/// A CSV file with a quoted value holding a newline, then a record whose quote never closes
+/// (no quote follows it), then two rows.
+fn unclosed_quote_csv(dir: &std::path::Path) {
+    std::fs::write(
+        dir.join("q.csv"),
+        "id,name\n1,a\n2,\"multi\nline\"\n3,\"broken\n4,d\n5,e\n",
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn an_unclosed_csv_quote_is_one_counted_malformed_record_and_loses_no_row() {
+    let input = tempfile::tempdir().unwrap();
+    unclosed_quote_csv(input.path());
+    let mut src = source(
+        input.path(),
+        None,
+        &[
+            ("cloudFiles.format", "csv"),
+            ("header", "true"),
+            ("schema", "id INT, name STRING"),
+        ],
+    );
+    let start = src.initial_offset().await.unwrap();
+    let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
+    let ids = strings(&batches, "id");
+    let names = strings(&batches, "name");
+    let rescued = strings(&batches, "_rescued_data");
+    // The quote in line 3 closes in line 4: a multi-line value. Line 5's never does: its
+    // record (line 5 alone) is malformed, rows 4 and 5 after it are read.
+    let ids: Vec<_> = ids.iter().map(|v| v.as_deref()).collect();
+    assert_eq!(ids, [Some("1"), Some("2"), None, Some("4"), Some("5")]);
+    assert_eq!(names[1].as_deref(), Some("multi\nline"));
+    assert_eq!(names[4].as_deref(), Some("e"));
+    assert_eq!(rescued[2].as_deref(), Some("3,\"broken"));
+    assert_eq!(rescued[4], None);
+    assert_eq!(src.metrics()["numMalformedRecords"], 1);
+}
+
+#[tokio::test]
+async fn an_unclosed_csv_quote_under_failfast_names_the_file_and_line() {
+    let input = tempfile::tempdir().unwrap();
+    unclosed_quote_csv(input.path());
+    let mut src = source(
+        input.path(),
+        None,
+        &[
+            ("cloudFiles.format", "csv"),
+            ("header", "true"),
+            ("schema", "id INT, name STRING"),
+            ("mode", "FAILFAST"),
+        ],
+    );
+    let start = src.initial_offset().await.unwrap();
+    let end = src.latest_offset(&start, &ReadLimit::All).await.unwrap();
+    let err = src.read(&start, &end).await.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::MalformedRecord);
+    let file = input.path().canonicalize().unwrap().join("q.csv");
+    assert_eq!(
+        err.context_value("file"),
+        Some(file.display().to_string().as_str())
+    );
+    assert_eq!(err.context_value("row"), Some("5"));
+    assert!(err.message().contains("quote"), "{}", err.message());
+    assert!(!err.message().contains('\n'), "{}", err.message());
+}
+
+#[tokio::test]
+async fn unknown_fields_at_any_depth_are_rescued_with_their_nesting() {
+    let input = tempfile::tempdir().unwrap();
+    std::fs::write(
+        input.path().join("deep.json"),
+        concat!(
+            "{\"id\": 1, \"a\": {\"b\": {\"c\": {\"x\": 1, \"deep\": \"kept\"}}}}\n",
+            "{\"id\": 2, \"a\": {\"b\": {\"c\": {\"x\": 2}, \"mid\": [1, 2]}, \"top_a\": true}}\n",
+            "{\"id\": 3, \"a\": {\"b\": {\"c\": {\"x\": 3}}}}\n",
+            "{\"id\": 4, \"l\": [{\"s\": {\"x\": 1}}, {\"s\": {\"x\": 2, \"new\": 9}}]}\n",
+        ),
+    )
+    .unwrap();
+    let mut src = source(
+        input.path(),
+        None,
+        &[
+            (
+                "schema",
+                "id BIGINT, a STRUCT<b: STRUCT<c: STRUCT<x: BIGINT>>>, \
+                 l ARRAY<STRUCT<s: STRUCT<x: BIGINT>>>",
+            ),
+            ("rescuedDataColumn", "_rescued_data"),
+        ],
+    );
+    let start = src.initial_offset().await.unwrap();
+    let (_, batches) = batch(&mut src, &start, &ReadLimit::All).await;
+    assert_eq!(rows(&batches), 4);
+    let rescued: Vec<Option<serde_json::Value>> = strings(&batches, "_rescued_data")
+        .into_iter()
+        .map(|r| r.map(|t| serde_json::from_str(&t).unwrap()))
+        .collect();
+    assert_eq!(
+        rescued,
+        [
+            Some(serde_json::json!({"a": {"b": {"c": {"deep": "kept"}}}})),
+            Some(serde_json::json!({"a": {"b": {"mid": [1, 2]}, "top_a": true}})),
+            None,
+            // Inside array elements too; the array keeps its positions.
+            Some(serde_json::json!({"l": [null, {"s": {"new": 9}}]})),
+        ]
+    );
+    assert_eq!(
+        strings(&batches, "id"),
+        [
+            Some("1".into()),
+            Some("2".into()),
+            Some("3".into()),
+            Some("4".into())
+        ]
+    );
+    assert_eq!(src.metrics()["numMalformedRecords"], 0);
+}
+
+/// A JSON line of 100,000 nested (closed) arrays between two good lines, read with `mode`, on a
+/// thread with the default 2 MiB stack of Rust threads.
+fn read_deep_line(mode: &'static str) -> tributary_sdk::Result<(Vec<Option<String>>, u64)> {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let input = tempfile::tempdir().unwrap();
+            let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+            std::fs::write(
+                input.path().join("deep.json"),
+                format!("{{\"id\": 1}}\n{deep}\n{{\"id\": 3}}\n"),
+            )
+            .unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let mut src = source(
+                    input.path(),
+                    None,
+                    &[("schema", "id BIGINT"), ("mode", mode)],
+                );
+                let start = src.initial_offset().await.unwrap();
+                let end = src.latest_offset(&start, &ReadLimit::All).await.unwrap();
+                let batches = src.read(&start, &end).await?;
+                let malformed = src.metrics()["numMalformedRecords"].as_u64().unwrap();
+                Ok((strings(&batches, "id"), malformed))
+            })
+        })
+        .unwrap()
+        .join()
+        .expect("the reading thread crashed")
+}
+
+#[test]
+fn a_line_nested_100000_deep_is_a_counted_malformed_record() {
+    let (ids, malformed) = read_deep_line("PERMISSIVE").unwrap();
+    assert_eq!(ids, [Some("1".into()), None, Some("3".into())]);
+    assert_eq!(malformed, 1);
+    let err = read_deep_line("FAILFAST").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::MalformedRecord);
+    assert_eq!(err.context_value("row"), Some("2"));
+    assert!(err.message().contains("nested deeper"), "{}", err.message());
+    assert!(err.message().len() < 4096, "{}", err.message().len());
+}

@@ -17,6 +17,16 @@
 //! A record with rescued values counts as malformed. In FAILFAST mode the first such record
 //! stops the read with `MALFORMED_RECORD` naming file and line. Empty fields are nulls on both
 //! paths.
+//!
+//! An unclosed quote: a quote opens a quoted field only at the start of a field (as in the
+//! parsers), and a quoted field may hold newlines, so a quote that never closes would make the
+//! rest of the file one field and silently swallow every row after it. It cannot close later:
+//! no quote follows it. So at the end of the file the record holding it, from the record's
+//! start to the end of the line of the opening quote, is one malformed record (nulls, its raw
+//! text in the rescued data column, counted in `numMalformedRecords`; FAILFAST: the read stops
+//! naming file and line), and the lines after it are read as ordinary records. Spark's
+//! PERMISSIVE mode likewise makes a record it cannot parse a malformed row; its default
+//! (`multiLine=false`) never lets a quote span lines at all.
 
 use std::io::Cursor;
 use std::sync::Arc;
@@ -30,7 +40,7 @@ use bytes::Bytes;
 use tributary_sdk::{Error, ErrorCode, Result};
 
 use super::decoder::{FileDecoder, FileEnd};
-use super::framing::{Framer, Separator};
+use super::framing::{Framer, Quoting, Separator};
 use super::{null_as_string, rescued_array, with_rescued, DecodeContext, Decoded, BATCH_SIZE};
 use crate::config::{CsvOptions, Mode};
 use crate::error::{excerpt, malformed, unreadable};
@@ -39,7 +49,14 @@ use crate::error::{excerpt, malformed, unreadable};
 /// does not end one), each through the fast path or, when that fails, the slow path.
 pub(crate) fn decoder(path: &str, ctx: &DecodeContext) -> Box<dyn FileDecoder> {
     Box::new(CsvDecoder {
-        framer: Framer::new(Separator::Newline, Some(b'"'), BATCH_SIZE),
+        framer: Framer::new(
+            Separator::Newline,
+            Some(Quoting {
+                quote: b'"',
+                delimiter: ctx.csv.delimiter,
+            }),
+            BATCH_SIZE,
+        ),
         window: Window {
             path: path.to_string(),
             ctx: ctx.clone(),
@@ -111,6 +128,40 @@ impl Window {
     }
 }
 
+impl Window {
+    /// A record whose quoted field never closed (see the module doc): one malformed row.
+    fn unclosed(&mut self, bytes: &[u8], line: u64, out: &mut Vec<RecordBatch>) -> Result<()> {
+        // A damaged first record is the damaged header: no names from it.
+        self.header_pending = false;
+        let text = record_text(bytes, 0, bytes.len());
+        if self.ctx.mode == Mode::FailFast {
+            return Err(malformed(
+                &self.path,
+                line,
+                format!(
+                    "a quoted field opened in this record never closes before the end of the                      file; record: {}",
+                    excerpt(&text).replace('\r', "\\r").replace('\n', "\\n")
+                ),
+            ));
+        }
+        let columns = self
+            .ctx
+            .file_schema
+            .fields()
+            .iter()
+            .map(|f| arrow_array::new_null_array(f.data_type(), 1))
+            .collect();
+        let batch = RecordBatch::try_new(self.ctx.file_schema.clone(), columns)?;
+        out.push(with_rescued(
+            batch,
+            Some(rescued_array(&[Some(text)])),
+            &self.ctx,
+        )?);
+        self.malformed += 1;
+        Ok(())
+    }
+}
+
 impl FileDecoder for CsvDecoder {
     fn push(&mut self, chunk: &[u8], out: &mut Vec<RecordBatch>) -> Result<()> {
         let window = &mut self.window;
@@ -120,8 +171,13 @@ impl FileDecoder for CsvDecoder {
 
     fn finish(mut self: Box<Self>, out: &mut Vec<RecordBatch>) -> Result<FileEnd> {
         let window = &mut self.window;
-        self.framer
-            .finish(&mut |w, line| window.decode(w, line, out))?;
+        self.framer.finish_quoted(&mut |w, line, unclosed| {
+            if unclosed {
+                window.unclosed(w, line, out)
+            } else {
+                window.decode(w, line, out)
+            }
+        })?;
         Ok(FileEnd {
             malformed: self.window.malformed,
             ..FileEnd::default()

@@ -9,15 +9,22 @@
 //! fails, each of its lines is checked on its own:
 //!
 //! - it decodes strictly: kept as is;
-//! - it decodes once unknown fields are allowed: kept, and its unknown top-level fields go to
-//!   the rescued data column as a JSON object (Auto Loader's behaviour for columns that are
-//!   not in the schema);
+//! - it decodes once unknown fields are allowed: kept, and its unknown fields, at any depth
+//!   (inside struct columns, array elements and map values, see [`super::unknown_fields`]), go
+//!   to the rescued data column as a JSON object with the record's nesting (Auto Loader's
+//!   behaviour for columns that are not in the schema);
 //! - otherwise (not JSON, not an object, a value that does not fit its column): malformed. In
 //!   PERMISSIVE mode the row is all nulls with the raw line in the rescued data column and it
 //!   is counted; in FAILFAST mode the read stops with `MALFORMED_RECORD` naming file and line.
 //!
 //! The cleaned window (malformed lines replaced by `{}`) is then decoded in one go, so the rows
 //! stay in file order and every line yields exactly one row.
+//!
+//! Nesting is bounded: a line whose arrays and objects nest deeper than [`MAX_DEPTH`] levels
+//! is malformed before any decoder sees it (arrow-json builds its error message for such a
+//! line recursively and would overflow the stack). A window is checked with one `memchr` pass
+//! counting `[` and `{` per line; only a line with more than `MAX_DEPTH` of them is scanned
+//! exactly (brackets inside strings do not count).
 
 use std::io::Cursor;
 
@@ -29,13 +36,62 @@ use tributary_sdk::{Error, ErrorCode, Result};
 
 use super::decoder::{Buffered, FileDecoder, FileEnd};
 use super::framing::{Framer, Separator};
-use super::unknown_fields::{merge_sample, unknown_fields};
+use super::unknown_fields::{merge_sample, rescued_fields, unknown_fields};
 use super::{
     leaves_as_strings, null_as_string, rescued_array, with_rescued, DecodeContext, Decoded,
     BATCH_SIZE,
 };
 use crate::config::{Mode, SchemaEvolution};
 use crate::error::{excerpt, malformed, unreadable};
+
+/// The deepest nesting of arrays and objects a JSON line may have; deeper is malformed.
+pub const MAX_DEPTH: usize = 512;
+
+/// True when some line of `window` nests deeper than [`MAX_DEPTH`].
+fn any_line_too_deep(window: &[u8]) -> bool {
+    let mut line_start = 0;
+    let mut openers = 0usize;
+    for at in memchr::memchr3_iter(b'[', b'{', b'\n', window) {
+        if window[at] == b'\n' {
+            if openers > MAX_DEPTH && too_deep(&window[line_start..at]) {
+                return true;
+            }
+            line_start = at + 1;
+            openers = 0;
+        } else {
+            openers += 1;
+        }
+    }
+    openers > MAX_DEPTH && too_deep(&window[line_start..])
+}
+
+/// True when `line`'s arrays and objects nest deeper than [`MAX_DEPTH`] (outside strings).
+fn too_deep(line: &[u8]) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in line {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
 
 fn builder(ctx: &DecodeContext, strict: bool) -> ReaderBuilder {
     ReaderBuilder::new(ctx.file_schema.clone())
@@ -105,7 +161,13 @@ impl LinesDecoder {
 
 impl Windows {
     fn decode(&mut self, window: &[u8], first_line: u64, out: &mut Vec<RecordBatch>) -> Result<()> {
-        match self.fast(window) {
+        // A line nested too deep never reaches arrow-json: straight to the line-by-line check.
+        let fast = if any_line_too_deep(window) {
+            Err(())
+        } else {
+            self.fast(window)
+        };
+        match fast {
             Ok(Some(batch)) => out.push(with_rescued(batch, None, &self.ctx)?),
             Ok(None) => {}
             Err(()) => {
@@ -260,6 +322,11 @@ impl LineChecker<'_> {
     }
 
     fn classify(&mut self, line: &[u8]) -> Outcome {
+        if too_deep(line) {
+            return Outcome::Bad(format!(
+                "arrays and objects nested deeper than {MAX_DEPTH} levels"
+            ));
+        }
         if Self::check_with(&mut self.strict, self.ctx, true, line).is_ok() {
             return Outcome::Good;
         }
@@ -272,9 +339,10 @@ impl LineChecker<'_> {
     /// The fields of `line` that are not columns (empty when there are none).
     fn unknown_fields(&self, line: &[u8]) -> serde_json::Map<String, serde_json::Value> {
         match serde_json::from_slice(line) {
-            Ok(serde_json::Value::Object(map)) => {
-                unknown_fields(&map, self.ctx.file_schema.fields())
-            }
+            Ok(serde_json::Value::Object(map)) => match self.ctx.evolution {
+                SchemaEvolution::Rescue => rescued_fields(&map, self.ctx.file_schema.fields()),
+                _ => unknown_fields(&map, self.ctx.file_schema.fields()),
+            },
             _ => serde_json::Map::new(),
         }
     }
@@ -512,6 +580,21 @@ mod tests {
         assert_eq!(r.value(1), "{\"id\": \"x\"}");
         assert_eq!(r.value(2), "not json");
         assert_eq!(r.value(3), "{\"more\":[1]}");
+    }
+
+    #[test]
+    fn nesting_depth_counts_brackets_outside_strings_only() {
+        let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        assert!(too_deep(deep.as_bytes()));
+        let at_limit = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(!too_deep(at_limit.as_bytes()));
+        let in_string = format!("{{\"s\": \"\\\"{}\"}}", "[".repeat(2 * MAX_DEPTH));
+        assert!(!too_deep(in_string.as_bytes()));
+        let window = format!("{{\"id\": 1}}\n{in_string}\n{at_limit}\n{deep}");
+        assert!(any_line_too_deep(window.as_bytes()));
+        assert!(!any_line_too_deep(
+            window.as_bytes()[..window.len() - deep.len()].as_ref()
+        ));
     }
 
     #[test]
