@@ -72,12 +72,23 @@ impl Registry {
     pub fn with_plugins(plugin_path: &[std::path::PathBuf]) -> Result<Self> {
         let mut r = Registry::builtin();
         for p in crate::plugin::discover(&crate::plugin::search_path(plugin_path))? {
-            p.register_into(&mut r);
+            p.register_into(&mut r)?;
         }
         Ok(r)
     }
 
-    /// Registers a source factory (a later one with the same name replaces the earlier).
+    /// Whether a source called `name` is registered (names are case-insensitive).
+    pub fn has_source(&self, name: &str) -> bool {
+        self.sources.contains_key(&name.to_ascii_lowercase())
+    }
+
+    /// Whether a sink called `name` is registered.
+    pub fn has_sink(&self, name: &str) -> bool {
+        self.sinks.contains_key(&name.to_ascii_lowercase())
+    }
+
+    /// Registers a source factory (a later one with the same name replaces the earlier: plugins
+    /// go through [`crate::plugin::LoadedPlugin::register_into`], which refuses that).
     pub fn add_source(&mut self, f: Arc<dyn SourceFactory>) {
         self.sources.insert(f.name().to_ascii_lowercase(), f);
     }

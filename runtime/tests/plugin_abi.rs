@@ -232,7 +232,7 @@ fn discovery_reads_directories_and_the_environment_variable() {
     let found = plugin::discover(std::slice::from_ref(&dir)).unwrap();
     assert_eq!(found.len(), 1);
     let mut registry = tributary_runtime::registry::Registry::builtin();
-    found[0].register_into(&mut registry);
+    found[0].register_into(&mut registry).unwrap();
     assert_eq!(registry.source("generator").unwrap().name(), "generator");
     assert_eq!(registry.sink("jsonlines").unwrap().name(), "jsonlines");
     let table = plugin::plugins_list_table(&plugin::scan(std::slice::from_ref(&dir)).unwrap());
@@ -244,4 +244,52 @@ fn discovery_reads_directories_and_the_environment_variable() {
     std::env::set_var(plugin::PLUGIN_PATH_ENV, &dir);
     let path = plugin::search_path(&[PathBuf::from("/from/pipeline"), dir.clone()]);
     assert_eq!(path, vec![PathBuf::from("/from/pipeline"), dir]);
+}
+
+#[test]
+fn a_plugin_cannot_replace_a_built_in_connector() {
+    let lib = plugin_common::build_plugin("shadow-builtin", "debug");
+    let loaded = plugin::load(&lib).unwrap();
+    let mut registry = tributary_runtime::registry::Registry::builtin();
+    let e = loaded.register_into(&mut registry).unwrap_err();
+    let m = e.to_string();
+    assert_eq!(e.code(), ErrorCode::Plugin);
+    assert!(
+        m.contains("plugin 'generator' declares a source named 'files'"),
+        "{m}"
+    );
+    assert!(m.contains("cannot replace"), "{m}");
+    assert!(m.contains(&lib.display().to_string()), "{m}");
+    // Nothing of it was registered: `files` is still the built-in, the plugin's sink absent.
+    assert_ne!(
+        format!("{:?}", registry.source("files").unwrap()),
+        format!("{:?}", loaded.source_factories()[0])
+    );
+    assert!(!registry.has_sink("jsonlines"));
+    // Pipelines that load plugins from a path are refused the same way.
+    let e = tributary_runtime::registry::Registry::with_plugins(&[lib.clone()]).unwrap_err();
+    assert!(e.to_string().contains("cannot replace"), "{e}");
+}
+
+#[test]
+fn a_truncated_plugin_file_is_refused_without_being_mapped() {
+    let lib = plugin_common::build_plugin("", "debug");
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join(plugin_common::library_name());
+    let bytes = std::fs::read(&lib).unwrap();
+    for keep in [bytes.len() / 2, bytes.len() - 4096, 64] {
+        std::fs::write(&cut, &bytes[..keep]).unwrap();
+        let m = plugin::load(&cut).unwrap_err().to_string();
+        assert!(
+            m.contains("cannot be loaded as a shared library for this host"),
+            "{keep}: {m}"
+        );
+        assert!(
+            m.contains("truncated") || m.contains("not a complete object file"),
+            "{keep}: {m}"
+        );
+        let listed =
+            plugin::plugins_list_table(&plugin::scan(&[dir.path().to_path_buf()]).unwrap());
+        assert!(listed.contains("REFUSED"), "{listed}");
+    }
 }

@@ -49,7 +49,10 @@ async fn library(variant: &'static str) -> PathBuf {
 
 fn registry(lib: &Path) -> Registry {
     let mut registry = Registry::builtin();
-    plugin::load(lib).unwrap().register_into(&mut registry);
+    plugin::load(lib)
+        .unwrap()
+        .register_into(&mut registry)
+        .unwrap();
     registry
 }
 

@@ -46,7 +46,11 @@ impl SourceConnector for GeneratorSourceFactory {
     type Config = GeneratorConfig;
 
     fn name(&self) -> &str {
-        "generator"
+        if cfg!(feature = "shadow-builtin") {
+            "files"
+        } else {
+            "generator"
+        }
     }
 
     fn options(&self) -> Vec<OptionSpec> {

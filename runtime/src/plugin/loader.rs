@@ -1,6 +1,9 @@
 //! Loading plugin libraries: the version handshake, then the manifest, then the factories.
 //!
 //! Order of checks, each refused with a message naming the file:
+//! 0. before the library is mapped, the file itself (`precheck.rs`): its size, that it is a
+//!    complete shared object of this host's format and architecture (a truncated file would
+//!    kill the process with SIGBUS once mapped), and that it exports the entry symbol;
 //! 1. the file loads as a shared library for this host (a library for another target fails here);
 //! 2. it exports [`ENTRY_SYMBOL`] (a library that exports another generation of the entry symbol
 //!    is named as such);
@@ -92,14 +95,40 @@ impl LoadedPlugin {
             .collect()
     }
 
-    /// Adds every connector of the plugin to a registry.
-    pub fn register_into(&self, registry: &mut Registry) {
+    /// Adds every connector of the plugin to a registry. A connector whose name the registry
+    /// already has (a built-in connector, or one of a plugin registered before) is refused with
+    /// both names, and nothing of this plugin is registered: a plugin never replaces a connector
+    /// that pipelines already mean by that name.
+    pub fn register_into(&self, registry: &mut Registry) -> Result<()> {
+        for c in &self.manifest.connectors {
+            let taken = match c.kind {
+                ConnectorKind::Source => registry.has_source(&c.name),
+                ConnectorKind::Sink => registry.has_sink(&c.name),
+            };
+            if taken {
+                let kind = match c.kind {
+                    ConnectorKind::Source => "source",
+                    ConnectorKind::Sink => "sink",
+                };
+                return Err(bad(
+                    self.path(),
+                    &format!(
+                        "plugin '{}' declares a {kind} named '{}', and '{}' is already a {kind} \
+                         of this host (built in, or from another plugin): a plugin cannot replace \
+                         it; rename the plugin's connector",
+                        self.manifest.name, c.name, c.name
+                    ),
+                )
+                .with_context("connector", &c.name));
+            }
+        }
         for f in self.source_factories() {
             registry.add_source(f);
         }
         for f in self.sink_factories() {
             registry.add_sink(f);
         }
+        Ok(())
     }
 }
 
@@ -109,6 +138,7 @@ pub fn load(path: &Path) -> Result<LoadedPlugin> {
     if !path.is_file() {
         return Err(bad(path, "no such file").with_context("path", path.display()));
     }
+    crate::plugin::precheck::check_library(path)?;
     // SAFETY: loading a library runs its initialisers; plugins are trusted code the user chose
     // to load (by putting them on the plugin path).
     let library = unsafe { Library::new(path) }.map_err(|e| {

@@ -18,7 +18,7 @@
 //! # fn main() -> tributary_sdk::Result<()> {
 //! let mut registry = Registry::builtin();
 //! for p in plugin::discover(&plugin::search_path(&[]))? {
-//!     p.register_into(&mut registry);
+//!     p.register_into(&mut registry)?;
 //! }
 //! # Ok(()) }
 //! ```
@@ -30,6 +30,7 @@ mod foreign_streaming;
 mod format;
 mod loader;
 mod manifest;
+mod precheck;
 
 pub use foreign_sink::{ForeignSink, ForeignSinkFactory};
 pub use foreign_source::{ForeignSource, ForeignSourceFactory};
