@@ -200,6 +200,13 @@ pub trait Fixture: Send + Sync {
         None
     }
 
+    /// Options that take a URL, each with a URL of the fixture's kind (`("path",
+    /// "s3://bucket/in")`): `secrets_hidden` gives them user information and requires it never
+    /// shows (the option may well be refused for it).
+    fn url_options(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     /// The metric that counts malformed records ([`Capability::PermissiveDecoding`]).
     fn malformed_metric(&self) -> Option<&str> {
         None

@@ -261,7 +261,7 @@ impl Error {
         };
         Error {
             code,
-            message: message.into(),
+            message: crate::redact::mask_url_userinfo(&message.into()).into_owned(),
             context: Vec::new(),
             domain,
             retry,
@@ -271,7 +271,9 @@ impl Error {
 
     /// Adds a context entry (`option`, `topic`, `partition`, `file`, `batch`, ...).
     pub fn with_context(mut self, key: &'static str, value: impl ToString) -> Self {
-        self.context.push((key, value.to_string()));
+        let value = value.to_string();
+        self.context
+            .push((key, crate::redact::mask_url_userinfo(&value).into_owned()));
         self
     }
 
@@ -284,7 +286,8 @@ impl Error {
     /// Puts `prefix: ` before the message (the file an error was found in), keeping the code,
     /// context and cause.
     pub fn prefixed(mut self, prefix: impl std::fmt::Display) -> Self {
-        self.message = format!("{prefix}: {}", self.message);
+        self.message =
+            crate::redact::mask_url_userinfo(&format!("{prefix}: {}", self.message)).into_owned();
         self
     }
 
@@ -403,7 +406,11 @@ impl Error {
 
     fn message_with_cause(&self) -> String {
         match &self.cause {
-            Some(cause) => format!("{}: {}", self.message, cause),
+            Some(cause) => format!(
+                "{}: {}",
+                self.message,
+                crate::redact::mask_url_userinfo(&cause.to_string())
+            ),
             None => self.message.clone(),
         }
     }
@@ -450,7 +457,11 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "[{}] {}", self.code, self.message)?;
         if let Some(cause) = &self.cause {
-            write!(f, ": {cause}")?;
+            write!(
+                f,
+                ": {}",
+                crate::redact::mask_url_userinfo(&cause.to_string())
+            )?;
         }
         Ok(())
     }
@@ -466,7 +477,7 @@ impl fmt::Debug for Error {
         }
         d.field("domain", &self.domain).field("retry", &self.retry);
         if let Some(c) = &self.cause {
-            d.field("cause", &c.to_string());
+            d.field("cause", &crate::redact::mask_url_userinfo(&c.to_string()));
         }
         d.finish()
     }

@@ -62,6 +62,7 @@ pub mod part_writer;
 #[cfg(feature = "plugin")]
 pub mod plugin;
 pub mod read_limit;
+pub mod redact;
 pub mod schema_provider;
 pub mod secret;
 pub mod sink;

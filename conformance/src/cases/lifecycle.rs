@@ -42,14 +42,17 @@ pub async fn shutdown_releases_resources(
     Ok(Outcome::Passed)
 }
 
-/// Every option the connector marks sensitive, given either as a secret reference or in the
-/// clear, never shows up in the factory's or source's `Debug` output, nor in errors.
+/// Every option the connector marks sensitive, given as a secret reference, in the clear, in
+/// the clear with a space in it (an unquoted JAAS password) or as a URL's user information,
+/// never shows up in the factory's or source's `Debug` output, nor in errors; nor does the user
+/// information of a URL given in any of the fixture's [`Fixture::url_options`].
 pub async fn secrets_hidden(
     connector: &dyn SourceFactory,
     fixture: &mut dyn Fixture,
 ) -> CaseResult {
     let sensitive = sensitive_options(connector.options());
-    if sensitive.is_empty() {
+    let urls = fixture.url_options();
+    if sensitive.is_empty() && urls.is_empty() {
         return Ok(Outcome::Skipped(format!(
             "connector '{}' declares no sensitive option",
             connector.name()
@@ -62,11 +65,27 @@ pub async fn secrets_hidden(
     };
     let target = fixture.create_target("secrets").await?;
     let base = fixture.source_options(&ReadSetup::target(&target))?;
-    for name in &sensitive {
-        for value in [
-            format!("{{{{secrets/conformance/{name}}}}}"),
-            MARKER.to_string(),
-        ] {
+    let tried = sensitive
+        .iter()
+        .flat_map(|name| {
+            [
+                format!("{{{{secrets/conformance/{name}}}}}"),
+                MARKER.to_string(),
+                format!("{MARKER} {MARKER}"),
+                format!("https://user:{MARKER}@host/path"),
+            ]
+            .map(|v| (name.clone(), v))
+        })
+        .chain(urls.iter().flat_map(|(name, url)| {
+            [
+                url.replacen("://", &format!("://{MARKER}:{MARKER}@"), 1),
+                url.replacen("://", &format!("://user:{MARKER} with space@"), 1),
+            ]
+            .map(|v| (name.clone(), v))
+        }))
+        .collect::<Vec<_>>();
+    for (name, value) in tried {
+        {
             let options = base.clone().with(name.clone(), value);
             ensure!(
                 !leaks(&format!("{options:?}")),

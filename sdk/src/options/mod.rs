@@ -200,31 +200,12 @@ pub fn printable_value<'a>(key: &str, value: &'a str) -> Cow<'a, str> {
     }
 }
 
-/// Masks credentials embedded in an option value that is not itself a secret: the password of
-/// a URL with user info (`https://user:***@host`) and `password="..."` in a JAAS config line
+/// Masks credentials embedded in an option value that is not itself a secret: the user
+/// information of a URL (`https://***@host`, [`crate::redact::mask_url_userinfo`]) and `password="..."` in a JAAS config line
 /// (`kafka.sasl.jaas.config`).
 pub fn redact_embedded(value: &str) -> Cow<'_, str> {
-    let mut out = Cow::Borrowed(value);
-    // user:password@ after a scheme
-    if let Some(scheme_end) = out.find("://") {
-        let rest_start = scheme_end + 3;
-        let authority_end = out[rest_start..]
-            .find(['/', '?', '#'])
-            .map(|i| rest_start + i)
-            .unwrap_or(out.len());
-        if let Some(at) = out[rest_start..authority_end].rfind('@') {
-            let userinfo = &out[rest_start..rest_start + at];
-            if let Some(colon) = userinfo.find(':') {
-                let masked = format!(
-                    "{}{}:***{}",
-                    &out[..rest_start],
-                    &userinfo[..colon],
-                    &out[rest_start + at..]
-                );
-                out = Cow::Owned(masked);
-            }
-        }
-    }
+    // the user information of any URL in the value (`s3://***@bucket`)
+    let out = crate::redact::mask_url_userinfo(value);
     // password="..." / password='...' / password=word in JAAS text
     let lower = out.to_ascii_lowercase();
     if let Some(pos) = lower.find("password") {

@@ -27,7 +27,7 @@ fn debug_hides_declared_sensitive_values_and_embedded_credentials() {
         assert!(!shown.contains(secret), "{secret} leaked: {shown}");
     }
     assert!(
-        shown.contains("https://svc:***@registry:8081/path?q=1"),
+        shown.contains("https://***@registry:8081/path?q=1"),
         "{shown}"
     );
     assert!(shown.contains("visible"), "{shown}");

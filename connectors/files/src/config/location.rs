@@ -151,8 +151,9 @@ pub(super) fn parse(option: &str, raw: &str) -> Result<SourcePath> {
         }
         Some(_) => {
             return Err(bad(format!(
-                "option '{option}' has user information in its URL ('{text}'); give credentials \
-                 through the cloudFiles credential options instead"
+                "option '{option}' has user information in its URL ('{}'); give credentials \
+                 through the cloudFiles credential options instead",
+                tributary_sdk::redact::mask_url_userinfo(text)
             )))
         }
         None => (authority, None),

@@ -151,9 +151,20 @@ pub(crate) fn parse(text: &str) -> Result<JaasConfig> {
         "IAMLoginModule" => LoginModule::MskIam,
         "OAuthBearerLoginModule" => LoginModule::OAuthBearer,
         other => {
+            // Quoted only when it reads as a Java class name: a JAAS value is secret as a
+            // whole, and a first word that is not a class may be part of a password.
+            let looks_like_class = other.ends_with("LoginModule")
+                && other
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '$'));
+            let shown = if looks_like_class {
+                format!("'{other}'")
+            } else {
+                "(not shown: it is not a Java class name)".to_string()
+            };
             return Err(invalid(format!(
-                "the login module '{other}' is not supported (Kerberos and custom modules need the Java client)"
-            )))
+                "the login module {shown} is not supported (Kerberos and custom modules need the Java client)"
+            )));
         }
     };
     match it.next() {
@@ -170,6 +181,9 @@ pub(crate) fn parse(text: &str) -> Result<JaasConfig> {
     let mut username = None;
     let mut password = None;
     let mut ended = false;
+    // Once a password was given, later keys are not quoted: an unquoted password with a space
+    // ends at the space, and its tail would be read as the next key.
+    let mut after_password = false;
     while let Some(tok) = it.next() {
         let key = match tok {
             Token::Semicolon => {
@@ -179,13 +193,19 @@ pub(crate) fn parse(text: &str) -> Result<JaasConfig> {
             Token::Word(k) => k,
             _ => return Err(invalid("expected key=value")),
         };
+        let shown = if after_password {
+            "after the password (not shown; quote a password that has spaces)".to_string()
+        } else {
+            format!("'{key}'")
+        };
         if it.next() != Some(Token::Equals) {
-            return Err(invalid(format!("the key '{key}' has no '=' after it")));
+            return Err(invalid(format!("the key {shown} has no '=' after it")));
         }
         let value = match it.next() {
             Some(Token::Word(v)) | Some(Token::Quoted(v)) => v,
-            _ => return Err(invalid(format!("the key '{key}' has no value"))),
+            _ => return Err(invalid(format!("the key {shown} has no value"))),
         };
+        after_password |= key == "password";
         match (module, key.as_str()) {
             (LoginModule::Plain | LoginModule::Scram, "username") => username = Some(value),
             (LoginModule::Plain | LoginModule::Scram, "password") => {
@@ -193,13 +213,13 @@ pub(crate) fn parse(text: &str) -> Result<JaasConfig> {
             }
             (LoginModule::MskIam | LoginModule::OAuthBearer, _) => {
                 return Err(invalid(format!(
-                    "the {} option '{key}' is not supported: the connector signs MSK IAM tokens with the default AWS credential chain (set AWS_PROFILE, AWS_ROLE_ARN or the region with auth.awsRegion)",
+                    "the {} option {shown} is not supported: the connector signs MSK IAM tokens with the default AWS credential chain (set AWS_PROFILE, AWS_ROLE_ARN or the region with auth.awsRegion)",
                     module.class_name()
                 )))
             }
-            (_, other) => {
+            (_, _) => {
                 return Err(invalid(format!(
-                    "the {} option '{other}' is not supported (only username and password)",
+                    "the {} option {shown} is not supported (only username and password)",
                     module.class_name()
                 )))
             }
@@ -278,8 +298,21 @@ mod tests {
                 "Krb5LoginModule",
             ),
             (
-                r#"ScramLoginModule required username="u" password="hunter2" tokenauth=true;"#,
+                r#"ScramLoginModule required username="u" tokenauth=true password="hunter2";"#,
                 "tokenauth",
+            ),
+            (
+                r#"ScramLoginModule required username="u" password="hunter2" tokenauth=true;"#,
+                "after the password (not shown",
+            ),
+            (
+                // An unquoted password with spaces: its tail must not be quoted as a key.
+                r#"PlainLoginModule required username="u" password=hunter2 hunter2tail hunter2end;"#,
+                "after the password (not shown",
+            ),
+            (
+                r#"hunter2 required;"#,
+                "not shown: it is not a Java class name",
             ),
             (
                 r#"ScramLoginModule required username="u" password "hunter2";"#,

@@ -201,6 +201,13 @@ impl KinesisFixture {
 
 #[async_trait]
 impl Fixture for KinesisFixture {
+    fn url_options(&self) -> Vec<(String, String)> {
+        vec![(
+            "endpoint".into(),
+            "https://kinesis.example.invalid:4567".into(),
+        )]
+    }
+
     fn name(&self) -> &str {
         "kinesis"
     }
