@@ -191,6 +191,19 @@ fn files_batches_run_on_both_executors_exactly_once() {
         "{ev:?}"
     );
     assert!(ev.iter().all(|e| e["schedulingMs"].is_u64()), "{ev:?}");
+    // The executors' rows and bytes reach the events: read = written = the output.
+    let sum = |f: &dyn Fn(&serde_json::Value) -> u64| ev.iter().map(f).sum::<u64>();
+    assert_eq!(sum(&|e| e["numInputRows"].as_u64().unwrap()), rows);
+    assert_eq!(
+        sum(&|e| e["sinks"][0]["numOutputRows"].as_u64().unwrap()),
+        rows
+    );
+    let bytes_in = sum(&|e| e["sources"][0]["numInputBytes"].as_u64().unwrap());
+    let bytes_out = sum(&|e| e["sinks"][0]["numOutputBytes"].as_u64().unwrap());
+    assert!(
+        bytes_in > 0 && bytes_in == bytes_out,
+        "{bytes_in} / {bytes_out}"
+    );
 
     // The executors' counts reach the driver: the same files read by the embedded engine
     // report the same numFilesRead and numMalformedRecords (one malformed line).
