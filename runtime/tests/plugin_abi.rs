@@ -267,7 +267,8 @@ fn a_plugin_cannot_replace_a_built_in_connector() {
     );
     assert!(!registry.has_sink("jsonlines"));
     // Pipelines that load plugins from a path are refused the same way.
-    let e = tributary_runtime::registry::Registry::with_plugins(std::slice::from_ref(&lib)).unwrap_err();
+    let e = tributary_runtime::registry::Registry::with_plugins(std::slice::from_ref(&lib))
+        .unwrap_err();
     assert!(e.to_string().contains("cannot replace"), "{e}");
 }
 

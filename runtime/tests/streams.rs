@@ -182,6 +182,53 @@ fn create_get_list_delete_round_trip() {
     assert!(c.delete("main.sales.orders", true).is_err());
 }
 
+/// An entry whose recorded name differs from its file name (copied or edited by hand) is
+/// refused by name, and deleting it removes nothing of the stream it records; a table two
+/// entries claim is not deleted either.
+#[test]
+fn delete_only_ever_removes_what_belongs_to_the_name_given() {
+    let (dir, c) = catalog();
+    c.create(spec("main.sales.aaa", "main.sales.aaa_raw"))
+        .unwrap();
+    c.create(spec("main.sales.bbb", "main.sales.bbb_raw"))
+        .unwrap();
+    let bbb = c.get("main.sales.bbb").unwrap();
+    let bbb_checkpoint = c.checkpoint_path(&"main.sales.bbb".parse().unwrap());
+    let bbb_table = c.table_path(&"main.sales.bbb_raw".parse().unwrap());
+    std::fs::create_dir_all(&bbb_checkpoint).unwrap();
+    std::fs::create_dir_all(&bbb_table).unwrap();
+    let streams = dir.path().join("streams").join("main").join("sales");
+    std::fs::copy(streams.join("bbb.json"), streams.join("aaa.json")).unwrap();
+
+    let e = c.delete("main.sales.aaa", true).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("records stream 'main.sales.bbb', not 'main.sales.aaa'"),
+        "{e}"
+    );
+    assert!(
+        bbb_checkpoint.exists() && bbb_table.exists(),
+        "bbb untouched"
+    );
+    assert_eq!(c.get("main.sales.bbb").unwrap().id, bbb.id);
+
+    // An entry edited to write another stream's table: that table is not deleted with it.
+    std::fs::remove_file(streams.join("aaa.json")).unwrap();
+    c.create(spec("main.sales.ccc", "main.sales.ccc_raw"))
+        .unwrap();
+    let text = std::fs::read_to_string(streams.join("ccc.json"))
+        .unwrap()
+        .replace("main.sales.ccc_raw", "main.sales.bbb_raw");
+    std::fs::write(streams.join("ccc.json"), text).unwrap();
+    let e = c.delete("main.sales.ccc", true).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("also the ingestion table of stream 'main.sales.bbb'"),
+        "{e}"
+    );
+    assert!(bbb_table.exists(), "the shared table stays");
+}
+
 #[test]
 fn get_and_list_never_show_secrets() {
     let (_dir, c) = catalog();

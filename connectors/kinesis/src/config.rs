@@ -142,6 +142,14 @@ impl ConnectionSettings {
                     "a URL starting with https:// or http://",
                 ));
             }
+            if tributary_sdk::redact::mask_url_userinfo(e) != e.as_str() {
+                // The message shows the URL masked (Error masks user information).
+                return Err(invalid(
+                    "endpoint",
+                    e,
+                    "a URL without user information (give credentials with awsAccessKey / awsSecretKey, a profile or roleArn)",
+                ));
+            }
         }
         let ca_file = o::TRUSTSTORE_LOCATION.get(p)?.map(PathBuf::from);
         if ca_file.is_some()

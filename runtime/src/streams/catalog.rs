@@ -251,6 +251,20 @@ impl Catalog {
                 ),
             ));
         }
+        // The entry must be the one for the name asked for: an entry copied or edited under
+        // another stream's file name would otherwise let `delete` remove that other stream.
+        let recorded = ThreePartName::parse(&entry.name, "stream name").map_err(|_| {
+            damaged(
+                &path,
+                &format!("records an invalid stream name '{}'", entry.name),
+            )
+        })?;
+        if recorded.to_string() != n.to_string() {
+            return Err(damaged(
+                &path,
+                &format!("records stream '{recorded}', not '{n}'"),
+            ));
+        }
         Ok(entry)
     }
 
@@ -335,6 +349,28 @@ impl Catalog {
             table: self.table_path(&entry.spec.table_name()?),
             deleted: false,
         };
+        // Only what belongs to this stream alone: a table another stream also writes stays.
+        for other in self.list(&ListRequest::default())? {
+            if other.name == entry.name {
+                continue;
+            }
+            if other
+                .spec
+                .table_name()
+                .is_ok_and(|t| self.table_path(&t) == plan.table)
+            {
+                return Err(Error::new(
+                    ErrorCode::InvalidPipeline,
+                    format!(
+                        "stream '{}' cannot be deleted: its table {} is also the ingestion table of stream '{}' (the catalog was edited); nothing was deleted",
+                        entry.name,
+                        plan.table.display(),
+                        other.name
+                    ),
+                )
+                .with_context("stream", &entry.name));
+            }
+        }
         if !confirm {
             return Ok(plan);
         }
@@ -350,6 +386,18 @@ impl Catalog {
         plan.deleted = true;
         Ok(plan)
     }
+}
+
+/// A catalog entry that does not describe what its file name says.
+fn damaged(path: &Path, why: &str) -> Error {
+    Error::new(
+        ErrorCode::InvalidPipeline,
+        format!(
+            "the catalog entry {} {why}: it was damaged or edited; nothing is done with it (restore it, or delete the file by hand)",
+            path.display()
+        ),
+    )
+    .with_context("path", path.display())
 }
 
 fn exists(name: &ThreePartName) -> Error {
