@@ -38,6 +38,7 @@ pub(crate) struct Moved {
 
 impl Moved {
     /// Adds another batch's or task's counts and times (an executor's task to its batch).
+    #[cfg_attr(not(feature = "ballista"), allow(dead_code))]
     pub(crate) fn add(&mut self, other: &Moved) {
         self.rows_in += other.rows_in;
         self.rows += other.rows;
