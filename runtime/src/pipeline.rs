@@ -223,18 +223,16 @@ impl PipelineSpec {
     /// Parses pipeline TOML text. `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<PipelineSpec> {
         let file: PipelineFile = toml::from_str(text).map_err(|e| {
+            let at = e
+                .span()
+                .map(|s| toml_position(text, s.start))
+                .map(|(l, c)| format!(", line {l}, column {c}"))
+                .unwrap_or_default();
             Error::new(
                 ErrorCode::InvalidPipeline,
-                format!("{origin}: {}", e.message().trim()),
+                format!("{origin}{at}: {}", e.message().trim()),
             )
             .with_context("file", origin)
-            .with_context(
-                "detail",
-                e.span()
-                    .map(|s| line_of(text, s.start))
-                    .map(|l| format!("line {l}"))
-                    .unwrap_or_default(),
-            )
         })?;
         if file.sink.is_empty() {
             return Err(Error::new(
@@ -308,8 +306,14 @@ impl PipelineSpec {
     }
 }
 
-fn line_of(text: &str, byte: usize) -> usize {
-    text[..byte.min(text.len())].matches('\n').count() + 1
+/// The 1-based line and column (in characters) of byte offset `byte` of `text`, for TOML
+/// syntax errors.
+pub(crate) fn toml_position(text: &str, byte: usize) -> (usize, usize) {
+    let bytes = &text.as_bytes()[..byte.min(text.len())];
+    let line = bytes.iter().filter(|b| **b == b'\n').count() + 1;
+    let start = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&bytes[start..]).chars().count() + 1;
+    (line, column)
 }
 
 #[cfg(test)]
@@ -359,7 +363,15 @@ kind = "availableNow"
         );
         assert!(e.is_err());
         let e = PipelineSpec::parse("checkpoint = ", "p.toml").unwrap_err();
-        assert!(e.message().starts_with("p.toml:"), "{}", e.message());
+        assert!(e.message().starts_with("p.toml"), "{}", e.message());
+        // A syntax error names its line and column in the message itself.
+        let e = PipelineSpec::parse(
+            "name = \"x\"\ncheckpoint = \"ck\"\n[source]\nconnector = \"files\n",
+            "p.toml",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("p.toml, line 4, column "), "{e}");
+        assert_eq!(toml_position("ab\ncdé f", 8), (2, 5));
     }
 
     #[test]

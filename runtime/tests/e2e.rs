@@ -268,3 +268,20 @@ fn check_explain_prints_the_declared_options() {
         String::from_utf8_lossy(&o.stdout)
     );
 }
+
+#[test]
+fn a_progress_file_that_cannot_be_created_is_named() {
+    let l = Layout::new();
+    write_json_files(&l.input(), "a", 1, 2, 0);
+    let p = l.pipeline("", "availableNow");
+    let missing = l.root.path().join("no-such-dir").join("progress.jsonl");
+    let o = tributary()
+        .args(["run", "-q", "--progress-json"])
+        .arg(&missing)
+        .arg(&p)
+        .output()
+        .unwrap();
+    let err = assert_one_clear_error(&o);
+    assert!(err.contains(&missing.display().to_string()), "{err}");
+    assert!(err.contains("--progress-json"), "{err}");
+}

@@ -407,7 +407,17 @@ fn run(cli: Cli) -> Result<(), Error> {
                     let out: Box<dyn std::io::Write + Send> = if path.as_os_str() == "-" {
                         Box::new(std::io::stderr())
                     } else {
-                        Box::new(std::fs::File::create(&path)?)
+                        Box::new(std::fs::File::create(&path).map_err(|e| {
+                            Error::new(
+                                tributary_sdk::ErrorCode::Io,
+                                format!(
+                                    "--progress-json {}: the file cannot be created",
+                                    path.display()
+                                ),
+                            )
+                            .with_context("path", path.display())
+                            .with_cause(e)
+                        })?)
                     };
                     p.add_listener(Box::new(JsonLinesListener::new(out)));
                 }

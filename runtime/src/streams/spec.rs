@@ -203,18 +203,14 @@ impl StreamSpec {
     /// Parses spec TOML; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<StreamSpec> {
         toml::from_str(text).map_err(|e| {
-            let line = e
+            let at = e
                 .span()
-                .map(|s| {
-                    format!(
-                        " (line {})",
-                        text[..s.start.min(text.len())].matches('\n').count() + 1
-                    )
-                })
+                .map(|s| crate::pipeline::toml_position(text, s.start))
+                .map(|(l, c)| format!(", line {l}, column {c}"))
                 .unwrap_or_default();
             Error::new(
                 ErrorCode::InvalidPipeline,
-                format!("{origin}{line}: {}", e.message().trim()),
+                format!("{origin}{at}: {}", e.message().trim()),
             )
             .with_context("file", origin)
         })
