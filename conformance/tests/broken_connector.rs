@@ -204,6 +204,10 @@ impl SourceFactory for Broken {
         self.inner.describe_state(request)
     }
 
+    fn verify_state(&self, request: &StateRequest<'_>) -> Result<()> {
+        self.inner.verify_state(request)
+    }
+
     fn stream_binding(&self) -> Option<std::sync::Arc<dyn tributary_sdk::StreamBinding>> {
         self.inner.stream_binding()
     }

@@ -263,6 +263,10 @@ impl Sink for BrokenSink {
         self.inner.stop().await
     }
 
+    async fn ledger(&mut self) -> Result<Option<tributary_sdk::SinkLedger>> {
+        self.inner.ledger().await
+    }
+
     /// A part writer that keeps the parts and commits them through `write` above (so the
     /// whole-batch faults reach it too), losing parts with `PartsLoseAPart`.
     fn as_part_writer(&mut self) -> Option<&mut dyn tributary_sdk::PartWriter> {

@@ -65,6 +65,9 @@ impl SourceFactory for WithOptions<dyn SourceFactory> {
     fn describe_state(&self, request: &StateRequest<'_>) -> Result<Option<StateReport>> {
         self.inner.describe_state(request)
     }
+    fn verify_state(&self, request: &StateRequest<'_>) -> Result<()> {
+        self.inner.verify_state(request)
+    }
     fn stream_binding(&self) -> Option<Arc<dyn tributary_sdk::StreamBinding>> {
         self.inner.stream_binding()
     }

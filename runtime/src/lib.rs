@@ -51,6 +51,7 @@ pub mod state;
 pub mod streams;
 pub mod transform;
 pub mod trigger;
+pub mod verify;
 
 /// `[engine]`: where a pipeline's batches run (see [`drivers::distributed`]).
 pub use drivers::distributed;

@@ -266,6 +266,16 @@ impl PipelineSpec {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "pipeline".into())
         });
+        if file.checkpoint.as_os_str().is_empty() {
+            return Err(Error::new(
+                ErrorCode::InvalidPipeline,
+                format!(
+                    "{origin}: 'checkpoint' is empty; give the directory the pipeline keeps its checkpoint in (an empty path would write it into the working directory)"
+                ),
+            )
+            .with_context("option", "checkpoint")
+            .with_context("file", origin));
+        }
         Ok(PipelineSpec {
             name,
             checkpoint: file.checkpoint.clone(),

@@ -6,8 +6,6 @@
 //! source, every discovered file with its batch and commit state (Databricks'
 //! `cloud_files_state`). A connector that keeps no state of its own gets the offsets log itself.
 
-use std::collections::BTreeSet;
-
 use tributary_sdk::{Error, ErrorCode, LoggedBatch, Result, StateReport, StateRequest};
 
 use crate::checkpoint::Checkpoint;
@@ -24,17 +22,7 @@ pub fn state_report(checkpoint: &Checkpoint, registry: &Registry) -> Result<Stat
             ),
         )
     })?;
-    let committed: BTreeSet<u64> = checkpoint.committed_ids()?.into_iter().collect();
-    let batches: Vec<LoggedBatch> = checkpoint
-        .offsets()?
-        .into_iter()
-        .map(|o| LoggedBatch {
-            committed: committed.contains(&o.batch_id),
-            batch_id: o.batch_id,
-            start: o.start,
-            end: o.end,
-        })
-        .collect();
+    let batches = checkpoint.logged_batches()?;
     let factory = registry.source(&meta.source.connector)?;
     let state_dir = checkpoint.source_state_dir();
     let request = StateRequest {

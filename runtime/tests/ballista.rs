@@ -30,15 +30,75 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn wait_listening(port: u16, what: &str) {
+/// Why a child never listened: it exited (with its log's tail) or the time ran out.
+enum NotListening {
+    Exited(String),
+    TimedOut(String),
+}
+
+fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+/// Waits until `child` listens on every port, watching that it has not exited meanwhile.
+fn wait_listening(child: &mut Child, ports: &[u16], log: &Path) -> Result<(), NotListening> {
     let t = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "{what} never listened on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
+    for &port in ports {
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(status) = child.try_wait().unwrap() {
+                return Err(NotListening::Exited(format!(
+                    "exited ({status}) before listening on {port}; log:\n{}",
+                    log_tail(log)
+                )));
+            }
+            if t.elapsed() > Duration::from_secs(120) {
+                return Err(NotListening::TimedOut(format!(
+                    "never listened on {port} in 120 s; log:\n{}",
+                    log_tail(log)
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
+    Ok(())
+}
+
+/// Spawns a process listening on freshly chosen ports until it listens on them: a port chosen
+/// free can be taken by a parallel test before the child binds it, so a child that exits early
+/// is started again on new ports (three attempts).
+fn spawn_listening(
+    what: &str,
+    log: &Path,
+    ports: usize,
+    command: impl Fn(&[u16]) -> std::process::Command,
+) -> (Child, Vec<u16>) {
+    let mut last = String::new();
+    for _ in 0..3 {
+        let mut chosen: Vec<u16> = Vec::new();
+        while chosen.len() < ports {
+            let p = free_port();
+            if !chosen.contains(&p) {
+                chosen.push(p);
+            }
+        }
+        let mut child = command(&chosen)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap();
+        match wait_listening(&mut child, &chosen, log) {
+            Ok(()) => return (child, chosen),
+            Err(NotListening::Exited(why)) => last = why,
+            Err(NotListening::TimedOut(why)) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{what} {why}");
+            }
+        }
+    }
+    panic!("{what} {last}")
 }
 
 /// A scheduler and executors, killed when dropped.
@@ -52,17 +112,15 @@ struct Cluster {
 impl Cluster {
     fn start(logs: &Path, executors: usize) -> Cluster {
         std::fs::create_dir_all(logs).unwrap();
-        let port = free_port();
-        let log = |name: &str| std::fs::File::create(logs.join(format!("{name}.log"))).unwrap();
-        let scheduler = tributary()
-            .args(["scheduler", "--bind", &format!("127.0.0.1:{port}")])
-            .args(["--executor-timeout", "6s"])
-            .env("TRIBUTARY_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(log("scheduler"))
-            .spawn()
-            .unwrap();
-        wait_listening(port, "the scheduler");
+        let (scheduler, ports) =
+            spawn_listening("the scheduler", &logs.join("scheduler.log"), 1, |p| {
+                let mut c = tributary();
+                c.args(["scheduler", "--bind", &format!("127.0.0.1:{}", p[0])])
+                    .args(["--executor-timeout", "6s"])
+                    .env("TRIBUTARY_LOG", "info");
+                c
+            });
+        let port = ports[0];
         let url = format!("df://127.0.0.1:{port}");
         let mut cluster = Cluster {
             url: url.clone(),
@@ -79,19 +137,16 @@ impl Cluster {
     }
 
     fn add_executor(&mut self, id: &str) {
-        let (flight, grpc) = (free_port(), free_port());
-        let child = tributary()
-            .args(["executor", "--scheduler", &self.url, "--id", id])
-            .args(["--flight-port", &flight.to_string()])
-            .args(["--grpc-port", &grpc.to_string()])
-            .args(["--slots", "2", "--heartbeat", "1s"])
-            .env("TRIBUTARY_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(self.logs.join(format!("{id}.log"))).unwrap())
-            .spawn()
-            .unwrap();
-        wait_listening(flight, id);
-        wait_listening(grpc, id);
+        let url = self.url.clone();
+        let (child, _) = spawn_listening(id, &self.logs.join(format!("{id}.log")), 2, |p| {
+            let mut c = tributary();
+            c.args(["executor", "--scheduler", &url, "--id", id])
+                .args(["--flight-port", &p[0].to_string()])
+                .args(["--grpc-port", &p[1].to_string()])
+                .args(["--slots", "2", "--heartbeat", "1s"])
+                .env("TRIBUTARY_LOG", "info");
+            c
+        });
         self.executors.push((id.to_string(), child));
     }
 

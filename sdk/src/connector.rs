@@ -93,6 +93,16 @@ pub trait SourceFactory: Send + Sync + Debug {
         Ok(None)
     }
 
+    /// Checks the connector's own state in a checkpoint against the checkpoint's logs before
+    /// a pipeline resumes (and in `tributary checkpoint verify`): state that is missing or
+    /// behind the logged batches is a `CHECKPOINT_DAMAGED` error naming it, never re-created
+    /// silently (a re-created file state would read old files again, or skip new ones).
+    /// `Ok(())` (the default) when the connector keeps no state of its own.
+    fn verify_state(&self, request: &StateRequest<'_>) -> Result<()> {
+        let _ = request;
+        Ok(())
+    }
+
     /// How this connector backs a named stream (see [`crate::stream_binding`]); `None` when it
     /// cannot.
     fn stream_binding(&self) -> Option<Arc<dyn StreamBinding>> {

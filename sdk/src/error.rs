@@ -33,6 +33,9 @@ pub enum ErrorCode {
     CheckpointIncompatible,
     /// A checkpoint file is corrupt or cannot be written.
     Checkpoint,
+    /// The parts of a checkpoint disagree (a log with a hole, a lost `metadata.json`, a source
+    /// state behind the log, a sink ahead of it): resuming would lose or duplicate rows.
+    CheckpointDamaged,
     /// A secret reference cannot be resolved.
     SecretNotFound,
     /// Authentication or authorisation failed.
@@ -136,6 +139,7 @@ impl ErrorCode {
             ErrorCode::InvalidPipeline => "INVALID_PIPELINE",
             ErrorCode::CheckpointIncompatible => "CHECKPOINT_INCOMPATIBLE",
             ErrorCode::Checkpoint => "CHECKPOINT_ERROR",
+            ErrorCode::CheckpointDamaged => "CHECKPOINT_DAMAGED",
             ErrorCode::SecretNotFound => "SECRET_NOT_FOUND",
             ErrorCode::Authentication => "AUTHENTICATION_FAILED",
             ErrorCode::Connection => "CONNECTION_FAILED",
@@ -163,6 +167,7 @@ impl ErrorCode {
             ErrorCode::InvalidPipeline,
             ErrorCode::CheckpointIncompatible,
             ErrorCode::Checkpoint,
+            ErrorCode::CheckpointDamaged,
             ErrorCode::SecretNotFound,
             ErrorCode::Authentication,
             ErrorCode::Connection,
@@ -192,6 +197,7 @@ impl ErrorCode {
             | ErrorCode::ConflictingOptions
             | ErrorCode::InvalidPipeline
             | ErrorCode::CheckpointIncompatible
+            | ErrorCode::CheckpointDamaged
             | ErrorCode::SecretNotFound
             | ErrorCode::Schema
             | ErrorCode::UnknownConnector
@@ -512,6 +518,7 @@ mod tests {
         for code in [
             ErrorCode::InvalidOption,
             ErrorCode::CheckpointIncompatible,
+            ErrorCode::CheckpointDamaged,
             ErrorCode::DataLoss(DataLossKind::OffsetOutOfRange),
             ErrorCode::DataLoss(DataLossKind::ShardExpired),
             ErrorCode::Internal,

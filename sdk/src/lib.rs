@@ -96,7 +96,7 @@ pub use schema_provider::{
 pub use secret::{
     ChainSecretStore, EnvSecretStore, FileSecretStore, Secret, SecretRef, SecretStore,
 };
-pub use sink::{Delivery, Sink};
+pub use sink::{Delivery, Sink, SinkLedger};
 pub use sink_writer::{PartAck, SinkWriter, WriteMode, WriteShape};
 pub use source::{
     batch_stream, fail_before_first_part, BatchStream, Source, SourceIdentity, SourceMetrics,

@@ -23,6 +23,18 @@ pub enum Delivery {
     AtLeastOnce,
 }
 
+/// What a sink's own records say about the checkpoint that writes it (see [`Sink::ledger`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SinkLedger {
+    /// The checkpoint id the output records as its owner (the
+    /// [`crate::ConnectorContext::checkpoint_id`] of the pipeline that first wrote it); `None`
+    /// when the sink records no owner.
+    pub owner: Option<String>,
+    /// The highest batch id the output holds as committed (for this checkpoint, when the sink
+    /// keeps batches per writer as Delta's `txn` does); `None` when it holds none.
+    pub last_batch: Option<u64>,
+}
+
 /// A destination for record batches.
 #[async_trait]
 pub trait Sink: Send + Debug {
@@ -41,6 +53,16 @@ pub trait Sink: Send + Debug {
 
     /// Flushes and releases resources.
     async fn stop(&mut self) -> Result<()>;
+
+    /// The sink's own record of what the pipeline committed to it, read after [`Sink::open`]
+    /// and checked against the checkpoint before the first batch: an output owned by another
+    /// checkpoint, or holding a batch beyond the checkpoint's offsets log, is refused (the
+    /// checkpoint was replaced or lost its log, and resuming would duplicate or overwrite rows).
+    /// A sink that records an owner claims an output without one here. `None` (the default)
+    /// when the sink keeps no such record.
+    async fn ledger(&mut self) -> Result<Option<SinkLedger>> {
+        Ok(None)
+    }
 
     /// The acknowledged write of real-time mode (see [`crate::streaming`]). Sinks that return
     /// `None` (the default) receive a long batch in one [`Sink::write`] at its checkpoint.

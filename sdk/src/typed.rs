@@ -149,6 +149,12 @@ pub trait SourceConnector: Send + Sync + Debug + Clone + 'static {
         Ok(None)
     }
 
+    /// Checks the connector's own state against the logs (see [`SourceFactory::verify_state`]).
+    fn verify_state(&self, request: &StateRequest<'_>) -> Result<()> {
+        let _ = request;
+        Ok(())
+    }
+
     /// How this connector backs a named stream (see [`SourceFactory::stream_binding`]).
     fn stream_binding(&self) -> Option<Arc<dyn StreamBinding>> {
         None
@@ -224,6 +230,10 @@ impl<C: SourceConnector> SourceFactory for C {
 
     fn describe_state(&self, request: &StateRequest<'_>) -> Result<Option<StateReport>> {
         SourceConnector::describe_state(self, request)
+    }
+
+    fn verify_state(&self, request: &StateRequest<'_>) -> Result<()> {
+        SourceConnector::verify_state(self, request)
     }
 
     fn stream_binding(&self) -> Option<Arc<dyn StreamBinding>> {

@@ -51,6 +51,11 @@ impl SourceConnector for FilesSourceFactory {
         crate::state_report::describe(request).map(Some)
     }
 
+    /// The file state must exist and reach the logged batches (see [`crate::state_check`]).
+    fn verify_state(&self, request: &StateRequest<'_>) -> Result<()> {
+        crate::state_check::verify(request)
+    }
+
     /// `notifications`: list or tear down what notification mode set up on S3
     /// ([`crate::commands`]).
     fn commands(&self) -> Vec<std::sync::Arc<dyn tributary_sdk::ConnectorCommand>> {

@@ -149,6 +149,7 @@ mod notifications;
 mod schema;
 mod source;
 mod state;
+mod state_check;
 pub mod state_report;
 mod store;
 

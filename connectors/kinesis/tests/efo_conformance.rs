@@ -84,6 +84,10 @@ impl SourceFactory for Broken {
         KinesisSourceFactory.describe_state(request)
     }
 
+    fn verify_state(&self, request: &StateRequest<'_>) -> Result<()> {
+        KinesisSourceFactory.verify_state(request)
+    }
+
     fn stream_binding(&self) -> Option<std::sync::Arc<dyn tributary_sdk::StreamBinding>> {
         SourceFactory::stream_binding(&KinesisSourceFactory)
     }

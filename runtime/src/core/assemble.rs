@@ -41,6 +41,11 @@ pub(crate) struct Built {
 
 /// Validates every connector's and stage's options (no I/O) and returns what to build.
 pub(crate) fn prepare(spec: &PipelineSpec, registry: &Registry) -> Result<Prepared> {
+    // What executors cannot be given (a literal secret, a sink without a staged write) first.
+    #[cfg(feature = "ballista")]
+    if spec.engine != crate::distributed::EngineSpec::Embedded {
+        crate::distributed::payload::TaskPayload::check(spec, registry)?;
+    }
     let source = registry
         .source(&spec.source)?
         .prepare(&spec.source_options)?;
@@ -83,6 +88,7 @@ pub(crate) fn prepare(spec: &PipelineSpec, registry: &Registry) -> Result<Prepar
     for (name, options) in &spec.sinks {
         sinks.push((name.clone(), registry.sink(name)?.prepare(options)?));
     }
+    one_sink_per_path(spec)?;
     Ok(Prepared {
         source,
         stages,
@@ -141,6 +147,29 @@ impl Prepared {
             sinks,
         })
     }
+}
+
+/// Two sinks given the same `path` would overwrite each other's batches (both name their
+/// files by batch id): refused by name.
+fn one_sink_per_path(spec: &PipelineSpec) -> Result<()> {
+    let mut seen: Vec<(&str, String)> = Vec::new();
+    for (name, options) in &spec.sinks {
+        let Some(path) = options.get("path") else {
+            continue;
+        };
+        let path = path.trim_end_matches('/').to_string();
+        if let Some((other, _)) = seen.iter().find(|(_, p)| *p == path) {
+            return Err(Error::new(
+                ErrorCode::ConflictingOptions,
+                format!(
+                    "sinks '{other}' and '{name}' both write to path '{path}'; give each sink its own path"
+                ),
+            )
+            .with_context("option", "path"));
+        }
+        seen.push((name, path));
+    }
+    Ok(())
 }
 
 /// Checks a pipeline without any I/O: connectors exist, their options and the stages' options

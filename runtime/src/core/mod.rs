@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use tributary_sdk::{ConnectorContext, Delivery, Result, SecretStore, Source, WriteMode};
 
+use crate::checkpoint::verify::{self, LogSummary};
 use crate::checkpoint::{Checkpoint, Recovery};
 use crate::drivers::Shutdown;
 use crate::pipeline::PipelineSpec;
@@ -60,6 +61,8 @@ pub struct Pipeline {
     pub(crate) trigger: Trigger,
     pub(crate) checkpoint: Checkpoint,
     pub(crate) checkpoint_id: String,
+    /// What the checkpoint's logs held when the pipeline was built (checked).
+    pub(crate) logs: LogSummary,
     /// `<connector> <target>`, the source's description in progress events.
     pub(crate) source_label: String,
     pub(crate) source: Box<dyn Source>,
@@ -104,14 +107,12 @@ impl Pipeline {
         registry: &Registry,
         secrets: Arc<dyn SecretStore>,
     ) -> Result<Pipeline> {
-        #[cfg(feature = "ballista")]
-        if spec.engine != crate::distributed::EngineSpec::Embedded {
-            crate::distributed::payload::TaskPayload::check(spec, registry)?;
-        }
         let prepared = assemble::prepare(spec, registry)?;
         let description = prepared.description().clone();
+        let logs = verify::inspect(&spec.checkpoint)?.into_result(&spec.checkpoint)?;
         let checkpoint = Checkpoint::open(&spec.checkpoint)?;
         let meta = checkpoint.bind(&description.identity)?;
+        verify_source_state(&checkpoint, registry, &spec.source)?;
         let source_ctx = ConnectorContext {
             state_dir: Some(checkpoint.source_state_dir()),
             secrets: secrets.clone(),
@@ -132,6 +133,7 @@ impl Pipeline {
             trigger: spec.trigger,
             checkpoint,
             checkpoint_id: meta.id,
+            logs,
             source_label: format!("{} {}", spec.source, description.identity.target),
             source: built.source,
             stages: built.stages,
@@ -199,6 +201,7 @@ impl Pipeline {
     async fn run_inner(&mut self) -> Result<RunSummary> {
         let schema = self.stages.open(self.source.schema()).await?;
         self.sinks.open(&schema).await?;
+        self.verify_sinks().await?;
         let mut summary = RunSummary::default();
         let mut last_end = Instant::now();
         let (batch_id, start) = match self.checkpoint.recovery()? {
@@ -241,6 +244,72 @@ impl Pipeline {
         self.run_micro_batches(batch_id, start, summary, last_end)
             .await
     }
+}
+
+impl Pipeline {
+    /// Opens the stages and sinks, checks each sink's own record against the checkpoint and
+    /// stops everything (`tributary checkpoint verify --pipeline`).
+    pub async fn verify_only(&mut self) -> Result<()> {
+        let result = async {
+            let schema = self.stages.open(self.source.schema()).await?;
+            self.sinks.open(&schema).await?;
+            self.verify_sinks().await
+        }
+        .await;
+        let _ = self.source.stop().await;
+        let _ = self.sinks.stop().await;
+        result
+    }
+
+    /// Each sink's own record against the checkpoint (see [`verify::check_sink`]).
+    async fn verify_sinks(&mut self) -> Result<()> {
+        let damages: Vec<_> = self
+            .sinks
+            .ledgers()
+            .await?
+            .iter()
+            .filter_map(|(label, ledger)| {
+                verify::check_sink(label, &self.checkpoint_id, &self.logs, ledger)
+            })
+            .collect();
+        if damages.is_empty() {
+            return Ok(());
+        }
+        Err(verify::damaged(self.checkpoint.dir(), &damages))
+    }
+}
+
+/// What `check` verifies of an existing checkpoint, reading only: its parts agree, it belongs
+/// to this pipeline's source, and the source's own state agrees with its logs — everything
+/// [`Pipeline::build`] refuses about a checkpoint. A checkpoint not created yet passes.
+pub fn check_checkpoint(
+    spec: &PipelineSpec,
+    registry: &Registry,
+    source: &tributary_sdk::SourceIdentity,
+) -> Result<()> {
+    verify::inspect(&spec.checkpoint)?.into_result(&spec.checkpoint)?;
+    let Ok(checkpoint) = Checkpoint::open_existing(&spec.checkpoint) else {
+        return Ok(());
+    };
+    checkpoint.check_source(source)?;
+    verify_source_state(&checkpoint, registry, &spec.source)
+}
+
+/// The source's own state against the checkpoint's logs (see
+/// [`tributary_sdk::SourceFactory::verify_state`]).
+pub(crate) fn verify_source_state(
+    checkpoint: &Checkpoint,
+    registry: &Registry,
+    connector: &str,
+) -> Result<()> {
+    let batches = checkpoint.logged_batches()?;
+    let state_dir = checkpoint.source_state_dir();
+    registry
+        .source(connector)?
+        .verify_state(&tributary_sdk::StateRequest {
+            state_dir: &state_dir,
+            batches: &batches,
+        })
 }
 
 /// The id after `id`; a log whose ids reached the end of the range is refused, not wrapped.

@@ -8,8 +8,8 @@
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use tributary_sdk::{
-    Ack, Delivery, Error, ErrorCode, PartAck, Result, Sink, SinkWriter, StagedOutput, WriteMode,
-    WriteShape,
+    Ack, Delivery, Error, ErrorCode, PartAck, Result, Sink, SinkLedger, SinkWriter, StagedOutput,
+    WriteMode, WriteShape,
 };
 
 /// A pipeline's sinks, by connector name, in the pipeline's order.
@@ -88,6 +88,24 @@ impl SinkSet {
             w.sink_mut().open(schema.clone()).await?;
         }
         Ok(())
+    }
+
+    /// Every sink's own record of what was committed to it (see [`Sink::ledger`]), labelled
+    /// `sink '<name>'` (with its position when two sinks share a connector).
+    pub(crate) async fn ledgers(&mut self) -> Result<Vec<(String, SinkLedger)>> {
+        let mut out = Vec::new();
+        let names: Vec<String> = self.sinks.iter().map(|(n, _)| n.clone()).collect();
+        for (i, (name, w)) in self.sinks.iter_mut().enumerate() {
+            if let Some(ledger) = w.sink_mut().ledger().await? {
+                let label = if names.iter().filter(|n| *n == name).count() > 1 {
+                    format!("sink '{name}' (sink {})", i + 1)
+                } else {
+                    format!("sink '{name}'")
+                };
+                out.push((label, ledger));
+            }
+        }
+        Ok(out)
     }
 
     /// Step 1 for every sink.

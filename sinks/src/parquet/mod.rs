@@ -14,6 +14,9 @@
 //! batch `n` as `part-<n, 20 digits>-<partition, 5 digits>.parquet`, recording the commit under
 //! `_commits/`. Readers must ignore names starting with `_` as well (Spark and pyarrow do).
 //!
+//! The directory names the checkpoint that writes it (`_owner.json`, see [`owner`]): a second
+//! pipeline pointed at it, or a checkpoint that lost its log, is refused before writing.
+//!
 //! Options: `path` (required), `compression` (`zstd` default, `snappy`, `none`).
 
 use std::fs::{self, File, OpenOptions};
@@ -27,10 +30,13 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use tributary_sdk::{
     ConnectorContext, Delivery, Error, ErrorCode, OptionSpec, ParsedOptions, PartWriter,
-    PartitionStager, Result, Sink, SinkConnector,
+    PartitionStager, Result, Sink, SinkConnector, SinkLedger,
 };
 
+mod owner;
 pub mod stager;
+
+pub use owner::OWNER_FILE;
 
 /// Writes each batch as one Parquet file, atomically and idempotently.
 #[derive(Debug)]
@@ -44,6 +50,10 @@ pub struct ParquetSink {
     /// The input partition being staged by [`PartitionStager`] (its file is created with the
     /// first non-empty part at the path given here, instead of the batch's temp file).
     partition: Option<stager::PartitionAttempt>,
+    /// The checkpoint writing the directory (its owner, see [`owner`]); `None` without one.
+    checkpoint_id: Option<String>,
+    /// The owner record was checked (and written if absent) by this sink.
+    claimed: bool,
 }
 
 impl ParquetSink {
@@ -56,6 +66,8 @@ impl ParquetSink {
             batch: None,
             staged: None,
             partition: None,
+            checkpoint_id: None,
+            claimed: false,
         }
     }
 
@@ -147,6 +159,7 @@ impl ParquetSink {
         let Some(batch_id) = self.batch.take() else {
             return Ok(());
         };
+        self.claim()?;
         let Some(staged) = self.staged.take() else {
             self.drop_distributed_commit(batch_id)?;
             return Ok(());
@@ -237,6 +250,10 @@ impl Sink for ParquetSink {
     async fn stop(&mut self) -> Result<()> {
         self.discard_staged();
         Ok(())
+    }
+
+    async fn ledger(&mut self) -> Result<Option<SinkLedger>> {
+        self.read_ledger()
     }
 
     fn as_part_writer(&mut self) -> Option<&mut dyn PartWriter> {
@@ -348,9 +365,10 @@ impl SinkConnector for ParquetSinkFactory {
         })
     }
 
-    fn build(&self, config: ParquetConfig, _context: &ConnectorContext) -> Result<Box<dyn Sink>> {
+    fn build(&self, config: ParquetConfig, context: &ConnectorContext) -> Result<Box<dyn Sink>> {
         let mut sink = ParquetSink::new(config.path);
         sink.compression = config.compression;
+        sink.checkpoint_id = context.checkpoint_id.clone();
         Ok(Box::new(sink))
     }
 }

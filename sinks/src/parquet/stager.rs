@@ -392,6 +392,7 @@ impl PartitionStager for ParquetSink {
             self.remove_quietly(&self.staging_dir(batch_id));
             return Ok(());
         }
+        self.claim()?;
         let publish: BTreeSet<String> = plan.iter().map(|(_, name)| name.clone()).collect();
         let mut files = earlier.map(|r| r.files).unwrap_or_default();
         files.extend(publish.iter().cloned());

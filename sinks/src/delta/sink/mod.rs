@@ -39,7 +39,9 @@ use deltalake::parquet::basic::{Compression, ZstdLevel};
 use deltalake::parquet::file::properties::WriterProperties;
 use deltalake::table::config::TablePropertiesExt;
 use deltalake::DeltaTable;
-use tributary_sdk::{Delivery, Error, ErrorCode, PartWriter, PartitionStager, Result, Sink};
+use tributary_sdk::{
+    Delivery, Error, ErrorCode, PartWriter, PartitionStager, Result, Sink, SinkLedger,
+};
 use url::Url;
 
 use super::config::{DeltaCompression, DeltaConfig, PARTITION_BY};
@@ -294,6 +296,21 @@ impl Sink for DeltaSink {
 
     fn as_stager(&mut self) -> Option<&mut dyn PartitionStager> {
         Some(self)
+    }
+
+    /// Delta keeps the last batch per writer itself (the `txn` action of this checkpoint's id);
+    /// a table has many writers, so it names no owner.
+    async fn ledger(&mut self) -> Result<Option<SinkLedger>> {
+        if self.app_id.is_none() {
+            return Ok(None);
+        }
+        if self.stale {
+            self.reload().await?;
+        }
+        Ok(Some(SinkLedger {
+            owner: None,
+            last_batch: self.committed.and_then(|v| u64::try_from(v).ok()),
+        }))
     }
 
     async fn stop(&mut self) -> Result<()> {

@@ -10,14 +10,19 @@
 //! ```
 //!
 //! Every file is written atomically: temp file, fsync, rename, fsync of the directory. On restart
-//! an `offsets/<n>` without its `commits/<n>` is replayed with exactly the same range.
+//! an `offsets/<n>` without its `commits/<n>` is replayed with exactly the same range. Before
+//! that, the parts are checked against each other ([`verify`]): a damaged checkpoint is refused,
+//! never re-created.
 
+pub mod verify;
+
+use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use tributary_sdk::{Error, ErrorCode, Offset, Result, SourceIdentity};
+use tributary_sdk::{Error, ErrorCode, LoggedBatch, Offset, Result, SourceIdentity};
 
 /// `metadata.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -166,19 +171,7 @@ impl Checkpoint {
     pub fn bind(&self, source: &SourceIdentity) -> Result<CheckpointMetadata> {
         match self.metadata()? {
             Some(meta) if &meta.source == source => Ok(meta),
-            Some(meta) => Err(Error::new(
-                ErrorCode::CheckpointIncompatible,
-                format!(
-                    "checkpoint {} was written for source '{}' reading '{}', but this pipeline's \
-                     source is '{}' reading '{}'; use a new checkpoint location for a different source",
-                    self.dir.display(),
-                    meta.source.connector,
-                    meta.source.target,
-                    source.connector,
-                    source.target
-                ),
-            )
-            .with_context("path", self.dir.display())),
+            Some(meta) => Err(self.incompatible(&meta, source)),
             None => {
                 let meta = CheckpointMetadata {
                     id: new_id(),
@@ -190,6 +183,30 @@ impl Checkpoint {
                 Ok(meta)
             }
         }
+    }
+
+    /// Checks, without writing, that this checkpoint (if bound) belongs to `source`.
+    pub fn check_source(&self, source: &SourceIdentity) -> Result<()> {
+        match self.metadata()? {
+            Some(meta) if &meta.source != source => Err(self.incompatible(&meta, source)),
+            _ => Ok(()),
+        }
+    }
+
+    fn incompatible(&self, meta: &CheckpointMetadata, source: &SourceIdentity) -> Error {
+        Error::new(
+                ErrorCode::CheckpointIncompatible,
+                format!(
+                    "checkpoint {} was written for source '{}' reading '{}', but this pipeline's \
+                     source is '{}' reading '{}'; use a new checkpoint location for a different source",
+                    self.dir.display(),
+                    meta.source.connector,
+                    meta.source.target,
+                    source.connector,
+                    source.target
+                ),
+            )
+            .with_context("path", self.dir.display())
     }
 
     fn ids(&self, sub: &str) -> Result<Vec<u64>> {
@@ -220,6 +237,22 @@ impl Checkpoint {
     /// The batch ids that have a commit.
     pub fn committed_ids(&self) -> Result<Vec<u64>> {
         self.ids("commits")
+    }
+
+    /// The offsets log with each batch's commit state, as connectors receive it
+    /// ([`tributary_sdk::StateRequest`]).
+    pub fn logged_batches(&self) -> Result<Vec<LoggedBatch>> {
+        let committed: BTreeSet<u64> = self.committed_ids()?.into_iter().collect();
+        Ok(self
+            .offsets()?
+            .into_iter()
+            .map(|o| LoggedBatch {
+                committed: committed.contains(&o.batch_id),
+                batch_id: o.batch_id,
+                start: o.start,
+                end: o.end,
+            })
+            .collect())
     }
 
     /// Where to continue.
