@@ -68,9 +68,10 @@ use crate::metrics::{lag_metrics, with_byte_estimate, ByteWindow};
 use crate::offsets::{PartitionOffsets, EARLIEST, LATEST};
 use crate::partitions::{input_partitions, range_of};
 use crate::planner::{rate_limit, split_ranges, OffsetRange};
+use crate::range_poll::PART_ROWS;
 use crate::reader::{Piece, RangeParts, RangeReader, ReadSettings};
 use crate::schema::kafka_schema;
-use crate::stream_reader::StreamReaders;
+use crate::stream_reader::{StreamOptions, StreamReaders, CHUNK_ROWS};
 
 /// The Kafka source.
 pub struct KafkaSource {
@@ -153,6 +154,17 @@ impl KafkaSource {
             metrics: SourceMetrics::new(),
             streaming: None,
         })
+    }
+
+    /// Consumers held: (range-read consumers pooled, real-time readers running).
+    #[cfg(test)]
+    pub(crate) fn consumers(&self) -> (usize, usize) {
+        (
+            self.reader.as_ref().map_or(0, RangeReader::pooled),
+            self.streaming
+                .as_ref()
+                .map_or(0, StreamReaders::reader_count),
+        )
     }
 
     /// The consumer group the committed batches' end offsets are published to (see the module
@@ -409,6 +421,8 @@ impl KafkaSource {
             poll_timeout: self.config.poll_timeout,
             request_timeout: self.config.request_timeout,
             group_id: self.group_id.clone(),
+            part_rows: self.config.max_poll_records.unwrap_or(PART_ROWS),
+            max_parallel: self.config.max_partitions,
         };
         let profile = self.profile.clone();
         let reader = self.reader.get_or_insert_with(|| RangeReader::new(profile));
@@ -690,8 +704,12 @@ impl StreamingSource for KafkaSource {
             self.admin()?,
             self.config.subscription.clone(),
             self.schema.clone(),
-            self.config.include_headers,
-            self.config.fail_on_data_loss,
+            StreamOptions {
+                include_headers: self.config.include_headers,
+                fail_on_data_loss: self.config.fail_on_data_loss,
+                chunk_rows: self.config.max_poll_records.unwrap_or(CHUNK_ROWS),
+                max_readers: self.config.max_partitions,
+            },
             self.group_id.clone(),
             &start,
             queue,
