@@ -22,10 +22,13 @@
 //! OffsetFetch and ListOffsets) see a query's progress in its consumer group `G`:
 //!
 //! - `G` is `kafka.group.id` when given, else
-//!   `<groupIdPrefix>-<pipeline name>-<16 hex digits>` — the prefix defaults to
-//!   `tributary-kafka-source`, and the digits are the 64-bit FNV-1a hash of the subscription's
+//!   `<groupIdPrefix>-<pipeline name>-<16 hex digits>` — the prefix defaults to Spark's
+//!   `spark-kafka-source` (so ACLs granted on that group prefix cover it), and the digits are
+//!   the 64-bit FNV-1a hash of the subscription's
 //!   description (`subscribe=a,b` with the topics sorted, `subscribePattern=<regex>`, or
-//!   `assign=<JSON>`), so `G` stays the same across restarts and builds.
+//!   `assign=<JSON>`), so `G` stays the same across restarts and builds. (Spark's own group,
+//!   `spark-kafka-source-<random UUID>-<hash of the checkpoint path>`, changes with every start:
+//!   Spark never commits to it. `G` holds the committed offsets lag tools read, so it must not.)
 //!   [`KafkaSource::group_id`] returns it, and the source logs it at `info` when it first
 //!   connects.
 //! - The runtime calls [`Source::commit`] with a batch's end offsets only after the sinks
