@@ -79,6 +79,9 @@ pub struct JavaSetting {
     pub sink: Effect,
     /// A value a Java job would give (used in the documentation's tests).
     pub example: &'static str,
+    /// Where librdkafka's default differs from the Java client's (empty: it does not, or the
+    /// setting is not passed on).
+    pub note: &'static str,
 }
 
 impl JavaSetting {
@@ -116,48 +119,56 @@ pub const JAVA_SETTINGS: &[JavaSetting] = &[
         },
         sink: CONSUMER_ONLY,
         example: "500",
+        note: "",
     },
     JavaSetting {
         name: "max.poll.interval.ms",
         source: refused(NO_GROUP),
         sink: CONSUMER_ONLY,
         example: "300000",
+        note: "",
     },
     JavaSetting {
         name: "fetch.min.bytes",
         source: same("fetch.min.bytes"),
         sink: CONSUMER_ONLY,
         example: "1",
+        note: "",
     },
     JavaSetting {
         name: "fetch.max.bytes",
         source: same("fetch.max.bytes"),
         sink: CONSUMER_ONLY,
         example: "52428800",
+        note: "",
     },
     JavaSetting {
         name: "fetch.max.wait.ms",
         source: same("fetch.wait.max.ms"),
         sink: CONSUMER_ONLY,
         example: "500",
+        note: "",
     },
     JavaSetting {
         name: "max.partition.fetch.bytes",
         source: same("max.partition.fetch.bytes"),
         sink: CONSUMER_ONLY,
         example: "1048576",
+        note: "",
     },
     JavaSetting {
         name: "isolation.level",
         source: same("isolation.level"),
         sink: CONSUMER_ONLY,
         example: "read_committed",
+        note: "librdkafka's default is read_committed; the Java client's (and so Spark's) is read_uncommitted",
     },
     JavaSetting {
         name: "check.crcs",
         source: same("check.crcs"),
         sink: CONSUMER_ONLY,
         example: "true",
+        note: "",
     },
     JavaSetting {
         name: "default.api.timeout.ms",
@@ -166,6 +177,7 @@ pub const JAVA_SETTINGS: &[JavaSetting] = &[
         },
         sink: CONSUMER_ONLY,
         example: "60000",
+        note: "",
     },
     JavaSetting {
         name: "group.id",
@@ -174,36 +186,42 @@ pub const JAVA_SETTINGS: &[JavaSetting] = &[
         },
         sink: CONSUMER_ONLY,
         example: "my-query",
+        note: "",
     },
     JavaSetting {
         name: "partition.assignment.strategy",
         source: refused(NO_GROUP),
         sink: CONSUMER_ONLY,
         example: "org.apache.kafka.clients.consumer.RangeAssignor",
+        note: "",
     },
     JavaSetting {
         name: "auto.offset.reset",
         source: refused("Spark refuses it too: set the source option 'startingOffsets' to 'earliest' or 'latest'; the source decides which offsets are read (startingOffsets applies to a new query only, a restart resumes from the checkpoint)"),
         sink: CONSUMER_ONLY,
         example: "earliest",
+        note: "",
     },
     JavaSetting {
         name: "enable.auto.commit",
         source: refused("Spark refuses it too: the checkpoint decides what was read; the end offsets of committed batches are published to the consumer group by commitOffsetsToGroup"),
         sink: CONSUMER_ONLY,
         example: "false",
+        note: "",
     },
     JavaSetting {
         name: "key.deserializer",
         source: refused("Spark refuses it too: keys are raw bytes (the binary 'key' column); decode them in the pipeline (a key schema or [transform] SQL)"),
         sink: CONSUMER_ONLY,
         example: "org.apache.kafka.common.serialization.StringDeserializer",
+        note: "",
     },
     JavaSetting {
         name: "value.deserializer",
         source: refused("Spark refuses it too: values are raw bytes (the binary 'value' column); decode them in the pipeline (a schema or [transform] SQL)"),
         sink: CONSUMER_ONLY,
         example: "org.apache.kafka.common.serialization.StringDeserializer",
+        note: "",
     },
     // librdkafka-only names of what the source manages (not Java settings, but refused alike).
     JavaSetting {
@@ -211,12 +229,14 @@ pub const JAVA_SETTINGS: &[JavaSetting] = &[
         source: refused("the source's checkpoint records what was read"),
         sink: CONSUMER_ONLY,
         example: "false",
+        note: "",
     },
     JavaSetting {
         name: "enable.partition.eof",
         source: refused("the source detects the end of a range itself"),
         sink: CONSUMER_ONLY,
         example: "true",
+        note: "",
     },
     // Producer settings.
     JavaSetting {
@@ -224,36 +244,42 @@ pub const JAVA_SETTINGS: &[JavaSetting] = &[
         source: PRODUCER_ONLY,
         sink: same("linger.ms"),
         example: "5",
+        note: "librdkafka's default is 5 ms; the Java client's was 0 ms before Kafka 4.0 (5 ms since)",
     },
     JavaSetting {
         name: "batch.size",
         source: PRODUCER_ONLY,
         sink: same("batch.size"),
         example: "16384",
+        note: "librdkafka's default is 1000000 bytes; the Java client's 16384",
     },
     JavaSetting {
         name: "acks",
         source: PRODUCER_ONLY,
         sink: same("acks"),
         example: "all",
+        note: "",
     },
     JavaSetting {
         name: "compression.type",
         source: PRODUCER_ONLY,
         sink: same("compression.type"),
         example: "lz4",
+        note: "",
     },
     JavaSetting {
         name: "max.request.size",
         source: PRODUCER_ONLY,
         sink: same("message.max.bytes"),
         example: "1048576",
+        note: "librdkafka's message.max.bytes default is 1000000 bytes; the Java client's max.request.size 1048576",
     },
     JavaSetting {
         name: "delivery.timeout.ms",
         source: PRODUCER_ONLY,
         sink: same("delivery.timeout.ms"),
         example: "120000",
+        note: "",
     },
     JavaSetting {
         name: "buffer.memory",
@@ -263,54 +289,63 @@ pub const JAVA_SETTINGS: &[JavaSetting] = &[
             translate: Translate::BytesToKib,
         },
         example: "33554432",
+        note: "librdkafka's default is 1 GiB; the Java client's 32 MiB",
     },
     JavaSetting {
         name: "retries",
         source: PRODUCER_ONLY,
         sink: same("retries"),
         example: "2147483647",
+        note: "",
     },
     JavaSetting {
         name: "max.in.flight.requests.per.connection",
         source: PRODUCER_ONLY,
         sink: same("max.in.flight.requests.per.connection"),
         example: "5",
+        note: "",
     },
     JavaSetting {
         name: "enable.idempotence",
         source: PRODUCER_ONLY,
         sink: same("enable.idempotence"),
         example: "true",
+        note: "",
     },
     JavaSetting {
         name: "max.block.ms",
         source: PRODUCER_ONLY,
         sink: refused("sending never blocks here: with the producer's queue full the sink waits for the oldest deliveries, and a batch is bounded by the sink option 'flushTimeoutMs'"),
         example: "60000",
+        note: "",
     },
     JavaSetting {
         name: "transactional.id",
         source: PRODUCER_ONLY,
         sink: refused("the sink does not use Kafka transactions: it is at-least-once (a replayed batch is written again)"),
         example: "my-writer",
+        note: "",
     },
     JavaSetting {
         name: "partitioner.class",
         source: PRODUCER_ONLY,
         sink: refused("it names a Java class; set librdkafka's 'kafka.partitioner' instead (murmur2_random places keys as Java's default partitioner does), or give a 'partition' column"),
         example: "org.apache.kafka.clients.producer.RoundRobinPartitioner",
+        note: "",
     },
     JavaSetting {
         name: "key.serializer",
         source: PRODUCER_ONLY,
         sink: refused("Spark refuses it too: keys are written as the bytes of the 'key' column (binary or string)"),
         example: "org.apache.kafka.common.serialization.StringSerializer",
+        note: "",
     },
     JavaSetting {
         name: "value.serializer",
         source: PRODUCER_ONLY,
         sink: refused("Spark refuses it too: values are written as the bytes of the 'value' column (binary or string)"),
         example: "org.apache.kafka.common.serialization.StringSerializer",
+        note: "",
     },
     // Settings of both clients.
     JavaSetting {
@@ -320,30 +355,35 @@ pub const JAVA_SETTINGS: &[JavaSetting] = &[
         source: same("socket.timeout.ms"),
         sink: same("request.timeout.ms"),
         example: "30000",
+        note: "on the source, librdkafka's default socket.timeout.ms is 60 s; the Java consumer's request.timeout.ms 30 s",
     },
     JavaSetting {
         name: "retry.backoff.ms",
         source: same("retry.backoff.ms"),
         sink: same("retry.backoff.ms"),
         example: "100",
+        note: "",
     },
     JavaSetting {
         name: "retry.backoff.max.ms",
         source: same("retry.backoff.max.ms"),
         sink: same("retry.backoff.max.ms"),
         example: "1000",
+        note: "",
     },
     JavaSetting {
         name: "reconnect.backoff.ms",
         source: same("reconnect.backoff.ms"),
         sink: same("reconnect.backoff.ms"),
         example: "50",
+        note: "",
     },
     JavaSetting {
         name: "reconnect.backoff.max.ms",
         source: same("reconnect.backoff.max.ms"),
         sink: same("reconnect.backoff.max.ms"),
         example: "1000",
+        note: "",
     },
     JavaSetting {
         name: "receive.buffer.bytes",
@@ -356,6 +396,7 @@ pub const JAVA_SETTINGS: &[JavaSetting] = &[
             translate: Translate::MinusOneIsZero,
         },
         example: "-1",
+        note: "",
     },
     JavaSetting {
         name: "send.buffer.bytes",
@@ -368,6 +409,7 @@ pub const JAVA_SETTINGS: &[JavaSetting] = &[
             translate: Translate::MinusOneIsZero,
         },
         example: "131072",
+        note: "",
     },
     JavaSetting {
         name: "client.dns.lookup",
@@ -380,42 +422,49 @@ pub const JAVA_SETTINGS: &[JavaSetting] = &[
             translate: Translate::DnsLookup,
         },
         example: "use_all_dns_ips",
+        note: "the same default, use_all_dns_ips",
     },
     JavaSetting {
         name: "client.id",
         source: same("client.id"),
         sink: same("client.id"),
         example: "my-app",
+        note: "",
     },
     JavaSetting {
         name: "metadata.max.age.ms",
         source: same("metadata.max.age.ms"),
         sink: same("metadata.max.age.ms"),
         example: "300000",
+        note: "",
     },
     JavaSetting {
         name: "connections.max.idle.ms",
         source: same("connections.max.idle.ms"),
         sink: same("connections.max.idle.ms"),
         example: "540000",
+        note: "",
     },
     JavaSetting {
         name: "socket.connection.setup.timeout.ms",
         source: same("socket.connection.setup.timeout.ms"),
         sink: same("socket.connection.setup.timeout.ms"),
         example: "10000",
+        note: "",
     },
     JavaSetting {
         name: "interceptor.classes",
         source: refused("Spark refuses it too: interceptors are Java classes that may change records; transform records in the pipeline instead"),
         sink: refused("interceptors are Java classes that may change records; transform records in the pipeline instead"),
         example: "com.example.Interceptor",
+        note: "",
     },
     JavaSetting {
         name: "metric.reporters",
         source: refused("it names Java classes; the source's metrics are in the progress events and the runtime's metrics endpoint"),
         sink: refused("it names Java classes; the sink's metrics are in the progress events and the runtime's metrics endpoint"),
         example: "com.example.Reporter",
+        note: "",
     },
 ];
 
@@ -568,14 +617,15 @@ pub fn markdown() -> String {
     s.push_str("source and sink run on librdkafka; this is what each Java setting does here. `kafka.*` names\n");
     s.push_str("that are not listed go to librdkafka as they are, and librdkafka refuses the ones it does not know.\n");
     s.push_str("A setting is never accepted and then ignored: where it would have no effect it is refused, with the reason.\n\n");
-    s.push_str("| Java setting (`kafka.` + name) | on the source | on the sink |\n");
-    s.push_str("|---|---|---|\n");
+    s.push_str("| Java setting (`kafka.` + name) | on the source | on the sink | defaults |\n");
+    s.push_str("|---|---|---|---|\n");
     for e in JAVA_SETTINGS {
         s.push_str(&format!(
-            "| `{}` | {} | {} |\n",
+            "| `{}` | {} | {} | {} |\n",
             e.name,
             describe(e.source),
-            describe(e.sink)
+            describe(e.sink),
+            e.note
         ));
     }
     s
