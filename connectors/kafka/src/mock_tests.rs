@@ -160,3 +160,55 @@ fn min_partitions_above_max_partitions_is_a_conflict() {
     assert_eq!(e.context_value("option"), Some("minPartitions"));
     assert_eq!(e.context_value("conflicts_with"), Some("maxPartitions"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_partition_joins_a_running_reader_once_max_partitions_readers_run() {
+    let mock = Mock::new("grow-a", 1);
+    mock.send("grow-a", 1, 2).await;
+    let mut o: Options = [
+        ("kafka.bootstrap.servers", mock.bootstrap.as_str()),
+        ("subscribePattern", "grow-.*"),
+        ("startingOffsets", "earliest"),
+        ("maxPartitions", "1"),
+    ]
+    .into_iter()
+    .collect();
+    o.set("fetchOffset.timeoutMs", "10000");
+    let mut src = KafkaSource::new(&o, &ConnectorContext::default()).unwrap();
+    let start = src.initial_offset().await.unwrap();
+    let (tx, mut rx) = chunk_queue(64);
+    src.start_stream(&start, tx).await.unwrap();
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    while seen.iter().map(|(_, n)| n).sum::<usize>() < 2 {
+        seen.push(next(&mut rx).await);
+    }
+    // A topic matching the pattern appears: the discovery task (every 5 s) hands its partition
+    // to the one running reader instead of starting a second.
+    mock.owner
+        .client()
+        .mock_cluster()
+        .unwrap()
+        .create_topic("grow-b", 1, 1)
+        .unwrap();
+    mock.send("grow-b", 1, 3).await;
+    while seen
+        .iter()
+        .filter(|(p, _)| p == "grow-b/0")
+        .map(|(_, n)| n)
+        .sum::<usize>()
+        < 3
+    {
+        seen.push(next(&mut rx).await);
+    }
+    assert_eq!(src.consumers().1, 1, "still one reader: {seen:?}");
+    src.stop_stream().await.unwrap();
+}
+
+async fn next(rx: &mut tributary_sdk::ChunkReceiver) -> (String, usize) {
+    let c = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .expect("a chunk within 20 s")
+        .expect("the reader runs")
+        .unwrap();
+    (c.partition.clone(), c.batch.num_rows())
+}
