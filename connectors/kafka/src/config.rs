@@ -14,17 +14,10 @@ use regex::Regex;
 use tributary_sdk::{Error, ErrorCode, OptionSpec, ParsedOptions, ReadLimit, Result};
 
 use crate::connection::{self, ConnectionSettings};
+use crate::java_settings::{self, Role};
 use crate::offsets::{self, PartitionOffsets};
 use crate::options as o;
 pub use crate::subscription::Subscription;
-
-/// Options librdkafka would accept but the source manages itself (as Spark refuses them).
-const MANAGED_CONSUMER_OPTIONS: &[(&str, &str)] = &[
-    ("auto.offset.reset", "startingOffsets"),
-    ("enable.auto.commit", "the source's checkpoint"),
-    ("enable.auto.offset.store", "the source's checkpoint"),
-    ("enable.partition.eof", "the source itself"),
-];
 
 /// Every option of the Kafka source.
 pub fn source_option_specs() -> Vec<OptionSpec> {
@@ -78,6 +71,9 @@ pub struct SourceConfig {
     pub max_trigger_delay: Duration,
     /// minPartitions.
     pub min_partitions: Option<u64>,
+    /// maxPartitions: the most consumers reading at once (real-time readers, range-read
+    /// consumers).
+    pub max_partitions: Option<usize>,
     /// maxRecordsPerPartition.
     pub max_records_per_partition: Option<u64>,
     /// groupIdPrefix: the prefix of the consumer group offsets are published to.
@@ -96,29 +92,24 @@ pub struct SourceConfig {
     pub request_attempts: u32,
     /// fetchOffset.retryIntervalMs.
     pub request_retry_interval: Duration,
-    /// fetchOffset.timeoutMs.
+    /// fetchOffset.timeoutMs (or the Java client's `kafka.default.api.timeout.ms`).
     pub request_timeout: Duration,
+    /// The Java client's `kafka.max.poll.records`: the most records in one batch the source
+    /// hands on (default: 16384 in a range read, 4096 in real-time mode).
+    pub max_poll_records: Option<usize>,
 }
 
 impl SourceConfig {
     /// Parses validated source options (no I/O, no secret resolved). Options that would be
     /// ignored, or that contradict each other, are refused naming both.
     pub fn parse(p: &ParsedOptions) -> Result<SourceConfig> {
-        let connection = ConnectionSettings::parse(p)?;
-        for (key, _) in p.prefixed("kafka.") {
-            if let Some((_, instead)) = MANAGED_CONSUMER_OPTIONS
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(&key))
-            {
-                return Err(Error::new(
-                    ErrorCode::InvalidOption,
-                    format!(
-                        "Kafka option 'kafka.{key}' is not supported by the source: it is managed by {instead}"
-                    ),
-                )
-                .with_context("option", format!("kafka.{key}")));
-            }
-        }
+        let mut connection = ConnectionSettings::parse(p)?;
+        let java = java_settings::apply(&mut connection.pass_through, Role::Source)?;
+        let java_value = |name: &str| {
+            java.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.clone())
+        };
         connection.check_pass_through()?;
         refuse_ignored_source_options(p)?;
         let subscription = parse_subscription(p)?;
@@ -152,11 +143,30 @@ impl SourceConfig {
         };
         let ms = |v: i64| Duration::from_millis(v.max(0) as u64);
         let count = |v: Option<i64>| v.map(|v| v as u64);
-        let group_id = connection
-            .pass_through
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("group.id"))
-            .map(|(_, v)| v.clone());
+        let group_id = java_value("group.id");
+        let max_poll_records = match java_value("max.poll.records") {
+            None => None,
+            Some(v) => Some(positive(
+                &v,
+                "kafka.max.poll.records",
+                "a number of records",
+            )?),
+        };
+        let mut request_timeout = ms(o::FETCH_OFFSET_TIMEOUT_MS.get(p)?);
+        if let Some(v) = java_value("default.api.timeout.ms") {
+            if p.is_set(o::FETCH_OFFSET_TIMEOUT_MS.name) {
+                return Err(tributary_sdk::options::conflicting(
+                    "kafka.default.api.timeout.ms",
+                    o::FETCH_OFFSET_TIMEOUT_MS.name,
+                    "is the Java client's name of the request timeout 'fetchOffset.timeoutMs' sets, and both are given",
+                ));
+            }
+            request_timeout = Duration::from_millis(positive(
+                &v,
+                "kafka.default.api.timeout.ms",
+                "a timeout in milliseconds",
+            )? as u64);
+        }
         let commit_offsets_to_group = o::COMMIT_OFFSETS_TO_GROUP.get(p)?;
         if group_id.is_some() && !commit_offsets_to_group {
             return Err(tributary_sdk::options::conflicting(
@@ -165,6 +175,17 @@ impl SourceConfig {
                 "is ignored when 'commitOffsetsToGroup' is false (the source reads with assign and \
                  never joins the group; nothing is written to it)",
             ));
+        }
+        let min_partitions = count(o::MIN_PARTITIONS.get(p)?);
+        let max_partitions = o::MAX_PARTITIONS.get(p)?.map(|v| v as usize);
+        if let (Some(min), Some(max)) = (min_partitions, max_partitions) {
+            if min > max as u64 {
+                return Err(tributary_sdk::options::conflicting(
+                    o::MIN_PARTITIONS.name,
+                    o::MAX_PARTITIONS.name,
+                    &format!("asks for at least {min} parallel reads, and 'maxPartitions' allows at most {max}"),
+                ));
+            }
         }
         Ok(SourceConfig {
             connection,
@@ -177,7 +198,8 @@ impl SourceConfig {
             max_offsets_per_trigger: count(o::MAX_OFFSETS_PER_TRIGGER.get(p)?),
             min_offsets_per_trigger: count(o::MIN_OFFSETS_PER_TRIGGER.get(p)?),
             max_trigger_delay: o::MAX_TRIGGER_DELAY.get(p)?,
-            min_partitions: count(o::MIN_PARTITIONS.get(p)?),
+            min_partitions,
+            max_partitions,
             max_records_per_partition: count(o::MAX_RECORDS_PER_PARTITION.get(p)?),
             group_id_prefix: o::GROUP_ID_PREFIX.get(p)?,
             group_id,
@@ -187,7 +209,8 @@ impl SourceConfig {
             poll_timeout: ms(o::POLL_TIMEOUT_MS.get(p)?),
             request_attempts: o::FETCH_OFFSET_NUM_RETRIES.get(p)? as u32,
             request_retry_interval: ms(o::FETCH_OFFSET_RETRY_INTERVAL_MS.get(p)?),
-            request_timeout: ms(o::FETCH_OFFSET_TIMEOUT_MS.get(p)?),
+            request_timeout,
+            max_poll_records,
         })
     }
 
@@ -208,6 +231,18 @@ impl SourceConfig {
             1 => limits.remove(0),
             _ => ReadLimit::Composite(limits),
         }
+    }
+}
+
+/// A positive integer setting read by the connector (a Java client setting).
+fn positive(value: &str, option: &str, what: &str) -> Result<usize> {
+    match value.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(Error::new(
+            ErrorCode::InvalidOption,
+            format!("invalid value '{value}' for option '{option}': expected {what} above 0"),
+        )
+        .with_context("option", option)),
     }
 }
 
@@ -334,17 +369,22 @@ pub struct SinkConfig {
     pub topic: Option<String>,
     /// Longest a batch waits for deliveries.
     pub flush_timeout: Duration,
+    /// includeHeaders: `Some(true)` the input must have a headers column, `Some(false)` it
+    /// must not, `None` headers are written when the column is there (Spark's behaviour).
+    pub include_headers: Option<bool>,
 }
 
 impl SinkConfig {
     /// Parses validated sink options (no I/O, no secret resolved).
     pub fn parse(p: &ParsedOptions) -> Result<SinkConfig> {
-        let connection = ConnectionSettings::parse(p)?;
+        let mut connection = ConnectionSettings::parse(p)?;
+        java_settings::apply(&mut connection.pass_through, Role::Sink)?;
         connection.check_pass_through()?;
         Ok(SinkConfig {
             connection,
             topic: o::TOPIC.get(p)?.filter(|t| !t.trim().is_empty()),
             flush_timeout: Duration::from_millis(o::FLUSH_TIMEOUT_MS.get(p)? as u64),
+            include_headers: o::SINK_INCLUDE_HEADERS.get(p)?,
         })
     }
 }
@@ -473,6 +513,26 @@ mod tests {
                 ReadLimit::MaxRows(10)
             ])
         );
+    }
+
+    #[test]
+    fn group_id_prefix_defaults_to_sparks_and_the_group_is_stable() {
+        let c = parse(&opts(&[("subscribe", "a,b")])).unwrap();
+        assert_eq!(c.group_id_prefix, "spark-kafka-source");
+        let ctx = tributary_sdk::ConnectorContext::default();
+        let group = |o: &Options| {
+            crate::KafkaSource::new(o, &ctx)
+                .unwrap()
+                .group_id()
+                .to_string()
+        };
+        let g = group(&opts(&[("subscribe", "a,b")]));
+        assert!(g.starts_with("spark-kafka-source-"), "{g}");
+        // The same subscription (in any order) is the same group across restarts.
+        assert_eq!(g, group(&opts(&[("subscribe", "b,a")])));
+        assert_ne!(g, group(&opts(&[("subscribe", "a")])));
+        let g = group(&opts(&[("subscribe", "a"), ("groupIdPrefix", "team-x")]));
+        assert!(g.starts_with("team-x-"), "{g}");
     }
 
     #[test]

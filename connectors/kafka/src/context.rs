@@ -1,9 +1,9 @@
 //! The client context of every consumer and producer: keeps the last error librdkafka
 //! reported on its own threads (to explain a timeout as an authentication or TLS failure) and
-//! supplies MSK IAM tokens. A leaf module: the connection builds clients with it, the client
+//! supplies OAUTHBEARER tokens (MSK IAM or OIDC client credentials). A leaf module: the connection builds clients with it, the client
 //! module reads it.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rdkafka::client::OAuthToken;
 use rdkafka::config::RDKafkaLogLevel;
@@ -11,20 +11,29 @@ use rdkafka::consumer::ConsumerContext;
 use rdkafka::error::{KafkaError, KafkaResult};
 use rdkafka::{ClientContext, TopicPartitionList};
 
-use crate::auth::MskIamAuthenticator;
+use crate::auth::{MskIamAuthenticator, OidcAuthenticator};
 use crate::error::ClientFailure;
+
+/// Where OAUTHBEARER tokens come from.
+#[derive(Clone)]
+pub(crate) enum TokenSource {
+    /// AWS MSK IAM (a SigV4-signed URL).
+    MskIam(Arc<MskIamAuthenticator>),
+    /// An OIDC token endpoint (client credentials).
+    Oidc(Arc<OidcAuthenticator>),
+}
 
 /// The client context of every consumer and producer the connector creates.
 pub(crate) struct KafkaContext {
     last_failure: Mutex<Option<ClientFailure>>,
-    msk_iam: Option<std::sync::Arc<MskIamAuthenticator>>,
+    tokens: Option<TokenSource>,
 }
 
 impl KafkaContext {
-    pub(crate) fn new(msk_iam: Option<std::sync::Arc<MskIamAuthenticator>>) -> Self {
+    pub(crate) fn new(tokens: Option<TokenSource>) -> Self {
         KafkaContext {
             last_failure: Mutex::new(None),
-            msk_iam,
+            tokens,
         }
     }
 
@@ -79,19 +88,31 @@ impl ClientContext for KafkaContext {
         &self,
         _config: Option<&str>,
     ) -> std::result::Result<OAuthToken, Box<dyn std::error::Error>> {
-        let auth = self
-            .msk_iam
-            .as_ref()
-            .ok_or("OAUTHBEARER is only supported with auth.mechanism=AWS_MSK_IAM")?;
-        let (token, expires) = auth.token_blocking()?;
-        let lifetime_ms = expires
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or_default();
-        Ok(OAuthToken {
-            token: token.expose().to_string(),
-            principal_name: crate::auth::msk_iam_principal().to_string(),
-            lifetime_ms,
+        let unix_ms = |t: std::time::SystemTime| {
+            t.duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or_default()
+        };
+        let result = match &self.tokens {
+            None => return Err("no OAUTHBEARER token source: set kafka.sasl.mechanism=OAUTHBEARER with kafka.sasl.oauthbearer.method=oidc, or AWS_MSK_IAM".into()),
+            Some(TokenSource::MskIam(auth)) => auth.token_blocking().map(|(token, expires)| OAuthToken {
+                token: token.expose().to_string(),
+                principal_name: crate::auth::msk_iam_principal().to_string(),
+                lifetime_ms: unix_ms(expires),
+            }),
+            Some(TokenSource::Oidc(auth)) => auth.token_blocking().map(|t| OAuthToken {
+                token: t.token.expose().to_string(),
+                principal_name: t.principal,
+                lifetime_ms: unix_ms(t.expires_at),
+            }),
+        };
+        // librdkafka logs the callback's error and retries; keep it to explain a later timeout.
+        result.map_err(|e| {
+            self.record(
+                Some(rdkafka::error::RDKafkaErrorCode::Authentication),
+                e.to_string(),
+            );
+            e.into()
         })
     }
 }

@@ -47,7 +47,7 @@ pub(crate) fn config_error(err: KafkaError, prefix: &str) -> Error {
             match res {
                 RDKafkaConfRes::RD_KAFKA_CONF_UNKNOWN => Error::new(
                     ErrorCode::UnknownOption,
-                    format!("librdkafka does not know the option '{option}': {desc}"),
+                    format!("librdkafka does not know the option '{option}': {desc} (the Java client settings this connector translates are listed in docs/kafka-java-settings.md)"),
                 )
                 .with_context("option", option),
                 _ => Error::new(

@@ -27,7 +27,9 @@
 //! `kafka.sasl.*`, `kafka.ssl.*`) in [`connection`]. Options are parsed once, into
 //! [`config::SourceConfig`] / [`config::SinkConfig`]; options that would be ignored or that
 //! contradict each other are refused with `CONFLICTING_OPTIONS` naming both. The record schema
-//! is in [`schema`]. Unknown options, librdkafka
+//! is in [`schema`]. The Java client settings Spark jobs carry (`kafka.max.poll.records`,
+//! `kafka.linger.ms`, ...) are translated or refused by [`java_settings`]
+//! (`docs/kafka-java-settings.md`). Unknown options, librdkafka
 //! properties it does not know, bad JSON, bad regular expressions and unreadable key material
 //! are refused with a stable error code naming the option before anything connects.
 //!
@@ -76,7 +78,10 @@ pub mod connection;
 mod connector;
 mod context;
 mod error;
+pub mod java_settings;
 mod metrics;
+#[cfg(test)]
+mod mock_tests;
 pub mod offsets;
 pub mod options;
 mod partitions;

@@ -65,14 +65,19 @@ impl PartitionOffsets {
     }
 }
 
-/// Parses `{"topic":{"0":23,"1":-2}}`; values must be >= `min` (-2 for offsets, 0 for timestamps).
+/// Parses `{"topic":{"0":23,"1":-2}}`; values must be >= `min` (-2 for starting offsets, -1
+/// for ending offsets, 0 for timestamps). The example an error shows is one that is valid for
+/// `min`: an ending offsets error never suggests -2.
 pub fn parse_partition_values(text: &str, option: &str, min: i64) -> Result<PartitionOffsets> {
+    let example = match min {
+        m if m <= -2 => r#"{"topic":{"0":23,"1":-2}} (-2 earliest, -1 latest)"#,
+        -1 => r#"{"topic":{"0":50,"1":-1}} (-1 latest)"#,
+        _ => r#"{"topic":{"0":1700000000000}} (milliseconds since the epoch)"#,
+    };
     let bad = |why: String| {
         Error::new(
             ErrorCode::InvalidOption,
-            format!(
-                "invalid value for option '{option}': {why}; expected JSON like {{\"topic\":{{\"0\":23,\"1\":-2}}}}"
-            ),
+            format!("invalid value for option '{option}': {why}; expected JSON like {example}"),
         )
         .with_context("option", option)
         .with_context("value", text)
@@ -91,9 +96,15 @@ pub fn parse_partition_values(text: &str, option: &str, min: i64) -> Result<Part
                 ))
             })?;
             let value = v.as_i64().filter(|v| *v >= min).ok_or_else(|| {
-                bad(format!(
-                    "value {v} for {topic}-{partition} must be a whole number >= {min}"
-                ))
+                if min == -1 && v.as_i64() == Some(-2) {
+                    bad(format!(
+                        "value -2 (earliest) for {topic}-{partition} cannot end a range (as in Spark); give an offset or -1 (latest)"
+                    ))
+                } else {
+                    bad(format!(
+                        "value {v} for {topic}-{partition} must be a whole number >= {min}"
+                    ))
+                }
             })?;
             out.set(&topic, partition, value);
         }
@@ -137,6 +148,41 @@ pub fn parse_assign(text: &str) -> Result<BTreeMap<String, Vec<i32>>> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_never_shows_an_example_its_option_refuses() {
+        let e = parse_partition_values(r#"{"t":{"0":-2}}"#, "endingOffsets", -1).unwrap_err();
+        assert_eq!(e.context_value("option"), Some("endingOffsets"));
+        let example = e
+            .message()
+            .split("expected JSON like")
+            .nth(1)
+            .unwrap()
+            .to_string();
+        assert!(!example.contains("-2"), "{e}");
+        assert!(example.contains(r#"{"topic":{"0":50,"1":-1}}"#), "{e}");
+        assert!(
+            e.message()
+                .contains("-2 (earliest) for t-0 cannot end a range"),
+            "{e}"
+        );
+        // startingOffsets may use -2, and its example says so; timestamps never negative.
+        let e = parse_partition_values(r#"{"t":{"0":-3}}"#, "startingOffsets", -2).unwrap_err();
+        assert!(
+            e.message()
+                .contains(r#"{"topic":{"0":23,"1":-2}} (-2 earliest, -1 latest)"#),
+            "{e}"
+        );
+        let e = parse_partition_values(r#"{"t":{"0":-1}}"#, "startingOffsetsByTimestamp", 0)
+            .unwrap_err();
+        let example = e
+            .message()
+            .split("expected JSON like")
+            .nth(1)
+            .unwrap()
+            .to_string();
+        assert!(!example.contains('-'), "{e}");
+    }
 
     #[test]
     fn offsets_round_trip_in_spark_format() {

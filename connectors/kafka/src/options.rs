@@ -128,6 +128,13 @@ pub const MIN_PARTITIONS: OptionDecl<Int> = decl::int(
     i64::MAX,
     "Split the offset ranges of one batch into at least this many parallel reads.",
 );
+/// maxPartitions.
+pub const MAX_PARTITIONS: OptionDecl<Int> = decl::int(
+    "maxPartitions",
+    1,
+    i64::MAX,
+    "The most consumers (Spark tasks) reading the source at once. Real-time mode (Databricks' option): the partitions are spread over at most this many readers, each polling several partitions (default: one reader per partition). Micro-batch: a read uses at most this many consumers (never more than 8, the default).",
+);
 /// maxRecordsPerPartition.
 pub const MAX_RECORDS_PER_PARTITION: OptionDecl<Int> = decl::int(
     "maxRecordsPerPartition",
@@ -144,9 +151,9 @@ pub const COMMIT_OFFSETS_TO_GROUP: OptionDecl<Flag, Defaulted> = decl::flag(
 /// groupIdPrefix.
 pub const GROUP_ID_PREFIX: OptionDecl<Text, Defaulted> = decl::text(
     "groupIdPrefix",
-    "Prefix of the consumer group the committed offsets are published to: <groupIdPrefix>-<pipeline>-<16 hex digits hashing the subscription>.",
+    "Prefix of the consumer group the committed offsets are published to: <groupIdPrefix>-<pipeline>-<16 hex digits hashing the subscription>. Spark's default prefix, so Kafka ACLs granted on the prefix spark-kafka-source cover it; the rest stays the same across restarts (Spark's random UUID would not).",
 )
-.default("tributary-kafka-source")
+.default("spark-kafka-source")
 .conflicts(&[
     Conflict::excludes(
         "kafka.group.id",
@@ -221,6 +228,7 @@ pub fn source_options() -> Vec<tributary_sdk::OptionSpec> {
         &MIN_OFFSETS_PER_TRIGGER,
         &MAX_TRIGGER_DELAY,
         &MIN_PARTITIONS,
+        &MAX_PARTITIONS,
         &MAX_RECORDS_PER_PARTITION,
         &COMMIT_OFFSETS_TO_GROUP,
         &GROUP_ID_PREFIX,
@@ -247,7 +255,13 @@ pub const FLUSH_TIMEOUT_MS: OptionDecl<Int, Defaulted> = decl::int(
 )
 .default(300_000);
 
+/// includeHeaders (sink).
+pub const SINK_INCLUDE_HEADERS: OptionDecl<Flag> = decl::flag(
+    "includeHeaders",
+    "Spark's sink writes a 'headers' column (list<struct<key utf8, value binary>>) whenever the input has one, and so does this sink. true: the input must have it (a missing column is an error when the sink opens); false: the input must not (Spark would write it anyway). Not set: headers are written when the column is there.",
+);
+
 /// The sink's own options.
 pub fn sink_options() -> Vec<tributary_sdk::OptionSpec> {
-    decl::specs(&[&TOPIC, &FLUSH_TIMEOUT_MS])
+    decl::specs(&[&TOPIC, &FLUSH_TIMEOUT_MS, &SINK_INCLUDE_HEADERS])
 }

@@ -1,7 +1,7 @@
 //! Polling offset ranges of distinct partitions together on one consumer: exactly the records
 //! in `[start, end)` of each, handed on in parts of bounded size.
 //!
-//! A part of a range closes at [`PART_ROWS`] records or at its byte limit of keys and values,
+//! A part of a range closes at [`PART_ROWS`] records (or `kafka.max.poll.records`) or at its byte limit of keys and values,
 //! whichever comes first. The byte limit is [`PART_BYTES`] shared by the ranges read together
 //! (never under [`MIN_PART_BYTES`]), so a consumer holds about `PART_BYTES` of open parts
 //! however many partitions it reads. Both limits are functions of the plan and the records
@@ -227,7 +227,7 @@ fn poll_ranges(
                 st.acc.append(&msg, s.include_headers);
                 st.part_bytes += st.acc.bytes - before;
                 st.next = off + 1;
-                if st.acc.rows() >= PART_ROWS || st.part_bytes >= st.part_bytes_limit {
+                if st.acc.rows() >= s.part_rows || st.part_bytes >= st.part_bytes_limit {
                     sink.close_part(st, s)?;
                     if !sink.open {
                         return Ok(events);

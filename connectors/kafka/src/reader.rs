@@ -57,6 +57,12 @@ pub(crate) struct ReadSettings {
     pub poll_timeout: std::time::Duration,
     pub request_timeout: std::time::Duration,
     pub group_id: String,
+    /// Most records in one part (`kafka.max.poll.records`, default [`PART_ROWS`]).
+    ///
+    /// [`PART_ROWS`]: crate::range_poll::PART_ROWS
+    pub part_rows: usize,
+    /// `maxPartitions`: the most consumers reading at once (never above [`MAX_PARALLEL`]).
+    pub max_parallel: Option<usize>,
 }
 
 /// What a read thread sends.
@@ -91,6 +97,12 @@ impl RangeReader {
         }
     }
 
+    /// Consumers in the pool (between reads: every consumer a read used).
+    #[cfg(test)]
+    pub(crate) fn pooled(&self) -> usize {
+        self.pool.lock().map_or(0, |p| p.len())
+    }
+
     /// Starts reading the ranges (already split); the parts come from [`RangeParts::next`].
     pub(crate) fn stream(&self, ranges: Vec<OffsetRange>, s: &ReadSettings) -> RangeParts {
         let mut ranges: Vec<OffsetRange> = ranges.into_iter().filter(|r| r.end > r.start).collect();
@@ -106,7 +118,7 @@ impl RangeReader {
             partition_of.push(if i == 0 || same { last } else { last + 1 });
         }
         let partitions = partition_of.last().map_or(0, |p| p + 1);
-        let parallel = partitions.clamp(1, MAX_PARALLEL);
+        let parallel = parallelism(partitions, s.max_parallel);
         let mut buckets: Vec<Vec<OffsetRange>> = (0..parallel).map(|_| Vec::new()).collect();
         for (r, p) in ranges.into_iter().zip(partition_of) {
             buckets[p % parallel].push(r);
@@ -138,6 +150,17 @@ impl RangeReader {
             done: false,
         }
     }
+}
+
+/// The read threads (consumers) of a read of `partitions` partitions: one per partition, at
+/// most `maxPartitions` and [`MAX_PARALLEL`].
+fn parallelism(partitions: usize, max_partitions: Option<usize>) -> usize {
+    partitions.clamp(
+        1,
+        max_partitions
+            .unwrap_or(MAX_PARALLEL)
+            .clamp(1, MAX_PARALLEL),
+    )
 }
 
 /// Reads the ranges of one thread, wave by wave; returns the consumer to the pool when done.
@@ -274,5 +297,20 @@ impl RangeParts {
             Piece::Failed(_) => self.done = true,
         }
         Some(piece)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_partitions_caps_the_read_threads() {
+        assert_eq!(parallelism(4, None), 4);
+        assert_eq!(parallelism(20, None), MAX_PARALLEL);
+        assert_eq!(parallelism(4, Some(2)), 2);
+        assert_eq!(parallelism(1, Some(2)), 1);
+        assert_eq!(parallelism(20, Some(100)), MAX_PARALLEL);
+        assert_eq!(parallelism(0, Some(2)), 1);
     }
 }

@@ -2,7 +2,10 @@
 //!
 //! Columns: `value` (binary or utf8, required), `key` (binary or utf8), `headers`
 //! (list<struct<key utf8, value binary>>), `partition` (int32) and `topic` (utf8). The `topic`
-//! option overrides the column; a row with neither is an error naming the row. The idempotent
+//! option overrides the column; a row with neither is an error naming the row. Headers are
+//! written when the `headers` column is there, as Spark's sink does; the option
+//! `includeHeaders` (which Spark's sink does not read, but jobs copy from the source) is
+//! accepted as a check: `true` requires the column, `false` refuses it. The idempotent
 //! producer is on unless `kafka.enable.idempotence=false` (no duplicates from the producer's own
 //! retries). A batch succeeds only when every record is acknowledged; any delivery failure fails
 //! the batch. A replayed batch (after a crash) is written again, so the sink is
@@ -111,8 +114,31 @@ impl<'a> Bytes<'a> {
     }
 }
 
-fn check_schema(schema: &SchemaRef, topic_option: bool) -> Result<()> {
+fn check_schema(
+    schema: &SchemaRef,
+    topic_option: bool,
+    include_headers: Option<bool>,
+) -> Result<()> {
     let field = |n: &str| schema.fields().iter().find(|f| f.name() == n);
+    match (include_headers, field("headers").is_some()) {
+        (Some(true), false) => {
+            return Err(Error::new(
+                ErrorCode::Schema,
+                "the sink option 'includeHeaders' is true but the input has no 'headers' column (list<struct<key utf8, value binary>>); add one or remove the option",
+            )
+            .with_context("option", "includeHeaders")
+            .with_context("field", "headers"))
+        }
+        (Some(false), true) => {
+            return Err(Error::new(
+                ErrorCode::Schema,
+                "the sink option 'includeHeaders' is false but the input has a 'headers' column, which Spark's Kafka sink writes regardless; drop the column (in [transform]) or remove the option",
+            )
+            .with_context("option", "includeHeaders")
+            .with_context("field", "headers"))
+        }
+        _ => {}
+    }
     if field("value").is_none() {
         return Err(Error::new(
             ErrorCode::Schema,
@@ -211,11 +237,12 @@ impl KafkaSink {
         deadline: tokio::time::Instant,
     ) -> Result<InFlight> {
         let topic_option = self.config.topic.clone();
+        let include_headers = self.config.include_headers;
         let producer = self.producer()?.clone();
         let mut in_flight: InFlight = VecDeque::new();
         let mut row_base = 0usize;
         for batch in batches {
-            check_schema(&batch.schema(), topic_option.is_some())?;
+            check_schema(&batch.schema(), topic_option.is_some(), include_headers)?;
             let col = |n: &str| batch.column_by_name(n);
             let values = Bytes::of(
                 col("value").ok_or_else(|| Error::new(ErrorCode::Schema, "no value column"))?,
@@ -317,7 +344,11 @@ impl Sink for KafkaSink {
     }
 
     async fn open(&mut self, schema: SchemaRef) -> Result<()> {
-        check_schema(&schema, self.config.topic.is_some())?;
+        check_schema(
+            &schema,
+            self.config.topic.is_some(),
+            self.config.include_headers,
+        )?;
         self.producer()?;
         Ok(())
     }
@@ -386,5 +417,57 @@ async fn await_delivery(
         .with_context("batch", batch_id)
         .with_context("row", row)
         .with_context("topic", topic)),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_schema::{Field, Schema};
+
+    use super::*;
+
+    fn sink(pairs: &[(&str, &str)]) -> KafkaSink {
+        let mut o: Options = pairs.iter().copied().collect();
+        o.set("kafka.bootstrap.servers", "127.0.0.1:1");
+        o.set("topic", "t");
+        KafkaSink::new(&o, &ConnectorContext::default()).unwrap()
+    }
+
+    fn schema(headers: bool) -> SchemaRef {
+        let mut fields = vec![Field::new("value", DataType::Binary, true)];
+        if headers {
+            fields.push(Field::new("headers", kafka_headers_type(), true));
+        }
+        Arc::new(Schema::new(fields))
+    }
+
+    #[tokio::test]
+    async fn include_headers_checks_the_headers_column_as_spark_writes_it() {
+        // Not set: Spark's behaviour, headers written when the column is there.
+        for h in [false, true] {
+            sink(&[]).open(schema(h)).await.unwrap();
+        }
+        sink(&[("includeHeaders", "true")])
+            .open(schema(true))
+            .await
+            .unwrap();
+        sink(&[("includeHeaders", "false")])
+            .open(schema(false))
+            .await
+            .unwrap();
+        for (value, headers, says) in [
+            ("true", false, "has no 'headers' column"),
+            ("false", true, "writes regardless"),
+        ] {
+            let e = sink(&[("includeHeaders", value)])
+                .open(schema(headers))
+                .await
+                .unwrap_err();
+            assert_eq!(e.context_value("option"), Some("includeHeaders"), "{e}");
+            assert!(e.message().contains(says), "{e}");
+        }
     }
 }

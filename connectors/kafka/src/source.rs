@@ -22,10 +22,13 @@
 //! OffsetFetch and ListOffsets) see a query's progress in its consumer group `G`:
 //!
 //! - `G` is `kafka.group.id` when given, else
-//!   `<groupIdPrefix>-<pipeline name>-<16 hex digits>` — the prefix defaults to
-//!   `tributary-kafka-source`, and the digits are the 64-bit FNV-1a hash of the subscription's
+//!   `<groupIdPrefix>-<pipeline name>-<16 hex digits>` — the prefix defaults to Spark's
+//!   `spark-kafka-source` (so ACLs granted on that group prefix cover it), and the digits are
+//!   the 64-bit FNV-1a hash of the subscription's
 //!   description (`subscribe=a,b` with the topics sorted, `subscribePattern=<regex>`, or
-//!   `assign=<JSON>`), so `G` stays the same across restarts and builds.
+//!   `assign=<JSON>`), so `G` stays the same across restarts and builds. (Spark's own group,
+//!   `spark-kafka-source-<random UUID>-<hash of the checkpoint path>`, changes with every start:
+//!   Spark never commits to it. `G` holds the committed offsets lag tools read, so it must not.)
 //!   [`KafkaSource::group_id`] returns it, and the source logs it at `info` when it first
 //!   connects.
 //! - The runtime calls [`Source::commit`] with a batch's end offsets only after the sinks
@@ -68,9 +71,10 @@ use crate::metrics::{lag_metrics, with_byte_estimate, ByteWindow};
 use crate::offsets::{PartitionOffsets, EARLIEST, LATEST};
 use crate::partitions::{input_partitions, range_of};
 use crate::planner::{rate_limit, split_ranges, OffsetRange};
+use crate::range_poll::PART_ROWS;
 use crate::reader::{Piece, RangeParts, RangeReader, ReadSettings};
 use crate::schema::kafka_schema;
-use crate::stream_reader::StreamReaders;
+use crate::stream_reader::{StreamOptions, StreamReaders, CHUNK_ROWS};
 
 /// The Kafka source.
 pub struct KafkaSource {
@@ -153,6 +157,17 @@ impl KafkaSource {
             metrics: SourceMetrics::new(),
             streaming: None,
         })
+    }
+
+    /// Consumers held: (range-read consumers pooled, real-time readers running).
+    #[cfg(test)]
+    pub(crate) fn consumers(&self) -> (usize, usize) {
+        (
+            self.reader.as_ref().map_or(0, RangeReader::pooled),
+            self.streaming
+                .as_ref()
+                .map_or(0, StreamReaders::reader_count),
+        )
     }
 
     /// The consumer group the committed batches' end offsets are published to (see the module
@@ -409,6 +424,8 @@ impl KafkaSource {
             poll_timeout: self.config.poll_timeout,
             request_timeout: self.config.request_timeout,
             group_id: self.group_id.clone(),
+            part_rows: self.config.max_poll_records.unwrap_or(PART_ROWS),
+            max_parallel: self.config.max_partitions,
         };
         let profile = self.profile.clone();
         let reader = self.reader.get_or_insert_with(|| RangeReader::new(profile));
@@ -690,8 +707,12 @@ impl StreamingSource for KafkaSource {
             self.admin()?,
             self.config.subscription.clone(),
             self.schema.clone(),
-            self.config.include_headers,
-            self.config.fail_on_data_loss,
+            StreamOptions {
+                include_headers: self.config.include_headers,
+                fail_on_data_loss: self.config.fail_on_data_loss,
+                chunk_rows: self.config.max_poll_records.unwrap_or(CHUNK_ROWS),
+                max_readers: self.config.max_partitions,
+            },
             self.group_id.clone(),
             &start,
             queue,

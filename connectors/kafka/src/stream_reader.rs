@@ -1,14 +1,21 @@
-//! The streaming read of real-time mode: one reader thread per partition, all at once.
+//! The streaming read of real-time mode: reader threads that poll their partitions and hand on
+//! records as they arrive.
 //!
-//! Each reader assigns its one partition at the batch's start offset on its own consumer (no
-//! group subscription, as for range reads), polls, and sends what it has as soon as the broker
-//! stops handing records — a chunk is at most [`CHUNK_ROWS`] records, so latency is one poll,
-//! not a batch size. The chunk's position is the offset after its last record. A full queue
-//! blocks the reader (back-pressure); a closed queue stops it.
+//! By default each partition has a reader of its own; with `maxPartitions` (Databricks'
+//! real-time option: the number of tasks reading Kafka) there are at most that many readers,
+//! partition `k` of the start going to reader `k mod maxPartitions`, so each reader (one
+//! consumer) polls several partitions — fewer consumers for the broker to serve. A reader
+//! assigns its partitions at the batch's start offsets on its own consumer (no group
+//! subscription, as for range reads), polls, and sends what it has as soon as the broker stops
+//! handing records, one chunk per partition — a chunk is at most [`CHUNK_ROWS`] records (or
+//! `kafka.max.poll.records`), so latency is one poll, not a batch size. A chunk's position is
+//! the offset after its last record. A full queue blocks the reader (back-pressure); a closed
+//! queue stops it.
 //!
 //! A discovery task lists the subscription's partitions every [`DISCOVERY_INTERVAL`] and starts
-//! a reader at the earliest offset of each partition that appeared (a new partition of a topic,
-//! a new topic matching `subscribePattern`), as the micro-batch planner does.
+//! reading each partition that appeared (a new partition of a topic, a new topic matching
+//! `subscribePattern`) at its earliest offset, as the micro-batch planner does: on a reader of
+//! its own, or, once `maxPartitions` readers run, on the reader with the fewest partitions.
 //!
 //! Data loss while streaming: with `failOnDataLoss=true` an offset out of range is an error
 //! (`auto.offset.reset=error`); with `false` the reader continues from the earliest offset.
@@ -17,7 +24,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use arrow_schema::SchemaRef;
@@ -32,30 +39,59 @@ use crate::config::Subscription;
 use crate::connection::ConnectionProfile;
 use crate::offsets::PartitionOffsets;
 
-/// Most records in one chunk.
+/// Most records in one chunk (unless `kafka.max.poll.records` says otherwise).
 pub(crate) const CHUNK_ROWS: usize = 4096;
 /// How often the subscription's partitions are listed while streaming.
 pub(crate) const DISCOVERY_INTERVAL: Duration = Duration::from_secs(5);
 /// How long one poll waits for a first record.
 const POLL: Duration = Duration::from_millis(50);
+/// The broker's longest wait for data in a fetch, for latency (unless
+/// `kafka.fetch.max.wait.ms` / `kafka.fetch.wait.max.ms` is given).
+const FETCH_WAIT_MAX_MS: &str = "10";
+/// librdkafka's wait before fetching again a partition whose queue passed its thresholds
+/// (unless `kafka.fetch.queue.backoff.ms` is given).
+const FETCH_QUEUE_BACKOFF_MS: &str = "1";
+
+/// How the readers of one long batch read (from the source's options).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StreamOptions {
+    pub include_headers: bool,
+    pub fail_on_data_loss: bool,
+    /// Most records in one chunk.
+    pub chunk_rows: usize,
+    /// `maxPartitions`: the most readers (consumers); `None`, one per partition.
+    pub max_readers: Option<usize>,
+}
 
 /// What every reader of one long batch shares.
 #[derive(Clone)]
 struct ReaderSettings {
     profile: Arc<ConnectionProfile>,
     schema: SchemaRef,
-    include_headers: bool,
-    fail_on_data_loss: bool,
+    options: StreamOptions,
     group_id: String,
     queue: ChunkSender,
     stop: Arc<AtomicBool>,
 }
 
+/// A running reader: where to send partitions to add, and how many it reads.
+struct ReaderHandle {
+    add: std_mpsc::Sender<(String, i32, i64)>,
+    partitions: usize,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// The partitions being read and their readers.
+#[derive(Default)]
+struct Readers {
+    started: BTreeSet<(String, i32)>,
+    handles: Vec<ReaderHandle>,
+}
+
 /// The readers of one long batch.
 pub(crate) struct StreamReaders {
     settings: ReaderSettings,
-    started: Arc<Mutex<BTreeSet<(String, i32)>>>,
-    threads: Arc<Mutex<Vec<std::thread::JoinHandle<()>>>>,
+    readers: Arc<Mutex<Readers>>,
     discovery: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -64,16 +100,19 @@ fn key(topic: &str, partition: i32) -> String {
     format!("{topic}/{partition}")
 }
 
+fn poisoned() -> Error {
+    Error::new(ErrorCode::Internal, "a Kafka stream reader panicked")
+}
+
 impl StreamReaders {
-    /// Starts a reader for every partition of `start` and the discovery task.
+    /// Starts the readers of every partition of `start` and the discovery task.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn start(
         profile: Arc<ConnectionProfile>,
         admin: Arc<Admin>,
         subscription: Subscription,
         schema: SchemaRef,
-        include_headers: bool,
-        fail_on_data_loss: bool,
+        options: StreamOptions,
         group_id: String,
         start: &PartitionOffsets,
         queue: ChunkSender,
@@ -81,33 +120,32 @@ impl StreamReaders {
         let settings = ReaderSettings {
             profile,
             schema,
-            include_headers,
-            fail_on_data_loss,
+            options,
             group_id,
             queue,
             stop: Arc::new(AtomicBool::new(false)),
         };
         let mut readers = StreamReaders {
             settings,
-            started: Arc::new(Mutex::new(BTreeSet::new())),
-            threads: Arc::new(Mutex::new(Vec::new())),
+            readers: Arc::new(Mutex::new(Readers::default())),
             discovery: None,
         };
-        for (t, p, o) in start.iter() {
-            spawn_reader(
-                &readers.settings,
-                &readers.started,
-                &readers.threads,
-                t,
-                p,
-                o,
-            )?;
+        let all: Vec<(String, i32, i64)> = start
+            .iter()
+            .map(|(t, p, o)| (t.to_string(), p, o))
+            .collect();
+        let groups = options.max_readers.map_or(all.len(), |n| n.min(all.len()));
+        let mut grouped: Vec<Vec<(String, i32, i64)>> = (0..groups).map(|_| Vec::new()).collect();
+        for (k, tpo) in all.into_iter().enumerate() {
+            grouped[k % groups.max(1)].push(tpo);
         }
-        let (settings, started, threads) = (
-            readers.settings.clone(),
-            readers.started.clone(),
-            readers.threads.clone(),
-        );
+        {
+            let mut r = readers.readers.lock().map_err(|_| poisoned())?;
+            for group in grouped {
+                spawn_reader(&readers.settings, &mut r, group)?;
+            }
+        }
+        let (settings, shared) = (readers.settings.clone(), readers.readers.clone());
         let discovery = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(DISCOVERY_INTERVAL).await;
@@ -129,18 +167,19 @@ impl StreamReaders {
                     Err(_) => return,
                 };
                 for (t, p, l) in low.iter() {
-                    let known = started
-                        .lock()
-                        .map(|s| s.contains(&(t.to_string(), p)))
-                        .unwrap_or(true);
-                    if !known {
-                        tracing::info!(
+                    let added = match shared.lock() {
+                        Ok(mut r) => add_partition(&settings, &mut r, t, p, l),
+                        Err(_) => Err(poisoned()),
+                    };
+                    match added {
+                        Ok(true) => tracing::info!(
                             topic = t,
                             partition = p,
                             offset = l,
                             "new partition: reading it from its earliest offset"
-                        );
-                        if let Err(e) = spawn_reader(&settings, &started, &threads, t, p, l) {
+                        ),
+                        Ok(false) => {}
+                        Err(e) => {
                             settings.queue.send(Err(e)).await;
                             return;
                         }
@@ -152,21 +191,23 @@ impl StreamReaders {
         Ok(readers)
     }
 
+    /// The number of reader threads (consumers) running.
+    #[cfg(test)]
+    pub(crate) fn reader_count(&self) -> usize {
+        self.readers.lock().map_or(0, |r| r.handles.len())
+    }
+
     /// Stops every reader and waits for them (they finish the poll in hand).
     pub(crate) async fn stop(mut self) -> Result<()> {
         self.settings.stop.store(true, Ordering::SeqCst);
         if let Some(d) = self.discovery.take() {
             d.abort();
         }
-        let threads = std::mem::take(
-            &mut *self
-                .threads
-                .lock()
-                .map_err(|_| Error::new(ErrorCode::Internal, "a Kafka stream reader panicked"))?,
-        );
+        let handles = std::mem::take(&mut self.readers.lock().map_err(|_| poisoned())?.handles);
         tokio::task::spawn_blocking(move || {
-            for t in threads {
-                let _ = t.join();
+            for h in handles {
+                drop(h.add);
+                let _ = h.thread.join();
             }
         })
         .await
@@ -185,53 +226,104 @@ impl Drop for StreamReaders {
     }
 }
 
-fn spawn_reader(
+/// Starts reading a partition that appeared; false when it is read already.
+fn add_partition(
     settings: &ReaderSettings,
-    started: &Mutex<BTreeSet<(String, i32)>>,
-    threads: &Mutex<Vec<std::thread::JoinHandle<()>>>,
+    readers: &mut Readers,
     topic: &str,
     partition: i32,
     offset: i64,
+) -> Result<bool> {
+    if readers.started.contains(&(topic.to_string(), partition)) {
+        return Ok(false);
+    }
+    let full = settings
+        .options
+        .max_readers
+        .is_some_and(|n| readers.handles.len() >= n);
+    let least = readers
+        .handles
+        .iter_mut()
+        .enumerate()
+        .min_by_key(|(_, h)| h.partitions)
+        .map(|(i, _)| i);
+    match (full, least) {
+        (true, Some(i)) => {
+            let h = &mut readers.handles[i];
+            if h.add.send((topic.to_string(), partition, offset)).is_err() {
+                // The reader ended (it sent its error or the queue closed): nothing to add to.
+                return Ok(false);
+            }
+            h.partitions += 1;
+            readers.started.insert((topic.to_string(), partition));
+        }
+        _ => spawn_reader(
+            settings,
+            readers,
+            vec![(topic.to_string(), partition, offset)],
+        )?,
+    }
+    Ok(true)
+}
+
+/// A consumer assigned to `partitions` at their offsets, and a thread polling it.
+fn spawn_reader(
+    settings: &ReaderSettings,
+    readers: &mut Readers,
+    partitions: Vec<(String, i32, i64)>,
 ) -> Result<()> {
-    let poisoned = || Error::new(ErrorCode::Internal, "a Kafka stream reader panicked");
-    if !started
-        .lock()
-        .map_err(|_| poisoned())?
-        .insert((topic.to_string(), partition))
-    {
+    if partitions.is_empty() {
         return Ok(());
     }
-    let reset = if settings.fail_on_data_loss {
+    let reset = if settings.options.fail_on_data_loss {
         "error"
     } else {
         "earliest"
     };
-    let consumer = create_consumer(
-        &settings.profile,
-        &[
-            ("group.id", settings.group_id.as_str()),
-            ("enable.auto.commit", "false"),
-            ("enable.auto.offset.store", "false"),
-            ("auto.offset.reset", reset),
-            ("fetch.wait.max.ms", "10"),
-            ("fetch.queue.backoff.ms", "1"),
-        ],
-    )?;
+    let mut extra = vec![
+        ("group.id", settings.group_id.as_str()),
+        ("enable.auto.commit", "false"),
+        ("enable.auto.offset.store", "false"),
+        ("auto.offset.reset", reset),
+    ];
+    let config = settings.profile.client_config();
+    if config.get("fetch.wait.max.ms").is_none() {
+        extra.push(("fetch.wait.max.ms", FETCH_WAIT_MAX_MS));
+    }
+    if config.get("fetch.queue.backoff.ms").is_none() {
+        extra.push(("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS));
+    }
+    let consumer = create_consumer(&settings.profile, &extra)?;
     let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, partition, KafkaOffset::Offset(offset))
-        .map_err(|e| Error::new(ErrorCode::Internal, "bad partition list").with_cause(e))?;
+    for (t, p, o) in &partitions {
+        tpl.add_partition_offset(t, *p, KafkaOffset::Offset(*o))
+            .map_err(|e| Error::new(ErrorCode::Internal, "bad partition list").with_cause(e))?;
+    }
     consumer.assign(&tpl).map_err(|e| {
-        Error::new(ErrorCode::SourceRead, "cannot assign a Kafka partition").with_cause(e)
+        Error::new(ErrorCode::SourceRead, "cannot assign Kafka partitions").with_cause(e)
     })?;
-    let settings = settings.clone();
-    let (t, p) = (topic.to_string(), partition);
-    let handle = std::thread::Builder::new()
-        .name(format!("kafka-rt-{t}-{p}"))
-        .spawn(move || read_partition(consumer, settings, t, p))
+    let (add, additions) = std_mpsc::channel();
+    let s = settings.clone();
+    let name = match partitions.as_slice() {
+        [(t, p, _)] => format!("kafka-rt-{t}-{p}"),
+        more => format!("kafka-rt-{}-partitions", more.len()),
+    };
+    let count = partitions.len();
+    let assigned: Vec<(String, i32)> = partitions.iter().map(|(t, p, _)| (t.clone(), *p)).collect();
+    for tp in &assigned {
+        readers.started.insert(tp.clone());
+    }
+    let thread = std::thread::Builder::new()
+        .name(name)
+        .spawn(move || read_partitions(consumer, s, additions, assigned))
         .map_err(|e| {
             Error::new(ErrorCode::Internal, "cannot start a reader thread").with_cause(e)
         })?;
-    threads.lock().map_err(|_| poisoned())?.push(handle);
+    readers.handles.push(ReaderHandle {
+        add,
+        partitions: count,
+        thread,
+    });
     Ok(())
 }
 
@@ -242,66 +334,107 @@ fn now_us() -> i64 {
         .map_or(0, |d| d.as_micros() as i64)
 }
 
-/// One partition's reader loop (a dedicated thread).
-fn read_partition(
+/// The records of one partition polled since the last chunk.
+struct Pending {
+    acc: Accum,
+    times: Vec<i64>,
+    next: i64,
+}
+
+/// One reader's loop (a dedicated thread): polls its partitions, one chunk per partition.
+fn read_partitions(
     consumer: BaseConsumer<KafkaContext>,
     s: ReaderSettings,
-    topic: String,
-    partition: i32,
+    additions: std_mpsc::Receiver<(String, i32, i64)>,
+    mut assigned: Vec<(String, i32)>,
 ) {
-    let partition_key = key(&topic, partition);
+    let o = s.options;
     while !s.stop.load(Ordering::SeqCst) && !s.queue.is_closed() {
+        let mut added = TopicPartitionList::new();
+        while let Ok((t, p, off)) = additions.try_recv() {
+            let _ = added.add_partition_offset(&t, p, KafkaOffset::Offset(off));
+            assigned.push((t, p));
+        }
+        if added.count() > 0 {
+            if let Err(e) = consumer.incremental_assign(&added) {
+                s.queue.blocking_send(Err(Error::new(
+                    ErrorCode::SourceRead,
+                    "cannot add a new Kafka partition to a reader",
+                )
+                .with_cause(e)));
+                return;
+            }
+        }
         let first = match consumer.poll(POLL) {
             None => continue,
             Some(m) => m,
         };
-        let mut acc = Accum::new(&topic, partition, s.include_headers);
-        let mut times = Vec::new();
-        let mut next = 0i64;
+        let mut pending: BTreeMap<(String, i32), Pending> = BTreeMap::new();
         let mut failure = None;
         let mut msg = Some(first);
         while let Some(m) = msg.take() {
             match m {
                 Ok(m) => {
-                    acc.append(&m, s.include_headers);
-                    times.push(match m.timestamp() {
+                    let entry = pending
+                        .entry((m.topic().to_string(), m.partition()))
+                        .or_insert_with(|| Pending {
+                            acc: Accum::new(m.topic(), m.partition(), o.include_headers),
+                            times: Vec::new(),
+                            next: 0,
+                        });
+                    entry.acc.append(&m, o.include_headers);
+                    entry.times.push(match m.timestamp() {
                         Timestamp::CreateTime(t) | Timestamp::LogAppendTime(t) => t,
                         Timestamp::NotAvailable => 0,
                     });
-                    next = m.offset() + 1;
+                    entry.next = m.offset() + 1;
+                    if entry.acc.rows() >= o.chunk_rows {
+                        break;
+                    }
                 }
                 Err(e) => {
-                    failure = Some(
-                        Error::new(
+                    // librdkafka's consumer error does not say which partition failed: a
+                    // reader of one partition names it.
+                    failure = Some(match assigned.as_slice() {
+                        [(topic, partition)] => Error::new(
                             ErrorCode::SourceRead,
                             format!("reading {topic}-{partition} failed: {e}"),
                         )
-                        .with_context("topic", &topic)
-                        .with_context("partition", partition),
-                    );
+                        .with_context("topic", topic)
+                        .with_context("partition", *partition),
+                        more => Error::new(
+                            ErrorCode::SourceRead,
+                            format!(
+                                "reading one of {} partitions ({}) failed: {e}",
+                                more.len(),
+                                more.iter()
+                                    .map(|(t, p)| format!("{t}-{p}"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        ),
+                    });
                     break;
                 }
-            }
-            if acc.rows() >= CHUNK_ROWS {
-                break;
             }
             msg = consumer.poll(Duration::ZERO);
         }
         let read_at_us = now_us();
-        if acc.rows() > 0 {
-            let chunk = acc.flush(&s.schema).map(|()| {
-                // At most CHUNK_ROWS rows: one flush, one batch.
-                let batch = acc
+        for ((topic, partition), mut p) in pending {
+            let chunk = p.acc.flush(&s.schema).map(|()| {
+                // At most chunk_rows rows: one flush, one batch.
+                let batch = p
+                    .acc
                     .batches
                     .pop()
                     .unwrap_or_else(|| arrow_array::RecordBatch::new_empty(s.schema.clone()));
                 StreamChunk {
                     batch,
-                    partition: partition_key.clone(),
-                    position: serde_json::json!({"topic": topic, "partition": partition, "next": next}),
+                    partition: key(&topic, partition),
+                    position: serde_json::json!({"topic": topic, "partition": partition, "next": p.next}),
                     read_at_us,
-                    appended_ms: times.clone(),
-                    created_ms: times,
+                    appended_ms: p.times.clone(),
+                    created_ms: p.times,
                 }
             });
             if !s.queue.blocking_send(chunk) {

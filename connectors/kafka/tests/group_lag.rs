@@ -238,7 +238,7 @@ async fn with_commit_offsets_to_group_off_the_group_has_no_offsets() {
     assert_eq!(
         group,
         documented_group(
-            "tributary-kafka-source",
+            "spark-kafka-source",
             "tributary",
             &format!("subscribe={topic}")
         )

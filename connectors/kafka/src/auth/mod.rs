@@ -1,5 +1,5 @@
 //! Authenticators for Kafka connections: SASL PLAIN / SCRAM, TLS and mutual TLS (PEM, PKCS#12
-//! and JKS stores), AWS MSK IAM.
+//! and JKS stores), AWS MSK IAM, and generic OAUTHBEARER with OIDC client credentials.
 //!
 //! Each is a [`tributary_sdk::Authenticator`] (so the same credentials can serve another client,
 //! a schema registry for instance) and also knows how to configure a librdkafka client
@@ -9,10 +9,12 @@
 
 mod jks;
 mod msk_iam;
+mod oidc;
 mod sasl;
 mod tls;
 
 pub(crate) use msk_iam::principal as msk_iam_principal;
 pub use msk_iam::{msk_iam_token, MskIamAuthenticator};
+pub use oidc::{fetch_token as oidc_token, OidcAuthenticator, OidcSettings, OidcToken};
 pub use sasl::SaslAuthenticator;
 pub use tls::{StoreFormat, TlsAuthenticator, TlsOptionNames, TlsSettings};

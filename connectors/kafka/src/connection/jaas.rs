@@ -211,6 +211,11 @@ pub(crate) fn parse(text: &str) -> Result<JaasConfig> {
             (LoginModule::Plain | LoginModule::Scram, "password") => {
                 password = Some(Secret::new(value))
             }
+            (LoginModule::OAuthBearer, "clientId" | "clientSecret" | "scope") => {
+                return Err(invalid(format!(
+                    "the OAuthBearerLoginModule option {shown} is given here as a librdkafka property: kafka.sasl.oauthbearer.client.id, kafka.sasl.oauthbearer.client.secret (a secret reference) or kafka.sasl.oauthbearer.scope, with kafka.sasl.oauthbearer.method=oidc"
+                )))
+            }
             (LoginModule::MskIam | LoginModule::OAuthBearer, _) => {
                 return Err(invalid(format!(
                     "the {} option {shown} is not supported: the connector signs MSK IAM tokens with the default AWS credential chain (set AWS_PROFILE, AWS_ROLE_ARN or the region with auth.awsRegion)",

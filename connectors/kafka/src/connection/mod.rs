@@ -9,6 +9,11 @@
 //!   `AWS_MSK_IAM` (Spark's `OAUTHBEARER` is served with MSK IAM tokens too), with
 //!   `auth.username` + `auth.password` or Spark's `kafka.sasl.jaas.config`
 //!   (`...ScramLoginModule required username="..." password="...";`), or `auth.awsRegion`.
+//! - `kafka.sasl.mechanism=OAUTHBEARER` with `kafka.sasl.oauthbearer.method=oidc`: tokens from an
+//!   OIDC token endpoint (client credentials), with librdkafka's names
+//!   `kafka.sasl.oauthbearer.token.endpoint.url`, `.client.id`, `.client.secret` (a secret
+//!   reference) and `.scope`; fetched in Rust (this librdkafka has no libcurl) and refreshed
+//!   before they expire. Other `kafka.sasl.oauthbearer.*` properties are refused.
 //! - `kafka.security.protocol` (`PLAINTEXT`, `SSL`, `SASL_PLAINTEXT`, `SASL_SSL`) or
 //!   `tls.enabled`; TLS is also implied by any trust/key store option and by MSK IAM.
 //! - `tls.truststore.*` / `kafka.ssl.truststore.*`, `tls.keystore.*` / `kafka.ssl.keystore.*`
@@ -21,6 +26,7 @@
 //! is built.
 
 mod jaas;
+mod oauthbearer;
 mod settings;
 
 use std::fmt;
@@ -34,11 +40,15 @@ use tributary_sdk::{
     SecretStore,
 };
 
+use oauthbearer::{OIDC_CLIENT_ID, OIDC_CLIENT_SECRET};
 pub use settings::ConnectionSettings;
 use settings::{resolve_jaas, AuthSettings, SaslCredentials};
 
-use crate::auth::{MskIamAuthenticator, SaslAuthenticator, TlsAuthenticator, TlsSettings};
-use crate::context::KafkaContext;
+use crate::auth::{
+    MskIamAuthenticator, OidcAuthenticator, OidcSettings, SaslAuthenticator, TlsAuthenticator,
+    TlsSettings,
+};
+use crate::context::{KafkaContext, TokenSource};
 use crate::error::config_error;
 
 /// The options of a connection profile (shared by the source and the sink). Spark's spellings
@@ -46,7 +56,12 @@ use crate::error::config_error;
 pub fn connection_option_specs() -> Vec<OptionSpec> {
     vec![
         OptionSpec::one_of("kafka.security.protocol", &["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"], "Spark's protocol setting: SSL and SASL_SSL turn TLS on (as tls.enabled); SASL_* need kafka.sasl.mechanism."),
-        OptionSpec::one_of("kafka.sasl.mechanism", &["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "AWS_MSK_IAM", "OAUTHBEARER"], "Spark's spelling of auth.mechanism (OAUTHBEARER is served with AWS MSK IAM tokens)."),
+        OptionSpec::one_of("kafka.sasl.mechanism", &["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "AWS_MSK_IAM", "OAUTHBEARER"], "Spark's spelling of auth.mechanism. OAUTHBEARER is served with OIDC client-credentials tokens when kafka.sasl.oauthbearer.method=oidc, else with AWS MSK IAM tokens."),
+        OptionSpec::one_of("kafka.sasl.oauthbearer.method", &["default", "oidc"], "oidc: OAUTHBEARER tokens from an OIDC token endpoint (client credentials: Confluent Cloud, Entra ID, Okta, Keycloak); needs kafka.sasl.mechanism=OAUTHBEARER and the token endpoint, client id and secret. default: OAUTHBEARER means AWS MSK IAM."),
+        OptionSpec::string("kafka.sasl.oauthbearer.token.endpoint.url", "OIDC token endpoint (https://.../token) asked for client-credentials tokens (kafka.sasl.oauthbearer.method=oidc). The token is refreshed before it expires."),
+        OptionSpec::string("kafka.sasl.oauthbearer.client.id", "OIDC client id (kafka.sasl.oauthbearer.method=oidc)."),
+        OptionSpec::string("kafka.sasl.oauthbearer.client.secret", "OIDC client secret, as a {{secrets/scope/key}} reference (kafka.sasl.oauthbearer.method=oidc).").sensitive(),
+        OptionSpec::string("kafka.sasl.oauthbearer.scope", "Scope asked for with each token (kafka.sasl.oauthbearer.method=oidc; default: none, the endpoint's default)."),
         OptionSpec::string("kafka.sasl.jaas.config", r#"Spark's credentials: `org.apache.kafka.common.security.scram.ScramLoginModule required username="..." password="...";` (or PlainLoginModule; IAMLoginModule for MSK IAM). The password may be a {{secrets/scope/key}} reference."#).sensitive(),
         OptionSpec::string("kafka.sasl.username", "librdkafka's spelling of auth.username."),
         OptionSpec::string("kafka.sasl.password", "librdkafka's spelling of auth.password.").sensitive(),
@@ -119,6 +134,7 @@ pub struct ConnectionProfile {
     sasl: Option<Arc<SaslAuthenticator>>,
     tls: Option<Arc<TlsAuthenticator>>,
     msk_iam: Option<Arc<MskIamAuthenticator>>,
+    oidc: Option<Arc<OidcAuthenticator>>,
 }
 
 impl fmt::Debug for ConnectionProfile {
@@ -134,6 +150,7 @@ impl fmt::Debug for ConnectionProfile {
             .field("sasl", &self.sasl)
             .field("tls", &self.tls)
             .field("msk_iam", &self.msk_iam)
+            .field("oidc", &self.oidc)
             .finish()
     }
 }
@@ -155,12 +172,29 @@ impl ConnectionProfile {
             }
             pass_through.push((k.clone(), value));
         }
+        let mut oidc = None;
         let (sasl, msk_iam) = match &settings.auth {
             AuthSettings::None => (None, None),
             AuthSettings::MskIam { region } => (
                 None,
                 Some(Arc::new(MskIamAuthenticator::new(region.clone()))),
             ),
+            AuthSettings::Oidc {
+                token_endpoint,
+                client_id,
+                client_secret,
+                scope,
+            } => {
+                oidc = Some(Arc::new(OidcAuthenticator::new(OidcSettings {
+                    token_endpoint: token_endpoint.clone(),
+                    client_id: resolve(secrets, &Secret::new(client_id.clone()), OIDC_CLIENT_ID)?
+                        .expose()
+                        .to_string(),
+                    client_secret: resolve(secrets, client_secret, OIDC_CLIENT_SECRET)?,
+                    scope: scope.clone(),
+                })));
+                (None, None)
+            }
             AuthSettings::Sasl {
                 mechanism,
                 credentials,
@@ -225,6 +259,7 @@ impl ConnectionProfile {
             sasl,
             tls,
             msk_iam,
+            oidc,
         };
         // librdkafka's own check of every property once secrets are in, still without I/O.
         profile
@@ -251,6 +286,9 @@ impl ConnectionProfile {
         if let Some(a) = &self.msk_iam {
             out.push(a.clone());
         }
+        if let Some(a) = &self.oidc {
+            out.push(a.clone());
+        }
         out
     }
 
@@ -258,7 +296,7 @@ impl ConnectionProfile {
     pub(crate) fn client_config(&self) -> ClientConfig {
         let mut c = ClientConfig::new();
         let protocol = match (
-            self.sasl.is_some() || self.msk_iam.is_some(),
+            self.sasl.is_some() || self.msk_iam.is_some() || self.oidc.is_some(),
             self.tls.is_some(),
         ) {
             (true, true) => "SASL_SSL",
@@ -276,20 +314,28 @@ impl ConnectionProfile {
         if let Some(m) = &self.msk_iam {
             m.apply(&mut c);
         }
+        if let Some(o) = &self.oidc {
+            o.apply(&mut c);
+        }
         for (k, v) in &self.pass_through {
             c.set(k, v.expose());
         }
         c
     }
 
-    /// A fresh client context (error capture, MSK IAM token refresh).
+    /// A fresh client context (error capture, OAUTHBEARER token refresh).
     pub(crate) fn context(&self) -> KafkaContext {
-        KafkaContext::new(self.msk_iam.clone())
+        let tokens = match (&self.msk_iam, &self.oidc) {
+            (Some(m), _) => Some(TokenSource::MskIam(m.clone())),
+            (None, Some(o)) => Some(TokenSource::Oidc(o.clone())),
+            (None, None) => None,
+        };
+        KafkaContext::new(tokens)
     }
 
     /// True when librdkafka must be polled for an OAUTHBEARER token before it can connect.
     pub(crate) fn needs_token(&self) -> bool {
-        self.msk_iam.is_some()
+        self.msk_iam.is_some() || self.oidc.is_some()
     }
 }
 

@@ -14,6 +14,7 @@ use tributary_sdk::options::{conflicting, printable_value, redact_embedded};
 use tributary_sdk::{Error, ErrorCode, ParsedOptions, Result, SaslMechanism, Secret, SecretRef};
 
 use super::jaas::{self, LoginModule};
+use super::oauthbearer::{self, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_ENDPOINT, OIDC_SCOPE};
 use crate::auth::{StoreFormat, TlsOptionNames};
 
 /// Java client options that cannot apply to librdkafka, with what to use instead.
@@ -36,6 +37,16 @@ const JAVA_ONLY: &[(&str, &str)] = &[
 /// A Java callback handler that names exactly what the connector does natively, accepted (and
 /// not passed on) with its mechanism: (option, class name suffix, mechanism).
 const NATIVE_HANDLERS: &[(&str, &str, Mechanism)] = &[
+    (
+        "sasl.login.callback.handler.class",
+        ".oauthbearer.OAuthBearerLoginCallbackHandler",
+        Mechanism::Oidc,
+    ),
+    (
+        "sasl.login.callback.handler.class",
+        ".oauthbearer.secured.OAuthBearerLoginCallbackHandler",
+        Mechanism::Oidc,
+    ),
     (
         "sasl.client.callback.handler.class",
         "IAMClientCallbackHandler",
@@ -85,16 +96,23 @@ pub(crate) const INTERCEPTED: &[&str] = &[
     "kafka.ssl.keystore.password",
     "kafka.ssl.key.password",
     "kafka.ssl.endpoint.identification.algorithm",
+    "kafka.sasl.oauthbearer.method",
+    OIDC_ENDPOINT,
+    OIDC_CLIENT_ID,
+    OIDC_CLIENT_SECRET,
+    OIDC_SCOPE,
 ];
 
 /// How the client authenticates, as named by `auth.mechanism` / `kafka.sasl.mechanism`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mechanism {
+pub(crate) enum Mechanism {
     None,
     Sasl(SaslMechanism),
     MskIam,
     /// Spark's OAUTHBEARER: served with AWS MSK IAM tokens.
     OAuthBearer,
+    /// OAUTHBEARER with `kafka.sasl.oauthbearer.method=oidc`: client-credentials tokens.
+    Oidc,
 }
 
 impl Mechanism {
@@ -115,7 +133,7 @@ impl Mechanism {
             Mechanism::Sasl(SaslMechanism::Plain) => Some(LoginModule::Plain),
             Mechanism::Sasl(_) => Some(LoginModule::Scram),
             Mechanism::MskIam => Some(LoginModule::MskIam),
-            Mechanism::OAuthBearer => Some(LoginModule::OAuthBearer),
+            Mechanism::OAuthBearer | Mechanism::Oidc => Some(LoginModule::OAuthBearer),
         }
     }
 }
@@ -152,6 +170,17 @@ pub(crate) enum AuthSettings {
     MskIam {
         /// `auth.awsRegion`.
         region: Option<String>,
+    },
+    /// OAUTHBEARER tokens from an OIDC token endpoint (client credentials).
+    Oidc {
+        /// `kafka.sasl.oauthbearer.token.endpoint.url`.
+        token_endpoint: String,
+        /// `kafka.sasl.oauthbearer.client.id` (may be a reference).
+        client_id: String,
+        /// `kafka.sasl.oauthbearer.client.secret` (may be a reference); prints `***`.
+        client_secret: Secret,
+        /// `kafka.sasl.oauthbearer.scope`.
+        scope: Option<String>,
     },
 }
 
@@ -251,6 +280,7 @@ impl ConnectionSettings {
                 Some((name, v)) => (name, Mechanism::parse(&v)),
                 None => ("auth.mechanism", Mechanism::None),
             };
+        let mechanism = oauthbearer::refine_mechanism(p, mechanism, mechanism_option)?;
         let handlers = check_java_only(p, mechanism)?;
         let auth = parse_auth(p, mechanism, mechanism_option)?;
         let tls = parse_tls(p, &auth, mechanism_option)?;
@@ -286,7 +316,7 @@ impl ConnectionSettings {
         })
     }
 
-    /// True when the client authenticates with SASL (PLAIN, SCRAM or MSK IAM).
+    /// True when the client authenticates with SASL (PLAIN, SCRAM, MSK IAM or OIDC).
     pub fn uses_sasl(&self) -> bool {
         !matches!(self.auth, AuthSettings::None)
     }
@@ -352,7 +382,7 @@ fn parse_auth(
     for name in &given {
         let applies = match mechanism {
             Mechanism::Sasl(_) => true,
-            Mechanism::MskIam | Mechanism::OAuthBearer => *name == jaas::OPTION,
+            Mechanism::MskIam | Mechanism::OAuthBearer | Mechanism::Oidc => *name == jaas::OPTION,
             Mechanism::None => false,
         };
         p.refuse_ignored(
@@ -387,6 +417,7 @@ fn parse_auth(
         Mechanism::MskIam | Mechanism::OAuthBearer => Ok(AuthSettings::MskIam {
             region: p.string("auth.awsRegion")?,
         }),
+        Mechanism::Oidc => oauthbearer::parse_oidc(p),
         Mechanism::Sasl(m) => {
             let credentials = match jaas_given {
                 Some(c) => c,

@@ -1,0 +1,214 @@
+//! Effects of the options that shape reads — `kafka.max.poll.records` (batch size) and
+//! `maxPartitions` (consumers) — on librdkafka's in-process mock cluster. These are config
+//! effects inside the client; the mock is enough and no broker is started.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use rdkafka::producer::{BaseProducer, FutureProducer, FutureRecord, Producer};
+use rdkafka::ClientConfig;
+use tributary_sdk::{chunk_queue, ConnectorContext, Options, ReadLimit, Source, StreamingSource};
+
+use crate::source::KafkaSource;
+
+struct Mock {
+    owner: BaseProducer,
+    bootstrap: String,
+}
+
+impl Mock {
+    fn new(topic: &str, partitions: i32) -> Mock {
+        let owner: BaseProducer = ClientConfig::new()
+            .set("test.mock.num.brokers", "1")
+            .create()
+            .unwrap();
+        let bootstrap = {
+            let cluster = owner.client().mock_cluster().unwrap();
+            cluster.create_topic(topic, partitions, 1).unwrap();
+            cluster.bootstrap_servers()
+        };
+        Mock { owner, bootstrap }
+    }
+
+    async fn send(&self, topic: &str, partitions: i32, per_partition: usize) {
+        let p: FutureProducer = ClientConfig::new()
+            .set("bootstrap.servers", &self.bootstrap)
+            .set("linger.ms", "0")
+            .create()
+            .unwrap();
+        for part in 0..partitions {
+            for i in 0..per_partition {
+                let v = format!("{part}-{i}");
+                p.send(
+                    FutureRecord::<(), str>::to(topic)
+                        .partition(part)
+                        .payload(&v),
+                    Duration::from_secs(10),
+                )
+                .await
+                .map_err(|(e, _)| e)
+                .unwrap();
+            }
+        }
+        let _ = self.owner.flush(Duration::from_secs(1));
+    }
+
+    fn source(&self, topic: &str, pairs: &[(&str, &str)]) -> KafkaSource {
+        let mut o: Options = pairs.iter().copied().collect();
+        o.set("kafka.bootstrap.servers", self.bootstrap.clone());
+        o.set("subscribe", topic);
+        o.set("startingOffsets", "earliest");
+        o.set("fetchOffset.timeoutMs", "10000");
+        KafkaSource::new(&o, &ConnectorContext::default()).unwrap()
+    }
+}
+
+/// Reads everything there is in one batch; the batches' row counts.
+async fn read_all(src: &mut KafkaSource) -> Vec<usize> {
+    let start = src.initial_offset().await.unwrap();
+    let end = src.latest_offset(&start, &ReadLimit::All).await.unwrap();
+    let batches = src.read(&start, &end).await.unwrap();
+    batches.iter().map(|b| b.num_rows()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_poll_records_bounds_the_batches_of_a_range_read() {
+    let mock = Mock::new("polls", 1);
+    mock.send("polls", 1, 10).await;
+    let mut plain = mock.source("polls", &[]);
+    assert_eq!(read_all(&mut plain).await, vec![10]);
+    let mut bounded = mock.source("polls", &[("kafka.max.poll.records", "3")]);
+    let sizes = read_all(&mut bounded).await;
+    assert_eq!(sizes, vec![3, 3, 3, 1], "parts of at most 3 records");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_partitions_caps_the_consumers_of_a_range_read() {
+    let mock = Mock::new("wide", 4);
+    mock.send("wide", 4, 3).await;
+    // By default each of the 4 partitions has a read thread (a thread that starts after
+    // another finished reuses its consumer, so the pool holds 1 to 4); with maxPartitions=2
+    // two threads read, so at most two consumers exist (reader.rs `parallelism` is unit-tested).
+    let mut capped = mock.source("wide", &[("maxPartitions", "2")]);
+    assert_eq!(read_all(&mut capped).await.iter().sum::<usize>(), 12);
+    let used = capped.consumers().0;
+    assert!((1..=2).contains(&used), "maxPartitions=2: {used} consumers");
+}
+
+/// Real-time mode: the chunks of every partition until `total` records arrived.
+async fn stream(src: &mut KafkaSource, total: usize) -> (Vec<(String, usize)>, usize) {
+    let start = src.initial_offset().await.unwrap();
+    let (tx, mut rx) = chunk_queue(64);
+    src.start_stream(&start, tx).await.unwrap();
+    let readers = src.consumers().1;
+    let mut chunks = Vec::new();
+    let mut seen = 0;
+    while seen < total {
+        let chunk = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+            .await
+            .expect("chunks within 20 s")
+            .expect("the readers are running")
+            .unwrap();
+        seen += chunk.batch.num_rows();
+        chunks.push((chunk.partition.clone(), chunk.batch.num_rows()));
+    }
+    src.stop_stream().await.unwrap();
+    (chunks, readers)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_partitions_spreads_partitions_over_fewer_real_time_readers() {
+    let mock = Mock::new("live", 4);
+    mock.send("live", 4, 5).await;
+    let mut plain = mock.source("live", &[]);
+    let (_, readers) = stream(&mut plain, 20).await;
+    assert_eq!(readers, 4, "one reader per partition by default");
+
+    let mut capped = mock.source(
+        "live",
+        &[("maxPartitions", "2"), ("kafka.max.poll.records", "2")],
+    );
+    let (chunks, readers) = stream(&mut capped, 20).await;
+    assert_eq!(readers, 2, "maxPartitions=2: two readers");
+    let partitions: BTreeSet<&str> = chunks.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(partitions.len(), 4, "every partition is read: {chunks:?}");
+    assert!(
+        chunks.iter().all(|(_, n)| *n <= 2),
+        "kafka.max.poll.records=2 bounds every chunk: {chunks:?}"
+    );
+    assert_eq!(chunks.iter().map(|(_, n)| n).sum::<usize>(), 20);
+}
+
+#[test]
+fn min_partitions_above_max_partitions_is_a_conflict() {
+    let o: Options = [
+        ("kafka.bootstrap.servers", "127.0.0.1:1"),
+        ("subscribe", "t"),
+        ("minPartitions", "4"),
+        ("maxPartitions", "2"),
+    ]
+    .into_iter()
+    .collect();
+    let e = KafkaSource::new(&o, &ConnectorContext::default()).unwrap_err();
+    assert_eq!(
+        e.code(),
+        tributary_sdk::ErrorCode::ConflictingOptions,
+        "{e}"
+    );
+    assert_eq!(e.context_value("option"), Some("minPartitions"));
+    assert_eq!(e.context_value("conflicts_with"), Some("maxPartitions"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_partition_joins_a_running_reader_once_max_partitions_readers_run() {
+    let mock = Mock::new("grow-a", 1);
+    mock.send("grow-a", 1, 2).await;
+    let mut o: Options = [
+        ("kafka.bootstrap.servers", mock.bootstrap.as_str()),
+        ("subscribePattern", "grow-.*"),
+        ("startingOffsets", "earliest"),
+        ("maxPartitions", "1"),
+    ]
+    .into_iter()
+    .collect();
+    o.set("fetchOffset.timeoutMs", "10000");
+    let mut src = KafkaSource::new(&o, &ConnectorContext::default()).unwrap();
+    let start = src.initial_offset().await.unwrap();
+    let (tx, mut rx) = chunk_queue(64);
+    src.start_stream(&start, tx).await.unwrap();
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    while seen.iter().map(|(_, n)| n).sum::<usize>() < 2 {
+        seen.push(next(&mut rx).await);
+    }
+    // A topic matching the pattern appears: the discovery task (every 5 s) hands its partition
+    // to the one running reader instead of starting a second.
+    mock.owner
+        .client()
+        .mock_cluster()
+        .unwrap()
+        .create_topic("grow-b", 1, 1)
+        .unwrap();
+    mock.send("grow-b", 1, 3).await;
+    while seen
+        .iter()
+        .filter(|(p, _)| p == "grow-b/0")
+        .map(|(_, n)| n)
+        .sum::<usize>()
+        < 3
+    {
+        seen.push(next(&mut rx).await);
+    }
+    assert_eq!(src.consumers().1, 1, "still one reader: {seen:?}");
+    src.stop_stream().await.unwrap();
+}
+
+async fn next(rx: &mut tributary_sdk::ChunkReceiver) -> (String, usize) {
+    let c = tokio::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .expect("a chunk within 20 s")
+        .expect("the reader runs")
+        .unwrap();
+    (c.partition.clone(), c.batch.num_rows())
+}
