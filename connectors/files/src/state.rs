@@ -8,6 +8,12 @@
 //! files. A path already known is never queued again, unless `cloudFiles.allowOverwrites` is set
 //! and its modification time changed (then it is queued again under a new `seq`).
 //!
+//! With `cloudFiles.maxFileAge`, entries of committed files whose modification time is older
+//! than the age are deleted at each commit ([`FileStateStore::expire`]), so the state stays
+//! bounded by the files of the last `maxFileAge`: the listing ignores files that old, so a
+//! forgotten file is never queued again (a new version, with a new modification time, is a new
+//! file). The next sequence number is kept in `meta` so it never goes back.
+//!
 //! The database is the queryable file state of the stream ([`read_file_state`], reported by
 //! `tributary state <checkpoint>` through [`crate::state_report`]), in the manner of Auto
 //! Loader's `cloud_files_state`.
@@ -73,7 +79,12 @@ pub struct FileStateStore {
     /// path -> modification time of its latest entry.
     known: HashMap<String, i64>,
     next_seq: u64,
+    /// Rows in `files`.
+    rows: u64,
 }
+
+/// `meta` key: the next sequence number, kept when expiry deletes the newest entries.
+const NEXT_SEQ: &str = "next_seq";
 
 const SCHEMA_SQL: &str = "
 CREATE TABLE IF NOT EXISTS files (
@@ -132,6 +143,7 @@ impl FileStateStore {
         .map_err(state_err("cannot create the clean-up index"))?;
         let mut known = HashMap::new();
         let mut next_seq = 0u64;
+        let mut count = 0u64;
         {
             let mut stmt = conn
                 .prepare("SELECT path, mtime_ms, seq FROM files ORDER BY seq")
@@ -149,12 +161,21 @@ impl FileStateStore {
                 let (path, mtime, seq) = row.map_err(state_err("cannot load the known files"))?;
                 known.insert(path, mtime);
                 next_seq = next_seq.max(seq as u64 + 1);
+                count += 1;
             }
+        }
+        let kept: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [NEXT_SEQ], |r| r.get(0))
+            .optional()
+            .map_err(state_err("cannot read the next sequence number"))?;
+        if let Some(kept) = kept.and_then(|v| v.parse::<u64>().ok()) {
+            next_seq = next_seq.max(kept);
         }
         Ok(FileStateStore {
             conn,
             known,
             next_seq,
+            rows: count,
         })
     }
 
@@ -240,7 +261,84 @@ impl FileStateStore {
             self.known.insert(f.path.clone(), f.modification_time_ms);
         }
         self.next_seq += listed.len() as u64;
+        self.rows += listed.len() as u64;
         Ok(listed.len())
+    }
+
+    /// Entries in the file state.
+    pub fn len(&self) -> u64 {
+        self.rows
+    }
+
+    /// Indexes modification times, for [`FileStateStore::expire`].
+    pub fn enable_expiry(&self) -> Result<()> {
+        self.conn
+            .execute_batch(
+                "CREATE INDEX IF NOT EXISTS files_by_mtime ON files(mtime_ms) WHERE committed = 1",
+            )
+            .map_err(state_err("cannot create the expiry index"))
+    }
+
+    /// Deletes the entries of committed files modified before `cutoff_ms`
+    /// (`cloudFiles.maxFileAge`), in one transaction; with `keep_uncleaned` those that
+    /// `cloudFiles.cleanSource` has not handled yet stay. Returns how many went.
+    pub fn expire(&mut self, cutoff_ms: i64, keep_uncleaned: bool) -> Result<usize> {
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(state_err("cannot begin a transaction"))?;
+        let removed: Vec<String> = {
+            let mut stmt = tx
+                .prepare_cached(if keep_uncleaned {
+                    "DELETE FROM files WHERE committed = 1 AND mtime_ms < ?1 \
+                     AND cleaned_ms IS NOT NULL RETURNING path"
+                } else {
+                    "DELETE FROM files WHERE committed = 1 AND mtime_ms < ?1 RETURNING path"
+                })
+                .map_err(state_err("cannot prepare the expiry"))?;
+            let rows = stmt
+                .query_map([cutoff_ms], |r| r.get::<_, String>(0))
+                .map_err(state_err("cannot expire file-state entries"))?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(state_err("cannot expire file-state entries"))?
+        };
+        if removed.is_empty() {
+            return Ok(0);
+        }
+        tx.execute(
+            "INSERT INTO meta(key, value) VALUES (?1, ?2) \
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![NEXT_SEQ, self.next_seq.to_string()],
+        )
+        .map_err(state_err("cannot keep the next sequence number"))?;
+        // A path may still have a newer entry (an overwrite): it stays known with that one.
+        let mut latest = Vec::with_capacity(removed.len());
+        {
+            let mut stmt = tx
+                .prepare_cached("SELECT mtime_ms FROM files WHERE path = ?1 ORDER BY seq DESC LIMIT 1")
+                .map_err(state_err("cannot look up a path"))?;
+            for path in &removed {
+                let m: Option<i64> = stmt
+                    .query_row([path], |r| r.get(0))
+                    .optional()
+                    .map_err(state_err("cannot look up a path"))?;
+                latest.push(m);
+            }
+        }
+        tx.commit()
+            .map_err(state_err("cannot commit the expiry"))?;
+        for (path, m) in removed.iter().zip(latest) {
+            match m {
+                Some(m) => {
+                    self.known.insert(path.clone(), m);
+                }
+                None => {
+                    self.known.remove(path);
+                }
+            }
+        }
+        self.rows -= removed.len() as u64;
+        Ok(removed.len())
     }
 
     /// Plans a batch: files with `seq >= start` (and `< cap`), in order, at most `max_files`,

@@ -81,11 +81,6 @@ pub fn option_specs() -> Vec<OptionSpec> {
             "Name of the column that receives records and values that do not fit the schema (JSON and CSV).",
         )
         .default_value(RESCUED_DATA_COLUMN),
-        OptionSpec::bool(HEADER, "CSV: the first line of each file holds the column names.")
-            .default_value(false),
-        OptionSpec::string(SEP, "CSV: the field separator, one character (\\t for tab).")
-            .default_value(","),
-        OptionSpec::string(DELIMITER, "CSV: alias of sep."),
         OptionSpec::one_of(
             CLEAN_SOURCE,
             &["OFF", "DELETE", "MOVE"],
@@ -135,6 +130,8 @@ pub fn option_specs() -> Vec<OptionSpec> {
     ]
     .into_iter()
     .chain(cloud_option_specs())
+    .chain(super::reader::specs())
+    .chain(super::autoloader::specs())
     .chain(crate::format::options::specs())
     .collect()
 }

@@ -33,10 +33,7 @@ fn defaults_follow_auto_loader() {
     assert_eq!(c.rescued_column, "_rescued_data");
     assert_eq!(
         c.csv,
-        CsvOptions {
-            header: false,
-            delimiter: b','
-        }
+        CsvOptions::default()
     );
 }
 

@@ -124,6 +124,10 @@ impl FilesSource {
                 let rows = (batch.num_rows() - at).min(BATCH_SIZE);
                 let slice = batch.slice(at, rows);
                 let mut columns = slice.columns().to_vec();
+                if !self.partitions.is_empty() {
+                    let relative = self.discovery.relative_path(&file.path).unwrap_or_default();
+                    columns.extend(crate::hive::columns(&relative, &self.partitions, rows)?);
+                }
                 columns.push(metadata_column(file, rows));
                 out.push_back(RecordBatch::try_new(self.schema.clone(), columns)?);
                 at += rows;
@@ -165,6 +169,7 @@ impl FilesSource {
                 &file.path,
                 added,
                 names,
+                &self.partitions,
             )?);
         }
         self.malformed += decoded.malformed;
