@@ -97,8 +97,8 @@ impl SchemaStore {
         }
     }
 
-    /// Stores an evolved schema as the next version; in a location where another stream
-    /// published a newer version meanwhile, `schema` is merged into it first. Returns where.
+    /// Stores an evolved schema as the next version; in a location, `schema` is merged into
+    /// the newest version first (another stream may have evolved it). Returns where.
     pub fn store_evolved(&self, format: Format, schema: &Schema, partitions: &[String]) -> Result<String> {
         match self {
             SchemaStore::Checkpoint(d) => {
@@ -107,17 +107,24 @@ impl SchemaStore {
             }
             SchemaStore::Location(l) => {
                 let dir = l.join(SCHEMAS_DIR);
-                let mut schema = schema.clone();
                 loop {
-                    let next = newest(&dir)?.map_or(0, |n| n + 1);
-                    if publish(l, next, &stored(next, format, &schema, partitions))? {
+                    // Built on the newest version, which another stream may have written
+                    // since this one started.
+                    let (next, merged) = match (newest(&dir)?, self.load()?) {
+                        (Some(n), Some(theirs)) => (
+                            n + 1,
+                            Schema::try_merge([theirs.schema, schema.clone()]).map_err(|e| {
+                                location_error(
+                                    l,
+                                    "the newest stored schema does not merge with this stream's",
+                                    Some(e),
+                                )
+                            })?,
+                        ),
+                        _ => (0, schema.clone()),
+                    };
+                    if publish(l, next, &stored(next, format, &merged, partitions))? {
                         return Ok(dir.join(next.to_string()).display().to_string());
-                    }
-                    // Another stream published `next`: build on it.
-                    if let Some(theirs) = self.load()? {
-                        schema = Schema::try_merge([theirs.schema, schema]).map_err(|e| {
-                            location_error(l, "the schema another stream stored does not merge with this one", Some(e))
-                        })?;
                     }
                 }
             }

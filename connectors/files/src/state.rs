@@ -652,4 +652,68 @@ mod tests {
         assert_eq!((e[0].modification_time_ms, e[0].discovery_time_ms), (1, 7));
         assert!(read_file_state(&dir.path().join("nope")).is_err());
     }
+
+    #[test]
+    fn max_file_age_keeps_the_state_bounded_while_old_files_keep_arriving() {
+        // 90 simulated days; each day 200 new files and 50 late ones modified 30 days earlier
+        // (older than maxFileAge = 14 days, so the listing ignores them, as Discovery does).
+        const DAY: i64 = 86_400_000;
+        let age = 14 * DAY;
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = FileStateStore::open(Some(dir.path())).unwrap();
+        s.enable_expiry().unwrap();
+        let mut without = 0u64;
+        let mut peak = 0u64;
+        println!("day  listed  queued  tracked(maxFileAge=14d)  tracked(no expiry)");
+        for day in 1..=90i64 {
+            let now = day * DAY;
+            let mut listed: Vec<ListedFile> = (0..200)
+                .map(|i| f(&format!("/in/d{day}/new{i}"), 10, now - i))
+                .collect();
+            listed.extend((0..50).map(|i| f(&format!("/in/d{day}/late{i}"), 10, now - 30 * DAY - i)));
+            let n_listed = listed.len();
+            listed.retain(|f| f.modification_time_ms >= now - age);
+            let queued = s.record_listing(listed, false, now).unwrap();
+            without += 200;
+            s.commit(s.next_seq(), now).unwrap();
+            s.expire(now - age, false).unwrap();
+            peak = peak.max(s.len());
+            if day % 10 == 0 || day == 1 {
+                println!("{day:>3}  {n_listed:>6}  {queued:>6}  {:>23}  {without:>18}", s.len());
+            }
+        }
+        // The last 14 days of 200 files (and the one file exactly at the cut-off), whatever
+        // the run's length; without expiry 18,000.
+        assert_eq!(s.len(), 14 * 200 + 1);
+        assert_eq!(peak, 14 * 200 + 1);
+        assert_eq!(s.next_seq(), 90 * 200, "sequence numbers never go back");
+        // Reopened: the same bound, the next sequence number kept in meta.
+        drop(s);
+        let s = FileStateStore::open(Some(dir.path())).unwrap();
+        assert_eq!((s.len(), s.next_seq()), (2801, 18_000));
+    }
+
+    #[test]
+    fn expiry_forgets_only_committed_old_entries_and_keeps_newer_versions() {
+        let mut s = FileStateStore::open(None).unwrap();
+        s.record_listing(vec![f("/a", 1, 10), f("/b", 1, 20), f("/c", 1, 30)], false, 0)
+            .unwrap();
+        s.commit(2, 40).unwrap();
+        // /c is older than the cut-off but not committed: it stays (its batch may replay).
+        assert_eq!(s.expire(100, false).unwrap(), 2);
+        assert!(!s.is_known("/a") && s.is_known("/c"));
+        assert_eq!(s.files_in(2, 3).unwrap()[0].path, "/c");
+        // A newer version of /c (allowOverwrites) survives the expiry of the old one.
+        s.record_listing(vec![f("/c", 1, 500)], true, 0).unwrap();
+        s.commit(4, 600).unwrap();
+        assert_eq!(s.expire(100, false).unwrap(), 1);
+        assert!(s.is_known("/c"));
+        assert_eq!(s.len(), 1);
+        // With cleanSource on, an entry not cleaned yet stays.
+        s.record_listing(vec![f("/d", 1, 50)], false, 0).unwrap();
+        s.commit(5, 700).unwrap();
+        assert_eq!(s.expire(1000, true).unwrap(), 0);
+        s.mark_cleaned(4, 800).unwrap();
+        assert_eq!(s.expire(1000, true).unwrap(), 1);
+    }
 }
