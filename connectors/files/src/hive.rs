@@ -37,10 +37,7 @@ pub fn path_values(relative: &str) -> Vec<(String, Option<String>)> {
                 return None;
             }
             let value = unescape(value);
-            Some((
-                unescape(key),
-                (value != DEFAULT_PARTITION).then_some(value),
-            ))
+            Some((unescape(key), (value != DEFAULT_PARTITION).then_some(value)))
         })
         .collect()
 }
@@ -93,7 +90,10 @@ pub fn infer_field(name: &str, relatives: &[String], infer_types: bool) -> Field
         DataType::Int32
     } else if values.iter().all(|v| v.parse::<i64>().is_ok()) {
         DataType::Int64
-    } else if values.iter().all(|v| v.parse::<f64>().is_ok_and(f64::is_finite)) {
+    } else if values
+        .iter()
+        .all(|v| v.parse::<f64>().is_ok_and(f64::is_finite))
+    {
         DataType::Float64
     } else if values
         .iter()
@@ -180,9 +180,18 @@ mod tests {
             "year=2027/f.json".to_string(),
         ];
         assert_eq!(discovered_keys(&rel), ["year", "month", "day"]);
-        assert_eq!(infer_field("year", &rel, true).data_type(), &DataType::Int32);
-        assert_eq!(infer_field("day", &rel, true).data_type(), &DataType::Date32);
-        assert_eq!(infer_field("year", &rel, false).data_type(), &DataType::Utf8);
+        assert_eq!(
+            infer_field("year", &rel, true).data_type(),
+            &DataType::Int32
+        );
+        assert_eq!(
+            infer_field("day", &rel, true).data_type(),
+            &DataType::Date32
+        );
+        assert_eq!(
+            infer_field("year", &rel, false).data_type(),
+            &DataType::Utf8
+        );
         let fields = [
             infer_field("year", &rel, true),
             infer_field("day", &rel, true),

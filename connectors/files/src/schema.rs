@@ -58,7 +58,11 @@ pub fn resolve_schema(
                 PartitionColumns::Named(names) => names.clone(),
             };
             for name in &names {
-                if !schema.fields().iter().any(|f| f.name().eq_ignore_ascii_case(name)) {
+                if !schema
+                    .fields()
+                    .iter()
+                    .any(|f| f.name().eq_ignore_ascii_case(name))
+                {
                     return Err(Error::new(
                         ErrorCode::InvalidOption,
                         format!(
@@ -73,10 +77,11 @@ pub fn resolve_schema(
             }
             (schema, names)
         }
-        None => match store.as_ref().map(SchemaStore::load).transpose()?.flatten() {
-            Some(stored) => {
-                if stored.format != config.format.as_str() {
-                    return Err(Error::new(
+        None => {
+            match store.as_ref().map(SchemaStore::load).transpose()?.flatten() {
+                Some(stored) => {
+                    if stored.format != config.format.as_str() {
+                        return Err(Error::new(
                         ErrorCode::CheckpointIncompatible,
                         format!(
                             "the stored inferred schema ({}) is for format '{}', the options say '{}'",
@@ -86,17 +91,17 @@ pub fn resolve_schema(
                         ),
                     )
                     .with_context("option", names::FORMAT));
-                }
-                if let PartitionColumns::Named(names) = &config.partition_columns {
-                    let same = names.len() == stored.partition_columns.len()
-                        && names
-                            .iter()
-                            .zip(&stored.partition_columns)
-                            .all(|(a, b)| a.eq_ignore_ascii_case(b));
-                    if !same {
-                        return Err(Error::new(
-                            ErrorCode::CheckpointIncompatible,
-                            format!(
+                    }
+                    if let PartitionColumns::Named(names) = &config.partition_columns {
+                        let same = names.len() == stored.partition_columns.len()
+                            && names
+                                .iter()
+                                .zip(&stored.partition_columns)
+                                .all(|(a, b)| a.eq_ignore_ascii_case(b));
+                        if !same {
+                            return Err(Error::new(
+                                ErrorCode::CheckpointIncompatible,
+                                format!(
                                 "the stored inferred schema ({}) has the partition columns [{}], \
                                  option '{}' says [{}]; use a new checkpoint (or schema location) \
                                  to change them",
@@ -105,43 +110,49 @@ pub fn resolve_schema(
                                 names::PARTITION_COLUMNS,
                                 names.join(", ")
                             ),
-                        )
-                        .with_context("option", names::PARTITION_COLUMNS));
+                            )
+                            .with_context("option", names::PARTITION_COLUMNS));
+                        }
+                    }
+                    (stored.schema, stored.partition_columns)
+                }
+                None => {
+                    let (data, relatives) = infer(config, discovery)?;
+                    let names = match &config.partition_columns {
+                        PartitionColumns::Discover => crate::hive::discovered_keys(&relatives),
+                        PartitionColumns::Named(names) => names.clone(),
+                    };
+                    let is_partition =
+                        |f: &Field| names.iter().any(|n| n.eq_ignore_ascii_case(f.name()));
+                    // The path wins over a data column of the same name.
+                    let mut fields: Vec<Field> = data
+                        .fields()
+                        .iter()
+                        .filter(|f| !is_partition(f))
+                        .map(|f| f.as_ref().clone())
+                        .collect();
+                    fields.extend(
+                        names.iter().map(|n| {
+                            crate::hive::infer_field(n, &relatives, config.infers_types())
+                        }),
+                    );
+                    let inferred = with_hints(Schema::new(fields), config.schema_hints.as_ref());
+                    match &store {
+                        Some(store) => {
+                            let kept = store.store_initial(config.format, &inferred, &names)?;
+                            (kept.schema, kept.partition_columns)
+                        }
+                        None => (inferred, names),
                     }
                 }
-                (stored.schema, stored.partition_columns)
             }
-            None => {
-                let (data, relatives) = infer(config, discovery)?;
-                let names = match &config.partition_columns {
-                    PartitionColumns::Discover => crate::hive::discovered_keys(&relatives),
-                    PartitionColumns::Named(names) => names.clone(),
-                };
-                let is_partition =
-                    |f: &Field| names.iter().any(|n| n.eq_ignore_ascii_case(f.name()));
-                // The path wins over a data column of the same name.
-                let mut fields: Vec<Field> = data
-                    .fields()
-                    .iter()
-                    .filter(|f| !is_partition(f))
-                    .map(|f| f.as_ref().clone())
-                    .collect();
-                fields.extend(names.iter().map(|n| {
-                    crate::hive::infer_field(n, &relatives, config.infers_types())
-                }));
-                let inferred = with_hints(Schema::new(fields), config.schema_hints.as_ref());
-                match &store {
-                    Some(store) => {
-                        let kept = store.store_initial(config.format, &inferred, &names)?;
-                        (kept.schema, kept.partition_columns)
-                    }
-                    None => (inferred, names),
-                }
-            }
-        },
+        }
     };
-    let is_partition =
-        |f: &Field| partition_names.iter().any(|n| n.eq_ignore_ascii_case(f.name()));
+    let is_partition = |f: &Field| {
+        partition_names
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case(f.name()))
+    };
     let fields: Vec<Field> = schema
         .fields()
         .iter()
@@ -150,7 +161,12 @@ pub fn resolve_schema(
     check_reserved(config, &fields)?;
     let partitions: Vec<Field> = partition_names
         .iter()
-        .filter_map(|n| fields.iter().find(|f| f.name().eq_ignore_ascii_case(n)).cloned())
+        .filter_map(|n| {
+            fields
+                .iter()
+                .find(|f| f.name().eq_ignore_ascii_case(n))
+                .cloned()
+        })
         .collect();
     let file: Vec<Field> = fields.into_iter().filter(|f| !is_partition(f)).collect();
     Ok(StreamSchema {

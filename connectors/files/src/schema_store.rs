@@ -59,7 +59,11 @@ impl SchemaStore {
         match self {
             SchemaStore::Checkpoint(d) => d.join(SCHEMA_FILE).display().to_string(),
             SchemaStore::Location(l) => match newest(&l.join(SCHEMAS_DIR)) {
-                Ok(Some(n)) => l.join(SCHEMAS_DIR).join(n.to_string()).display().to_string(),
+                Ok(Some(n)) => l
+                    .join(SCHEMAS_DIR)
+                    .join(n.to_string())
+                    .display()
+                    .to_string(),
                 _ => l.join(SCHEMAS_DIR).display().to_string(),
             },
         }
@@ -81,7 +85,12 @@ impl SchemaStore {
 
     /// Stores the first (inferred) schema and returns the schema to use: in a location where
     /// another stream stored one first, that one.
-    pub fn store_initial(&self, format: Format, schema: &Schema, partitions: &[String]) -> Result<StoredSchema> {
+    pub fn store_initial(
+        &self,
+        format: Format,
+        schema: &Schema,
+        partitions: &[String],
+    ) -> Result<StoredSchema> {
         let stored = stored(0, format, schema, partitions);
         match self {
             SchemaStore::Checkpoint(d) => {
@@ -92,14 +101,20 @@ impl SchemaStore {
                 if publish(l, 0, &stored)? {
                     return Ok(stored);
                 }
-                self.load()?.ok_or_else(|| location_error(l, "version 0 vanished", None))
+                self.load()?
+                    .ok_or_else(|| location_error(l, "version 0 vanished", None))
             }
         }
     }
 
     /// Stores an evolved schema as the next version; in a location, `schema` is merged into
     /// the newest version first (another stream may have evolved it). Returns where.
-    pub fn store_evolved(&self, format: Format, schema: &Schema, partitions: &[String]) -> Result<String> {
+    pub fn store_evolved(
+        &self,
+        format: Format,
+        schema: &Schema,
+        partitions: &[String],
+    ) -> Result<String> {
         match self {
             SchemaStore::Checkpoint(d) => {
                 write_replacing(d, &stored(0, format, schema, partitions))?;
@@ -141,14 +156,14 @@ fn stored(version: u32, format: Format, schema: &Schema, partitions: &[String]) 
     }
 }
 
-fn location_error(
-    l: &Path,
-    what: &str,
-    cause: Option<arrow_schema::ArrowError>,
-) -> Error {
+fn location_error(l: &Path, what: &str, cause: Option<arrow_schema::ArrowError>) -> Error {
     let e = Error::new(
         ErrorCode::Checkpoint,
-        format!("schema location {} ({}): {what}", l.display(), names::SCHEMA_LOCATION),
+        format!(
+            "schema location {} ({}): {what}",
+            l.display(),
+            names::SCHEMA_LOCATION
+        ),
     )
     .with_context("path", l.display())
     .with_context("option", names::SCHEMA_LOCATION);
@@ -156,7 +171,6 @@ fn location_error(
         Some(c) => e.with_cause(c),
         None => e,
     }
-
 }
 
 /// The highest version number in `dir` (`None`: no version, or no directory).
@@ -169,7 +183,11 @@ fn newest(dir: &Path) -> Result<Option<u32>> {
     let mut best = None;
     for entry in entries {
         let entry = entry.map_err(|e| io_error(dir, "read", e))?;
-        if let Some(n) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) {
+        if let Some(n) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        {
             best = best.max(Some(n));
         }
     }
@@ -265,7 +283,13 @@ mod tests {
         // A second stream inferring something else adopts version 0.
         let adopted = store.store_initial(Format::Json, &b, &[]).unwrap();
         assert_eq!(adopted.schema, a);
-        let at = store.store_evolved(Format::Json, &Schema::try_merge([a.clone(), b.clone()]).unwrap(), &[]).unwrap();
+        let at = store
+            .store_evolved(
+                Format::Json,
+                &Schema::try_merge([a.clone(), b.clone()]).unwrap(),
+                &[],
+            )
+            .unwrap();
         assert!(at.ends_with("_schemas/1"), "{at}");
         let newest = store.load().unwrap().unwrap();
         assert_eq!(newest.version, 1);

@@ -165,7 +165,9 @@ impl FileStateStore {
             }
         }
         let kept: Option<String> = conn
-            .query_row("SELECT value FROM meta WHERE key = ?1", [NEXT_SEQ], |r| r.get(0))
+            .query_row("SELECT value FROM meta WHERE key = ?1", [NEXT_SEQ], |r| {
+                r.get(0)
+            })
             .optional()
             .map_err(state_err("cannot read the next sequence number"))?;
         if let Some(kept) = kept.and_then(|v| v.parse::<u64>().ok()) {
@@ -315,7 +317,9 @@ impl FileStateStore {
         let mut latest = Vec::with_capacity(removed.len());
         {
             let mut stmt = tx
-                .prepare_cached("SELECT mtime_ms FROM files WHERE path = ?1 ORDER BY seq DESC LIMIT 1")
+                .prepare_cached(
+                    "SELECT mtime_ms FROM files WHERE path = ?1 ORDER BY seq DESC LIMIT 1",
+                )
                 .map_err(state_err("cannot look up a path"))?;
             for path in &removed {
                 let m: Option<i64> = stmt
@@ -325,8 +329,7 @@ impl FileStateStore {
                 latest.push(m);
             }
         }
-        tx.commit()
-            .map_err(state_err("cannot commit the expiry"))?;
+        tx.commit().map_err(state_err("cannot commit the expiry"))?;
         for (path, m) in removed.iter().zip(latest) {
             match m {
                 Some(m) => {
@@ -670,7 +673,8 @@ mod tests {
             let mut listed: Vec<ListedFile> = (0..200)
                 .map(|i| f(&format!("/in/d{day}/new{i}"), 10, now - i))
                 .collect();
-            listed.extend((0..50).map(|i| f(&format!("/in/d{day}/late{i}"), 10, now - 30 * DAY - i)));
+            listed
+                .extend((0..50).map(|i| f(&format!("/in/d{day}/late{i}"), 10, now - 30 * DAY - i)));
             let n_listed = listed.len();
             listed.retain(|f| f.modification_time_ms >= now - age);
             let queued = s.record_listing(listed, false, now).unwrap();
@@ -679,7 +683,10 @@ mod tests {
             s.expire(now - age, false).unwrap();
             peak = peak.max(s.len());
             if day % 10 == 0 || day == 1 {
-                println!("{day:>3}  {n_listed:>6}  {queued:>6}  {:>23}  {without:>18}", s.len());
+                println!(
+                    "{day:>3}  {n_listed:>6}  {queued:>6}  {:>23}  {without:>18}",
+                    s.len()
+                );
             }
         }
         // The last 14 days of 200 files (and the one file exactly at the cut-off), whatever
@@ -696,8 +703,12 @@ mod tests {
     #[test]
     fn expiry_forgets_only_committed_old_entries_and_keeps_newer_versions() {
         let mut s = FileStateStore::open(None).unwrap();
-        s.record_listing(vec![f("/a", 1, 10), f("/b", 1, 20), f("/c", 1, 30)], false, 0)
-            .unwrap();
+        s.record_listing(
+            vec![f("/a", 1, 10), f("/b", 1, 20), f("/c", 1, 30)],
+            false,
+            0,
+        )
+        .unwrap();
         s.commit(2, 40).unwrap();
         // /c is older than the cut-off but not committed: it stays (its batch may replay).
         assert_eq!(s.expire(100, false).unwrap(), 2);

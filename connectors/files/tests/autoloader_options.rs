@@ -48,8 +48,20 @@ async fn max_file_age_expires_old_entries_without_ingesting_them_again() {
     assert_eq!(rows(&b), 0, "expired files are not ingested again");
     assert_eq!(end3, end2);
     assert_eq!(common::seq(&end2), 5, "sequence numbers go on after expiry");
-    let report = state_report(state.path(), &[logged(0, &Offset::from_typed(&serde_json::json!({"seq": 0})).unwrap(), &end2, true)]);
-    assert_eq!(report.rows.len(), 2, "the state report shows the entries kept");
+    let report = state_report(
+        state.path(),
+        &[logged(
+            0,
+            &Offset::from_typed(&serde_json::json!({"seq": 0})).unwrap(),
+            &end2,
+            true,
+        )],
+    );
+    assert_eq!(
+        report.rows.len(),
+        2,
+        "the state report shows the entries kept"
+    );
 }
 
 #[test]
@@ -57,7 +69,11 @@ fn max_file_age_below_databricks_minimum_is_refused() {
     let input = tempfile::tempdir().unwrap();
     let e = try_source(input.path(), None, &[("cloudFiles.maxFileAge", "7 days")]).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidOption);
-    assert!(e.message().contains("minimum is 14 days"), "{}", e.message());
+    assert!(
+        e.message().contains("minimum is 14 days"),
+        "{}",
+        e.message()
+    );
 }
 
 #[tokio::test]
@@ -75,17 +91,27 @@ async fn spark_rate_limit_names_are_aliases_and_conflicting_values_are_refused()
     let same = try_source(
         input.path(),
         None,
-        &[("maxFilesPerTrigger", "2"), ("cloudFiles.maxFilesPerTrigger", "2")],
+        &[
+            ("maxFilesPerTrigger", "2"),
+            ("cloudFiles.maxFilesPerTrigger", "2"),
+        ],
     );
     assert!(same.is_ok());
     let e = try_source(
         input.path(),
         None,
-        &[("maxFilesPerTrigger", "2"), ("cloudFiles.maxFilesPerTrigger", "3")],
+        &[
+            ("maxFilesPerTrigger", "2"),
+            ("cloudFiles.maxFilesPerTrigger", "3"),
+        ],
     )
     .unwrap_err();
     assert_eq!(e.code(), ErrorCode::ConflictingOptions);
-    assert!(e.message().contains("maxFilesPerTrigger"), "{}", e.message());
+    assert!(
+        e.message().contains("maxFilesPerTrigger"),
+        "{}",
+        e.message()
+    );
     let src = source(input.path(), None, &[("maxBytesPerTrigger", "1k")]);
     assert_eq!(
         src.default_read_limit(),
@@ -94,7 +120,10 @@ async fn spark_rate_limit_names_are_aliases_and_conflicting_values_are_refused()
     let e = try_source(
         input.path(),
         None,
-        &[("maxBytesPerTrigger", "1k"), ("cloudFiles.maxBytesPerTrigger", "2k")],
+        &[
+            ("maxBytesPerTrigger", "1k"),
+            ("cloudFiles.maxBytesPerTrigger", "2k"),
+        ],
     )
     .unwrap_err();
     assert_eq!(e.code(), ErrorCode::ConflictingOptions);
@@ -103,15 +132,37 @@ async fn spark_rate_limit_names_are_aliases_and_conflicting_values_are_refused()
 #[test]
 fn validate_options_fetch_parallelism_and_resource_tags_where_they_apply() {
     let input = tempfile::tempdir().unwrap();
-    assert!(try_source(input.path(), None, &[("schema", "a STRING"), ("cloudFiles.validateOptions", "true")]).is_ok());
-    let e = try_source(input.path(), None, &[("cloudFiles.validateOptions", "false")]).unwrap_err();
+    assert!(try_source(
+        input.path(),
+        None,
+        &[
+            ("schema", "a STRING"),
+            ("cloudFiles.validateOptions", "true")
+        ]
+    )
+    .is_ok());
+    let e = try_source(
+        input.path(),
+        None,
+        &[("cloudFiles.validateOptions", "false")],
+    )
+    .unwrap_err();
     assert!(e.message().contains("always validated"), "{}", e.message());
     let e = try_source(input.path(), None, &[("cloudFiles.fetchParallelism", "4")]).unwrap_err();
     assert_eq!(e.code(), ErrorCode::ConflictingOptions);
     assert!(e.message().contains("SQS"), "{}", e.message());
-    let e = try_source(input.path(), None, &[("cloudFiles.resourceTag.team", "ingest")]).unwrap_err();
+    let e = try_source(
+        input.path(),
+        None,
+        &[("cloudFiles.resourceTag.team", "ingest")],
+    )
+    .unwrap_err();
     assert_eq!(e.code(), ErrorCode::ConflictingOptions);
-    assert!(e.message().contains("cloudFiles.resourceTag.team"), "{}", e.message());
+    assert!(
+        e.message().contains("cloudFiles.resourceTag.team"),
+        "{}",
+        e.message()
+    );
     let e = try_source(
         input.path(),
         None,

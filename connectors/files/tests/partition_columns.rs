@@ -49,9 +49,22 @@ async fn inferred_schema_discovers_typed_partition_columns_from_directories() {
         ["id", "name", "_rescued_data", "year", "month", "_metadata"]
     );
     let schema = b[0].schema();
-    assert_eq!(schema.field_with_name("year").unwrap().data_type(), &DataType::Int32);
-    assert_eq!(strings(&b, "year"), [Some("2026".into()), Some("2026".into()), Some("2027".into())]);
-    assert_eq!(strings(&b, "month"), [Some("12".into()), Some("12".into()), Some("1".into())]);
+    assert_eq!(
+        schema.field_with_name("year").unwrap().data_type(),
+        &DataType::Int32
+    );
+    assert_eq!(
+        strings(&b, "year"),
+        [
+            Some("2026".into()),
+            Some("2026".into()),
+            Some("2027".into())
+        ]
+    );
+    assert_eq!(
+        strings(&b, "month"),
+        [Some("12".into()), Some("12".into()), Some("1".into())]
+    );
     // Kept with the schema: a restart has the same columns without listing for them.
     drop(src);
     let src = source(
@@ -99,13 +112,18 @@ async fn an_empty_partition_columns_adds_none_and_a_named_list_picks_columns() {
         ["id", "name", "_rescued_data", "month", "day", "_metadata"]
     );
     assert_eq!(strings(&b, "day"), [None, None, None]);
-    assert_eq!(strings(&b, "month"), [Some("12".into()), Some("12".into()), Some("1".into())]);
+    assert_eq!(
+        strings(&b, "month"),
+        [Some("12".into()), Some("12".into()), Some("1".into())]
+    );
 }
 
 #[tokio::test]
 async fn a_given_schema_takes_the_named_partition_columns_from_paths_csv_by_position() {
     let input = tempfile::tempdir().unwrap();
-    let dir = input.path().join("region=eu%2Fwest/dt=__HIVE_DEFAULT_PARTITION__");
+    let dir = input
+        .path()
+        .join("region=eu%2Fwest/dt=__HIVE_DEFAULT_PARTITION__");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("a.csv"), "1,x\n2,y\n").unwrap();
     let mut src = source(
@@ -123,8 +141,15 @@ async fn a_given_schema_takes_the_named_partition_columns_from_paths_csv_by_posi
         ["id", "name", "_rescued_data", "region", "dt", "_metadata"]
     );
     assert_eq!(strings(&b, "id"), [Some("1".into()), Some("2".into())]);
-    assert_eq!(strings(&b, "region"), [Some("eu/west".into()), Some("eu/west".into())]);
-    assert_eq!(strings(&b, "dt"), [None, None], "Hive's default partition is null");
+    assert_eq!(
+        strings(&b, "region"),
+        [Some("eu/west".into()), Some("eu/west".into())]
+    );
+    assert_eq!(
+        strings(&b, "dt"),
+        [None, None],
+        "Hive's default partition is null"
+    );
     assert_eq!(src.metrics()["numMalformedRecords"], 0);
     let e = try_source(
         input.path(),

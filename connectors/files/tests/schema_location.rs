@@ -56,9 +56,16 @@ async fn inference_is_stored_there_evolution_adds_a_version_and_a_second_stream_
 
     // Stream B (its own checkpoint, the same location) starts from the newest version: it
     // infers nothing, although its sample holds only what a.json and b.json hold.
-    std::fs::write(input.path().join("c.json"), "{\"id\": 3, \"other\": \"x\"}\n").unwrap();
+    std::fs::write(
+        input.path().join("c.json"),
+        "{\"id\": 3, \"other\": \"x\"}\n",
+    )
+    .unwrap();
     let b = source(input.path(), Some(state_b.path()), &opts);
-    assert_eq!(columns(b.as_ref()), ["id", "vip", "_rescued_data", "_metadata"]);
+    assert_eq!(
+        columns(b.as_ref()),
+        ["id", "vip", "_rescued_data", "_metadata"]
+    );
     assert_eq!(versions(location.path()), ["0", "1"]);
 
     // The restarted A reads the interrupted batch with the new column.
@@ -94,7 +101,10 @@ async fn two_streams_evolving_at_once_each_get_their_own_version_and_merge() {
     assert!(b.read(&end_b, &next_b).await.is_err());
     assert_eq!(versions(location.path()), ["0", "1", "2"]);
     let newest = std::fs::read_to_string(location.path().join("_schemas/2")).unwrap();
-    assert!(newest.contains("\"x\"") && newest.contains("\"y\""), "{newest}");
+    assert!(
+        newest.contains("\"x\"") && newest.contains("\"y\""),
+        "{newest}"
+    );
 }
 
 #[test]
@@ -103,7 +113,10 @@ fn refused_where_it_would_be_ignored_or_cannot_be_kept() {
     let e = try_source(
         input.path(),
         None,
-        &[("schema", "id INT"), ("cloudFiles.schemaLocation", "/tmp/x")],
+        &[
+            ("schema", "id INT"),
+            ("cloudFiles.schemaLocation", "/tmp/x"),
+        ],
     )
     .unwrap_err();
     assert_eq!(e.code(), ErrorCode::ConflictingOptions);
@@ -114,5 +127,9 @@ fn refused_where_it_would_be_ignored_or_cannot_be_kept() {
         &[("cloudFiles.schemaLocation", "s3://bucket/schemas")],
     )
     .unwrap_err();
-    assert!(e.message().contains("object-store schema location"), "{}", e.message());
+    assert!(
+        e.message().contains("object-store schema location"),
+        "{}",
+        e.message()
+    );
 }

@@ -114,7 +114,10 @@ async fn csv_timestamp_and_date_formats_parse_their_patterns() {
         [Some("2026-02-03".into()), Some("2026-02-03".into())]
     );
     let rescued = strings(&b, "_rescued_data");
-    assert!(rescued[1].as_deref().unwrap().contains("\"ts\":\"2026-01-02 10:30\""));
+    assert!(rescued[1]
+        .as_deref()
+        .unwrap()
+        .contains("\"ts\":\"2026-01-02 10:30\""));
     assert_eq!(src.metrics()["numMalformedRecords"], 1);
 }
 
@@ -139,9 +142,17 @@ async fn json_timestamp_format_with_an_offset_and_failfast() {
             Some("2026-12-01T08:00:00Z".into())
         ]
     );
-    std::fs::write(input.path().join("b.json"), "{\"id\": 3, \"ts\": \"yesterday\"}\n").unwrap();
+    std::fs::write(
+        input.path().join("b.json"),
+        "{\"id\": 3, \"ts\": \"yesterday\"}\n",
+    )
+    .unwrap();
     std::fs::remove_file(input.path().join("a.json")).unwrap();
-    let mut src = source(input.path(), None, &[opts[0], opts[1], ("mode", "FAILFAST")]);
+    let mut src = source(
+        input.path(),
+        None,
+        &[opts[0], opts[1], ("mode", "FAILFAST")],
+    );
     let start = src.initial_offset().await.unwrap();
     let end = src
         .latest_offset(&start, &ReadLimit::MaxFiles(10))
@@ -179,7 +190,10 @@ async fn json_allow_comments_skips_comments_that_are_malformed_otherwise() {
     let mut src = source(
         input.path(),
         None,
-        &[("allowComments", "true"), ("cloudFiles.inferColumnTypes", "true")],
+        &[
+            ("allowComments", "true"),
+            ("cloudFiles.inferColumnTypes", "true"),
+        ],
     );
     let b = read_all(&mut src).await;
     assert_eq!(
@@ -226,7 +240,12 @@ fn refusals_name_the_option_and_why() {
     let e = err(&[("encoding", "ISO-8859-1")]);
     assert_eq!(e.code(), ErrorCode::InvalidOption);
     assert!(e.message().contains("only UTF-8"), "{}", e.message());
-    assert!(try_source(input.path(), None, &[("schema", "a STRING"), ("encoding", "utf-8")]).is_ok());
+    assert!(try_source(
+        input.path(),
+        None,
+        &[("schema", "a STRING"), ("encoding", "utf-8")]
+    )
+    .is_ok());
     let e = err(&[("columnNameOfCorruptRecord", "_corrupt_record")]);
     assert!(e.message().contains("rescuedDataColumn"), "{}", e.message());
     let e = err(&[("quote", "'")]);
@@ -236,11 +255,22 @@ fn refusals_name_the_option_and_why() {
     assert!(e.message().contains("json only"), "{}", e.message());
     let e = err(&[("schema", "a STRING"), ("primitivesAsString", "true")]);
     assert!(e.message().contains("inferred"), "{}", e.message());
-    let e = err(&[("schema", "ts TIMESTAMP"), ("timestampFormat", "yyyy-MM-dd[ HH:mm]")]);
+    let e = err(&[
+        ("schema", "ts TIMESTAMP"),
+        ("timestampFormat", "yyyy-MM-dd[ HH:mm]"),
+    ]);
     assert!(e.message().contains("optional section"), "{}", e.message());
-    let e = err(&[("cloudFiles.format", "csv"), ("schema", "a STRING"), ("quote", "")]);
+    let e = err(&[
+        ("cloudFiles.format", "csv"),
+        ("schema", "a STRING"),
+        ("quote", ""),
+    ]);
     assert!(e.message().contains("quoting off"), "{}", e.message());
-    let e = err(&[("cloudFiles.format", "csv"), ("schema", "a STRING"), ("comment", ",")]);
+    let e = err(&[
+        ("cloudFiles.format", "csv"),
+        ("schema", "a STRING"),
+        ("comment", ","),
+    ]);
     assert_eq!(e.code(), ErrorCode::ConflictingOptions);
     // Spark's own default patterns are accepted as they are.
     assert!(try_source(

@@ -219,7 +219,9 @@ pub fn queue_settings(
                 "tags resources of automatic Azure setup, which this build does not do (the \
                  queue in cloudFiles.queueName exists already)"
             }
-            Some(Notifications::Local) => "tags cloud notification resources; local directories use inotify",
+            Some(Notifications::Local) => {
+                "tags cloud notification resources; local directories use inotify"
+            }
             _ => "tags the notification queue, which only cloudFiles.useNotifications=true sets up",
         };
         return Err(conflicting(&option, USE_NOTIFICATIONS, why));

@@ -22,9 +22,9 @@ use std::time::Duration;
 use tributary_sdk::options::conflicting;
 use tributary_sdk::{Error, ErrorCode, ParsedOptions, ReadLimit, Result};
 
+pub use self::autoloader::{PartitionColumns, QueueSettings};
 pub use self::cloud::CloudOptions;
 pub use self::location::{Cloud, CloudPath, SourcePath};
-pub use self::autoloader::{PartitionColumns, QueueSettings};
 pub use self::modes::{CsvOptions, Mode, SchemaEvolution, ValueFormats};
 pub use self::options::option_specs;
 pub use crate::format::kind::Format;

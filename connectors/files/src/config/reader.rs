@@ -34,13 +34,22 @@ pub struct ReaderOptions {
 /// The reader options' declarations.
 pub fn specs() -> Vec<OptionSpec> {
     vec![
-        OptionSpec::bool(HEADER, "CSV: the first line of each file holds the column names.")
-            .default_value(false),
-        OptionSpec::string(SEP, "CSV: the field separator, one character (\\t for tab).")
-            .default_value(","),
+        OptionSpec::bool(
+            HEADER,
+            "CSV: the first line of each file holds the column names.",
+        )
+        .default_value(false),
+        OptionSpec::string(
+            SEP,
+            "CSV: the field separator, one character (\\t for tab).",
+        )
+        .default_value(","),
         OptionSpec::string(DELIMITER, "CSV: alias of sep."),
-        OptionSpec::string(QUOTE, "CSV: the quote character; a quoted field may hold separators and newlines.")
-            .default_value("\""),
+        OptionSpec::string(
+            QUOTE,
+            "CSV: the quote character; a quoted field may hold separators and newlines.",
+        )
+        .default_value("\""),
         OptionSpec::string(
             ESCAPE,
             "CSV: inside a quoted field, the character that makes the next one literal (\\\" \
@@ -102,7 +111,12 @@ pub fn parse(p: &ParsedOptions, format: Format, inferred: bool) -> Result<Reader
         p.refuse_ignored(option, csv, FORMAT, "applies to cloudFiles.format=csv only")?;
     }
     for option in [ALLOW_COMMENTS, PRIMITIVES_AS_STRING] {
-        p.refuse_ignored(option, json, FORMAT, "applies to cloudFiles.format=json only")?;
+        p.refuse_ignored(
+            option,
+            json,
+            FORMAT,
+            "applies to cloudFiles.format=json only",
+        )?;
     }
     for option in [TIMESTAMP_FORMAT, DATE_FORMAT, ENCODING, CHARSET] {
         p.refuse_ignored(
@@ -145,7 +159,11 @@ pub fn parse(p: &ParsedOptions, format: Format, inferred: bool) -> Result<Reader
 /// `encoding` / `charset`: UTF-8 only.
 fn encoding(p: &ParsedOptions) -> Result<()> {
     if p.is_set(ENCODING) && p.is_set(CHARSET) {
-        return Err(conflicting(CHARSET, ENCODING, "is an alias of 'encoding'; give only one"));
+        return Err(conflicting(
+            CHARSET,
+            ENCODING,
+            "is an alias of 'encoding'; give only one",
+        ));
     }
     let name = if p.is_set(CHARSET) { CHARSET } else { ENCODING };
     let Some(value) = p.string(name)? else {

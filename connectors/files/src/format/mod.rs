@@ -147,9 +147,9 @@ pub fn decoder(
     ctx: &DecodeContext,
 ) -> Result<Box<dyn FileDecoder>> {
     if matches!(format, Format::Json | Format::Csv) && ctx.formats.converts() {
-        if let Some(d) =
-            value_formats::wrap(format, file.path, ctx, |text| plain_decoder(format, file, text))?
-        {
+        if let Some(d) = value_formats::wrap(format, file.path, ctx, |text| {
+            plain_decoder(format, file, text)
+        })? {
             return Ok(d);
         }
     }
@@ -164,9 +164,9 @@ fn plain_decoder(
 ) -> Result<Box<dyn FileDecoder>> {
     let (path, size) = (file.path.to_string(), file.size);
     Ok(match format {
-        Format::Json if ctx.allow_comments => Box::new(comments::Uncommented::new(
-            json::decoder(file.path, size, ctx),
-        )),
+        Format::Json if ctx.allow_comments => Box::new(comments::Uncommented::new(json::decoder(
+            file.path, size, ctx,
+        ))),
         Format::Json => json::decoder(file.path, size, ctx),
         Format::Csv => csv::decoder(file.path, ctx),
         Format::Text => text::decoder(size, ctx),

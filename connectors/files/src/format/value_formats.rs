@@ -207,7 +207,10 @@ impl Converting {
                     merged.push(before);
                     continue;
                 }
-                let mut obj = match before.as_deref().map(serde_json::from_str::<serde_json::Value>) {
+                let mut obj = match before
+                    .as_deref()
+                    .map(serde_json::from_str::<serde_json::Value>)
+                {
                     Some(Ok(serde_json::Value::Object(o))) => o,
                     // The raw text of a malformed record: the row is rescued already.
                     Some(_) => {
@@ -231,7 +234,10 @@ impl Converting {
             columns[rescued_at] = Arc::new(StringArray::from(merged));
         }
         self.rows += rows as u64;
-        Ok(RecordBatch::try_new(self.ctx.decoded_schema.clone(), columns)?)
+        Ok(RecordBatch::try_new(
+            self.ctx.decoded_schema.clone(),
+            columns,
+        )?)
     }
 }
 
@@ -239,7 +245,9 @@ impl Converting {
 fn convert_column(text: &StringArray, target: &DataType, c: &Conversion) -> Result<ArrayRef> {
     match (c, target) {
         (Conversion::Timestamp(pattern), DataType::Timestamp(unit, tz)) => {
-            let micros = text.iter().map(|v| v.and_then(|v| parse_timestamp(v, pattern)));
+            let micros = text
+                .iter()
+                .map(|v| v.and_then(|v| parse_timestamp(v, pattern)));
             let values: Vec<Option<i64>> = micros
                 .map(|m| {
                     m.map(|us| match unit {
@@ -252,7 +260,9 @@ fn convert_column(text: &StringArray, target: &DataType, c: &Conversion) -> Resu
                 .collect();
             let tz = tz.clone();
             Ok(match unit {
-                TimeUnit::Second => Arc::new(TimestampSecondArray::from(values).with_timezone_opt(tz)),
+                TimeUnit::Second => {
+                    Arc::new(TimestampSecondArray::from(values).with_timezone_opt(tz))
+                }
                 TimeUnit::Millisecond => {
                     Arc::new(TimestampMillisecondArray::from(values).with_timezone_opt(tz))
                 }
@@ -324,7 +334,10 @@ mod tests {
     #[test]
     fn timestamps_parse_with_and_without_offsets() {
         let p = datetime::to_chrono("o", "dd/MM/yyyy HH:mm:ss").unwrap();
-        assert_eq!(parse_timestamp("02/01/1970 00:00:01", &p), Some(86_401_000_000));
+        assert_eq!(
+            parse_timestamp("02/01/1970 00:00:01", &p),
+            Some(86_401_000_000)
+        );
         assert_eq!(parse_timestamp("1970-01-02 00:00:01", &p), None);
         let p = datetime::to_chrono("o", "yyyy-MM-dd HH:mmXXX").unwrap();
         assert_eq!(parse_timestamp("1970-01-01 01:00+01:00", &p), Some(0));

@@ -154,7 +154,12 @@ impl Setup {
     /// `s3:ObjectCreated:*` notification for `prefix` unless one to that queue exists. Returns
     /// the queue's URL. `tags` (`cloudFiles.resourceTag.*`) are put on the queue, also when
     /// it existed.
-    pub async fn ensure(&self, name: &str, prefix: &str, tags: &[(String, String)]) -> Result<String> {
+    pub async fn ensure(
+        &self,
+        name: &str,
+        prefix: &str,
+        tags: &[(String, String)],
+    ) -> Result<String> {
         let url = self
             .sqs
             .create_queue()

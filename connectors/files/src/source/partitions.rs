@@ -194,7 +194,8 @@ impl FilesSource {
             .with_context("expected", &spec.target)
             .with_context("actual", &self.identity.target));
         }
-        if spec.file_schema != *self.decode.file_schema || spec.partition_fields != self.partitions {
+        if spec.file_schema != *self.decode.file_schema || spec.partition_fields != self.partitions
+        {
             let schema: SchemaRef = Arc::new(spec.file_schema);
             self.partitions = spec.partition_fields;
             self.use_file_schema(schema);
