@@ -97,12 +97,22 @@ async fn partition_columns_come_from_object_keys() {
     let bucket = unique("parts");
     boto3("s3.create_bucket(Bucket=sys.argv[1])", &[&bucket]);
     let s = store(&endpoint, &bucket);
-    for (key, id) in [("in/year=2026/month=12/a.json", 1), ("in/year=2027/month=1/b.json", 2)] {
-        s.put(&ObjectPath::from(key), PutPayload::from(format!("{{\"id\": {id}}}\n")))
-            .await
-            .unwrap();
+    for (key, id) in [
+        ("in/year=2026/month=12/a.json", 1),
+        ("in/year=2027/month=1/b.json", 2),
+    ] {
+        s.put(
+            &ObjectPath::from(key),
+            PutPayload::from(format!("{{\"id\": {id}}}\n")),
+        )
+        .await
+        .unwrap();
     }
-    let o = options(&bucket, &endpoint, &[("cloudFiles.inferColumnTypes", "true")]);
+    let o = options(
+        &bucket,
+        &endpoint,
+        &[("cloudFiles.inferColumnTypes", "true")],
+    );
     let mut src = FilesSourceFactory
         .create(&o, &ConnectorContext::default())
         .unwrap();
@@ -151,9 +161,12 @@ s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguratio
         &[&bucket, &format!("{bucket}-seed")],
     );
     let s = store(&endpoint, &bucket);
-    s.put(&ObjectPath::from("in/a.json"), PutPayload::from("{\"id\": 1}\n"))
-        .await
-        .unwrap();
+    s.put(
+        &ObjectPath::from("in/a.json"),
+        PutPayload::from("{\"id\": 1}\n"),
+    )
+    .await
+    .unwrap();
     let o = options(
         &bucket,
         &endpoint,
@@ -217,9 +230,12 @@ print(url)
     );
     let s = store(&endpoint, &bucket);
     // The prefix must exist: one file for the first run's listing, 59 through events.
-    s.put(&ObjectPath::from("in/f000.json"), PutPayload::from("{\"id\": 0}\n"))
-        .await
-        .unwrap();
+    s.put(
+        &ObjectPath::from("in/f000.json"),
+        PutPayload::from("{\"id\": 0}\n"),
+    )
+    .await
+    .unwrap();
     let state = tempfile::tempdir().unwrap();
     let context = ConnectorContext {
         state_dir: Some(state.path().to_path_buf()),
@@ -245,6 +261,13 @@ print(url)
         n += b.iter().map(|b| b.num_rows()).sum::<usize>();
         at = end;
     }
-    assert_eq!(n, 60, "every event of the 60 uploads (4 receive requests per round)");
-    assert_eq!(src.metrics()["numFullListings"], 1, "only the first run's listing");
+    assert_eq!(
+        n, 60,
+        "every event of the 60 uploads (4 receive requests per round)"
+    );
+    assert_eq!(
+        src.metrics()["numFullListings"],
+        1,
+        "only the first run's listing"
+    );
 }

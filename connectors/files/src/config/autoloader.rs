@@ -47,9 +47,10 @@ pub fn specs() -> Vec<OptionSpec> {
             "Comma-separated Hive-style partition columns read from the directory names \
              (<path>/year=2026/month=12/f.json gives year and month); a file whose path lacks \
              one has null there. Default: with an inferred schema every key=value directory \
-             of the sampled files; with a given schema, its columns that appear as keys. \
-             \"\" adds none. Types are inferred (int, bigint, double, date, string) with \
-             cloudFiles.inferColumnTypes=true, else strings; a given schema's type wins.",
+             of the sampled files (kept with the schema); with a given schema none: name them \
+             here, and they must be columns of the schema, whose types they keep. \"\" adds \
+             none. Inferred types: int, bigint, double, date or string with \
+             cloudFiles.inferColumnTypes=true, else strings.",
         ),
         OptionSpec::string(
             SCHEMA_LOCATION,

@@ -67,7 +67,10 @@ pub fn option_specs() -> Vec<OptionSpec> {
         ),
         OptionSpec::duration(
             MAX_FILE_AGE,
-            "Ignore files whose modification time is older than this, e.g. 7 days.",
+            "Ignore files whose modification time is older than this (e.g. 90 days; at least 14 \
+             days, as in Auto Loader), and forget their file-state entries once their batch \
+             committed, so the state stays bounded (a file that old is not listed again). \
+             Default: none (files are tracked forever).",
         ),
         OptionSpec::one_of(
             MODE,
