@@ -47,7 +47,7 @@ pub(crate) fn json_fields(
 pub(crate) fn on_new_columns(
     config: &FilesConfig,
     file_fields: &[Field],
-    state_dir: Option<&std::path::Path>,
+    store: Option<&SchemaStore>,
     path: &str,
     added: Vec<Field>,
     names_list: Vec<String>,
@@ -68,7 +68,7 @@ pub(crate) fn on_new_columns(
             names::SCHEMA_EVOLUTION_MODE
         )));
     }
-    let Some(store) = SchemaStore::new(config.schema_location.as_deref(), state_dir) else {
+    let Some(store) = store else {
         return Ok(base(format!(
             "file {path} has columns that are not in the stream's schema: {listed}; the schema \
              cannot evolve without a state directory (run the source in a pipeline with a \

@@ -11,7 +11,6 @@
 //! The columns the source adds itself ([`METADATA_COLUMN`], [`RESCUED_DATA_COLUMN`]) are defined
 //! here, once.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use arrow_schema::{Field, Schema, SchemaRef};
@@ -44,12 +43,11 @@ pub struct StreamSchema {
 
 /// The stream's columns: from the DDL option, the stored inferred schema, or a new inference
 /// (which is then stored).
-pub fn resolve_schema(
+pub(crate) fn resolve_schema(
     config: &FilesConfig,
     discovery: &Discovery,
-    state_dir: Option<&Path>,
+    store: Option<&SchemaStore>,
 ) -> Result<StreamSchema> {
-    let store = SchemaStore::new(config.schema_location.as_deref(), state_dir);
     let (schema, partition_names) = match &config.schema_ddl {
         Some(ddl) => {
             let schema = parse_ddl(ddl)?;
@@ -78,14 +76,14 @@ pub fn resolve_schema(
             (schema, names)
         }
         None => {
-            match store.as_ref().map(SchemaStore::load).transpose()?.flatten() {
+            match store.map(SchemaStore::load).transpose()?.flatten() {
                 Some(stored) => {
                     if stored.format != config.format.as_str() {
                         return Err(Error::new(
                         ErrorCode::CheckpointIncompatible,
                         format!(
                             "the stored inferred schema ({}) is for format '{}', the options say '{}'",
-                            store.as_ref().map(SchemaStore::describe).unwrap_or_default(),
+                            store.map(SchemaStore::describe).unwrap_or_default(),
                             stored.format,
                             config.format.as_str()
                         ),
@@ -105,7 +103,7 @@ pub fn resolve_schema(
                                 "the stored inferred schema ({}) has the partition columns [{}], \
                                  option '{}' says [{}]; use a new checkpoint (or schema location) \
                                  to change them",
-                                store.as_ref().map(SchemaStore::describe).unwrap_or_default(),
+                                store.map(SchemaStore::describe).unwrap_or_default(),
                                 stored.partition_columns.join(", "),
                                 names::PARTITION_COLUMNS,
                                 names.join(", ")

@@ -7,16 +7,23 @@
 //! if that name exists. So streams sharing a location never overwrite each other: the first to
 //! infer writes version 0 and the others adopt it; an evolution writes the next number, and if
 //! another stream took that number first, the new columns are merged into its version and the
-//! next number is tried. A reader takes the highest number. Version files hold this crate's
-//! JSON (format, Arrow schema, partition column names), not Databricks' format.
+//! next number is tried. A reader takes the highest number. On an object store
+//! (`s3://`, `gs://`, `abfss://`, with the source's credentials) a version is one PUT with
+//! `If-None-Match: *` (object_store's `PutMode::Create`), which the store refuses when the
+//! name exists: the same exactly-once publication. Version files hold this crate's JSON
+//! (format, Arrow schema, partition column names), not Databricks' format.
 
 use std::path::{Path, PathBuf};
 
 use arrow_schema::Schema;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use serde::{Deserialize, Serialize};
-use tributary_sdk::{Error, ErrorCode, Result};
+use tributary_sdk::{Error, ErrorCode, Result, SecretStore};
 
-use crate::config::{names, Format};
+use crate::blocking::run_io;
+use crate::config::{names, CloudOptions, Format, SourcePath};
+use crate::store::StoreSpec;
 
 /// The schema file inside the state directory.
 pub const SCHEMA_FILE: &str = "schema.json";
@@ -42,16 +49,47 @@ pub(crate) enum SchemaStore {
     Checkpoint(PathBuf),
     /// Versions under `cloudFiles.schemaLocation`.
     Location(PathBuf),
+    /// Versions under an object-store `cloudFiles.schemaLocation`.
+    Remote(Box<Remote>),
+}
+
+/// A schema location on an object store.
+#[derive(Debug, Clone)]
+pub(crate) struct Remote {
+    spec: StoreSpec,
+    /// `<key>/_schemas`.
+    dir: ObjectPath,
+    /// The location as written (for messages).
+    url: String,
 }
 
 impl SchemaStore {
-    /// The schema location when given, else the state directory (none: nothing is kept).
-    pub fn new(location: Option<&Path>, state_dir: Option<&Path>) -> Option<SchemaStore> {
-        match (location, state_dir) {
-            (Some(l), _) => Some(SchemaStore::Location(l.to_path_buf())),
+    /// The schema location when given (an object store's with the source's credentials),
+    /// else the state directory (none: nothing is kept).
+    pub fn new(
+        location: Option<&SourcePath>,
+        state_dir: Option<&Path>,
+        cloud: &CloudOptions,
+        secrets: &dyn SecretStore,
+    ) -> Result<Option<SchemaStore>> {
+        Ok(match (location, state_dir) {
+            (Some(SourcePath::Local(l)), _) => Some(SchemaStore::Location(l.clone())),
+            (Some(SourcePath::Cloud(c)), _) => {
+                let key = c.key.trim_matches('/');
+                let dir = if key.is_empty() {
+                    SCHEMAS_DIR.to_string()
+                } else {
+                    format!("{key}/{SCHEMAS_DIR}")
+                };
+                Some(SchemaStore::Remote(Box::new(Remote {
+                    spec: StoreSpec::cloud(c, cloud, secrets)?,
+                    dir: ObjectPath::from(dir),
+                    url: c.to_string(),
+                })))
+            }
             (None, Some(d)) => Some(SchemaStore::Checkpoint(d.to_path_buf())),
             (None, None) => None,
-        }
+        })
     }
 
     /// Where the newest version is (for messages).
@@ -65,6 +103,10 @@ impl SchemaStore {
                     .display()
                     .to_string(),
                 _ => l.join(SCHEMAS_DIR).display().to_string(),
+            },
+            SchemaStore::Remote(r) => match r.newest() {
+                Ok(Some(n)) => format!("{}/{SCHEMAS_DIR}/{n}", r.url),
+                _ => format!("{}/{SCHEMAS_DIR}", r.url),
             },
         }
     }
@@ -80,6 +122,10 @@ impl SchemaStore {
                     None => Ok(None),
                 }
             }
+            SchemaStore::Remote(r) => match r.newest()? {
+                Some(n) => r.read(n),
+                None => Ok(None),
+            },
         }
     }
 
@@ -104,6 +150,13 @@ impl SchemaStore {
                 self.load()?
                     .ok_or_else(|| location_error(l, "version 0 vanished", None))
             }
+            SchemaStore::Remote(r) => {
+                if r.publish(0, &stored)? {
+                    return Ok(stored);
+                }
+                self.load()?
+                    .ok_or_else(|| r.error("version 0 vanished", None::<std::io::Error>))
+            }
         }
     }
 
@@ -120,30 +173,132 @@ impl SchemaStore {
                 write_replacing(d, &stored(0, format, schema, partitions))?;
                 Ok(self.describe())
             }
-            SchemaStore::Location(l) => {
-                let dir = l.join(SCHEMAS_DIR);
-                loop {
-                    // Built on the newest version, which another stream may have written
-                    // since this one started.
-                    let (next, merged) = match (newest(&dir)?, self.load()?) {
-                        (Some(n), Some(theirs)) => (
-                            n + 1,
-                            Schema::try_merge([theirs.schema, schema.clone()]).map_err(|e| {
-                                location_error(
-                                    l,
-                                    "the newest stored schema does not merge with this stream's",
-                                    Some(e),
-                                )
-                            })?,
-                        ),
-                        _ => (0, schema.clone()),
-                    };
-                    if publish(l, next, &stored(next, format, &merged, partitions))? {
-                        return Ok(dir.join(next.to_string()).display().to_string());
-                    }
+            SchemaStore::Location(_) | SchemaStore::Remote(_) => loop {
+                // Built on the newest version, which another stream may have written since
+                // this one started.
+                let (next, merged) = match (self.newest()?, self.load()?) {
+                    (Some(n), Some(theirs)) => (
+                        n + 1,
+                        Schema::try_merge([theirs.schema, schema.clone()]).map_err(|e| {
+                            Error::new(
+                                ErrorCode::Checkpoint,
+                                format!(
+                                    "schema location {} ({}): the newest stored schema does \
+                                     not merge with this stream's",
+                                    self.describe(),
+                                    names::SCHEMA_LOCATION
+                                ),
+                            )
+                            .with_context("option", names::SCHEMA_LOCATION)
+                            .with_cause(e)
+                        })?,
+                    ),
+                    _ => (0, schema.clone()),
+                };
+                let version = stored(next, format, &merged, partitions);
+                let published = match self {
+                    SchemaStore::Remote(r) => r.publish(next, &version)?,
+                    SchemaStore::Location(l) => publish(l, next, &version)?,
+                    SchemaStore::Checkpoint(_) => true,
+                };
+                if published {
+                    return Ok(self.describe());
                 }
-            }
+            },
         }
+    }
+
+    /// The newest version number of a schema location.
+    fn newest(&self) -> Result<Option<u32>> {
+        match self {
+            SchemaStore::Checkpoint(_) => Ok(None),
+            SchemaStore::Location(l) => newest(&l.join(SCHEMAS_DIR)),
+            SchemaStore::Remote(r) => r.newest(),
+        }
+    }
+}
+
+impl Remote {
+    fn error(
+        &self,
+        what: &str,
+        cause: Option<impl std::error::Error + Send + Sync + 'static>,
+    ) -> Error {
+        let e = Error::new(
+            ErrorCode::Checkpoint,
+            format!(
+                "schema location {} ({}): {what}",
+                self.url,
+                names::SCHEMA_LOCATION
+            ),
+        )
+        .with_context("path", &self.url)
+        .with_context("option", names::SCHEMA_LOCATION);
+        match cause {
+            Some(c) => e.with_cause(c),
+            None => e,
+        }
+    }
+
+    /// A client made for one `run_io` (connections belong to the runtime that opened them).
+    fn store(&self) -> Result<std::sync::Arc<dyn ObjectStore>> {
+        self.spec.build()
+    }
+
+    fn newest(&self) -> Result<Option<u32>> {
+        let store = self.store()?;
+        let listed = run_io(async {
+            store
+                .list_with_delimiter(Some(&self.dir))
+                .await
+                .map_err(|e| self.error("cannot list the versions", Some(e)))
+        })?;
+        Ok(listed
+            .objects
+            .iter()
+            .filter_map(|o| o.location.filename().and_then(|n| n.parse::<u32>().ok()))
+            .max())
+    }
+
+    fn read(&self, n: u32) -> Result<Option<StoredSchema>> {
+        let store = self.store()?;
+        let path = self.dir.clone().join(n.to_string());
+        let bytes = run_io(async {
+            match store.get(&path).await {
+                Ok(r) => r
+                    .bytes()
+                    .await
+                    .map(Some)
+                    .map_err(|e| self.error(&format!("cannot read version {n}"), Some(e))),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(self.error(&format!("cannot read version {n}"), Some(e))),
+            }
+        })?;
+        bytes
+            .map(|b| {
+                serde_json::from_slice(&b).map_err(|e| {
+                    self.error(&format!("version {n} is not a stored schema"), Some(e))
+                })
+            })
+            .transpose()
+    }
+
+    /// Creates version `n`; false when it exists.
+    fn publish(&self, n: u32, stored: &StoredSchema) -> Result<bool> {
+        let store = self.store()?;
+        let path = self.dir.clone().join(n.to_string());
+        let payload = PutPayload::from(text(stored)?);
+        run_io(async {
+            let opts = PutOptions {
+                mode: PutMode::Create,
+                ..Default::default()
+            };
+            match store.put_opts(&path, payload, opts).await {
+                Ok(_) => Ok(true),
+                Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+                Err(e) => Err(self.error(&format!("cannot write version {n}"), Some(e))),
+            }
+        })
     }
 }
 

@@ -62,6 +62,8 @@ pub(crate) struct FilesSource {
     checkpoint_id: Option<String>,
     state: FileStateStore,
     state_dir: Option<PathBuf>,
+    /// Where the inferred schema is kept (and evolves).
+    schema_store: Option<crate::schema_store::SchemaStore>,
     decode: DecodeContext,
     /// Hive-style partition columns, read from each file's path.
     partitions: Vec<arrow_schema::Field>,
@@ -106,7 +108,13 @@ impl FilesSource {
             Some(_) => {}
             None => state.set_meta("identity", &identity.target)?,
         }
-        let resolved = resolve_schema(&config, &discovery, state_dir.as_deref())?;
+        let schema_store = crate::schema_store::SchemaStore::new(
+            config.schema_location.as_ref(),
+            state_dir.as_deref(),
+            &config.cloud,
+            context.secrets.as_ref(),
+        )?;
+        let resolved = resolve_schema(&config, &discovery, schema_store.as_ref())?;
         let decode = decode_context(&config, resolved.file);
         let schema = output_schema(&decode.decoded_schema, &resolved.partitions);
         if config.max_file_age.is_some() {
@@ -126,6 +134,7 @@ impl FilesSource {
             discovery,
             state,
             state_dir,
+            schema_store,
             decode,
             partitions: resolved.partitions,
             schema,

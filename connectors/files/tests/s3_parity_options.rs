@@ -1,6 +1,7 @@
 //! Auto Loader options on S3 (moto, `scripts/services/objectstore.sh`): Hive partition columns
 //! from object keys, `cloudFiles.resourceTag.*` on the queue the source creates, and
-//! `cloudFiles.fetchParallelism` receiving a queue's events with several requests at once.
+//! `cloudFiles.fetchParallelism` receiving a queue's events with several requests at once,
+//! `cloudFiles.schemaLocation` on S3 shared by two streams.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::sync::Arc;
@@ -270,4 +271,72 @@ print(url)
         1,
         "only the first run's listing"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_location_on_s3_keeps_versions_that_a_second_stream_reuses() {
+    let Some(endpoint) = tributary_skip_log::require_env("TRIBUTARY_S3_ENDPOINT", SERVICE) else {
+        return;
+    };
+    let Some(_) = tributary_skip_log::require_env("TRIBUTARY_MOTO_PYTHON", SERVICE) else {
+        return;
+    };
+    let bucket = unique("schemas");
+    boto3("s3.create_bucket(Bucket=sys.argv[1])", &[&bucket]);
+    let s = store(&endpoint, &bucket);
+    s.put(
+        &ObjectPath::from("in/a.json"),
+        PutPayload::from("{\"id\": 1}\n"),
+    )
+    .await
+    .unwrap();
+    let location = format!("s3://{bucket}/meta/orders");
+    let o = options(
+        &bucket,
+        &endpoint,
+        &[
+            ("cloudFiles.schemaLocation", location.as_str()),
+            ("cloudFiles.inferColumnTypes", "true"),
+        ],
+    );
+    let versions = || {
+        boto3(
+            "r = s3.list_objects_v2(Bucket=sys.argv[1], Prefix='meta/orders/_schemas/')\nprint(sorted(o['Key'].rsplit('/', 1)[1] for o in r.get('Contents', [])))",
+            &[&bucket],
+        )
+    };
+    let (sa, sb) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let ctx = |d: &std::path::Path| ConnectorContext {
+        state_dir: Some(d.to_path_buf()),
+        ..Default::default()
+    };
+    let mut a = FilesSourceFactory.create(&o, &ctx(sa.path())).unwrap();
+    assert_eq!(versions(), "['0']");
+    let start = a.initial_offset().await.unwrap();
+    let end = a.latest_offset(&start, &ReadLimit::All).await.unwrap();
+    a.read(&start, &end).await.unwrap();
+    a.commit(&end).await.unwrap();
+    s.put(
+        &ObjectPath::from("in/b.json"),
+        PutPayload::from("{\"id\": 2, \"vip\": true}\n"),
+    )
+    .await
+    .unwrap();
+    let next = a.latest_offset(&end, &ReadLimit::All).await.unwrap();
+    let e = a.read(&end, &next).await.unwrap_err();
+    assert!(
+        e.message().contains("meta/orders/_schemas/1"),
+        "{}",
+        e.message()
+    );
+    assert_eq!(versions(), "['0', '1']");
+    let b = FilesSourceFactory.create(&o, &ctx(sb.path())).unwrap();
+    let names: Vec<String> = b
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(names, ["id", "vip", "_rescued_data", "_metadata"]);
+    assert_eq!(versions(), "['0', '1']", "the second stream wrote nothing");
 }

@@ -121,15 +121,4 @@ fn refused_where_it_would_be_ignored_or_cannot_be_kept() {
     .unwrap_err();
     assert_eq!(e.code(), ErrorCode::ConflictingOptions);
     assert!(e.message().contains("inferred schema"), "{}", e.message());
-    let e = try_source(
-        input.path(),
-        None,
-        &[("cloudFiles.schemaLocation", "s3://bucket/schemas")],
-    )
-    .unwrap_err();
-    assert!(
-        e.message().contains("object-store schema location"),
-        "{}",
-        e.message()
-    );
 }

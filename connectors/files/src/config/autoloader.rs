@@ -4,7 +4,6 @@
 //! and Spark's file-source spellings of the rate limits (`maxFilesPerTrigger`,
 //! `maxBytesPerTrigger`), accepted as aliases of the `cloudFiles.` ones.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use tributary_sdk::options::conflicting;
@@ -54,10 +53,12 @@ pub fn specs() -> Vec<OptionSpec> {
         ),
         OptionSpec::string(
             SCHEMA_LOCATION,
-            "A directory (local path or file:// URL) keeping the inferred schema and its \
-             evolution history as versions _schemas/0, _schemas/1, ...; the newest is read at \
-             start, an evolution writes the next one atomically. Several streams may share \
-             one. Without it the schema is kept in the checkpoint.",
+            "A directory (local path, file:// URL, or an object-store prefix such as \
+             s3://bucket/schemas/orders, read with the source's credentials) keeping the \
+             inferred schema and its evolution history as versions _schemas/0, _schemas/1, \
+             ...; the newest is read at start, an evolution writes the next one, created once \
+             (never overwritten). Several streams may share one. Without it the schema is \
+             kept in the checkpoint.",
         ),
         OptionSpec::bool(
             VALIDATE_OPTIONS,
@@ -175,22 +176,11 @@ pub fn partition_columns(p: &ParsedOptions) -> Result<PartitionColumns> {
     Ok(PartitionColumns::Named(names))
 }
 
-/// `cloudFiles.schemaLocation`: a local directory.
-pub fn schema_location(p: &ParsedOptions) -> Result<Option<PathBuf>> {
-    let Some(raw) = p.string(SCHEMA_LOCATION)?.filter(|s| !s.trim().is_empty()) else {
-        return Ok(None);
-    };
-    match location::parse(SCHEMA_LOCATION, &raw)? {
-        SourcePath::Local(dir) => Ok(Some(dir)),
-        SourcePath::Cloud(url) => Err(Error::new(
-            ErrorCode::InvalidOption,
-            format!(
-                "option '{SCHEMA_LOCATION}': an object-store schema location ({url}) is not \
-                 supported in this build; give a local directory (or file:// URL) shared by the \
-                 streams, or leave it out to keep the schema in the checkpoint"
-            ),
-        )
-        .with_context("option", SCHEMA_LOCATION)),
+/// `cloudFiles.schemaLocation`: a local directory or an object-store prefix.
+pub fn schema_location(p: &ParsedOptions) -> Result<Option<SourcePath>> {
+    match p.string(SCHEMA_LOCATION)?.filter(|s| !s.trim().is_empty()) {
+        None => Ok(None),
+        Some(raw) => location::parse(SCHEMA_LOCATION, &raw).map(Some),
     }
 }
 

@@ -82,7 +82,7 @@ pub struct FilesConfig {
     pub partition_columns: PartitionColumns,
     /// `cloudFiles.schemaLocation`: where the inferred schema's versions are kept (else the
     /// checkpoint's state directory).
-    pub schema_location: Option<std::path::PathBuf>,
+    pub schema_location: Option<SourcePath>,
     /// `cloudFiles.resourceTag.*`, `cloudFiles.fetchParallelism`.
     pub queue: QueueSettings,
     /// Format-specific options (text: `wholeText`, `lineSep`), parsed in `crate::format::options`.

@@ -165,7 +165,7 @@ impl FilesSource {
             return Err(crate::evolution::on_new_columns(
                 &self.config,
                 &fields,
-                self.state_dir.as_deref(),
+                self.schema_store.as_ref(),
                 &file.path,
                 added,
                 names,
