@@ -301,6 +301,19 @@ fn infer(config: &FilesConfig, discovery: &Discovery) -> Result<(Schema, Vec<Str
         config.csv,
         config.multi_line,
     )
+    .and_then(|schema| {
+        if config.format == crate::config::Format::Csv && config.infers_types() {
+            format::value_formats::retype_csv(
+                schema,
+                &samples,
+                config.sample_records,
+                config.csv,
+                &config.formats,
+            )
+        } else {
+            Ok(schema)
+        }
+    })
     .map_err(|e| {
         if e.context_value("path").is_none() {
             e.with_context("path", discovery.target())

@@ -164,3 +164,34 @@ async fn a_given_schema_takes_the_named_partition_columns_from_paths_csv_by_posi
     assert_eq!(e.code(), ErrorCode::InvalidOption);
     assert!(e.message().contains("'region'"), "{}", e.message());
 }
+
+#[tokio::test]
+async fn input_partitions_carry_the_partition_columns_to_executors() {
+    use futures::TryStreamExt;
+    let input = tempfile::tempdir().unwrap();
+    tree(input.path());
+    let state = tempfile::tempdir().unwrap();
+    let typed = [("cloudFiles.inferColumnTypes", "true")];
+    let mut driver = source(input.path(), Some(state.path()), &typed);
+    let start = driver.initial_offset().await.unwrap();
+    let end = driver.latest_offset(&start, &ReadLimit::All).await.unwrap();
+    let expected = driver.read(&start, &end).await.unwrap();
+    let parts = driver
+        .plan_partitions(&start, &end, 2)
+        .await
+        .unwrap()
+        .unwrap();
+    // An executor: the same options, no state directory.
+    let mut executor = source(input.path(), None, &typed);
+    let mut got = Vec::new();
+    for p in &parts {
+        let s = executor.read_partition(p).await.unwrap();
+        got.extend(s.try_collect::<Vec<_>>().await.unwrap());
+    }
+    assert_eq!(strings(&got, "year"), strings(&expected, "year"));
+    assert_eq!(
+        strings(&got, "month"),
+        [Some("12".into()), Some("12".into()), Some("1".into())]
+    );
+    assert_eq!(got[0].schema(), expected[0].schema());
+}

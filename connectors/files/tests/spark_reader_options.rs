@@ -284,3 +284,59 @@ fn refusals_name_the_option_and_why() {
     )
     .is_ok());
 }
+
+#[tokio::test]
+async fn csv_inference_types_columns_with_the_null_text_and_the_patterns() {
+    let input = tempfile::tempdir().unwrap();
+    std::fs::write(
+        input.path().join("a.csv"),
+        "n,d,ts,s\n1,03.02.2026,02/01/2026 10:30,x\nNA,04.02.2026,NA,y\n",
+    )
+    .unwrap();
+    let mut src = source(
+        input.path(),
+        None,
+        &csv(&[
+            ("header", "true"),
+            ("cloudFiles.inferColumnTypes", "true"),
+            ("nullValue", "NA"),
+            ("dateFormat", "dd.MM.yyyy"),
+            ("timestampFormat", "dd/MM/yyyy HH:mm"),
+        ]),
+    );
+    let schema = src.schema();
+    let dt = |n: &str| schema.field_with_name(n).unwrap().data_type().clone();
+    assert_eq!(
+        dt("n"),
+        arrow_schema::DataType::Int64,
+        "NA is null, not text"
+    );
+    assert_eq!(dt("d"), arrow_schema::DataType::Date32);
+    assert!(matches!(dt("ts"), arrow_schema::DataType::Timestamp(..)));
+    assert_eq!(dt("s"), arrow_schema::DataType::Utf8);
+    let b = read_all(&mut src).await;
+    assert_eq!(strings(&b, "n"), [Some("1".into()), None]);
+    assert_eq!(
+        strings(&b, "ts"),
+        [Some("2026-01-02T10:30:00Z".into()), None]
+    );
+    assert_eq!(src.metrics()["numMalformedRecords"], 0);
+}
+
+#[test]
+fn drop_malformed_and_infer_schema_are_refused_naming_what_to_use() {
+    let input = tempfile::tempdir().unwrap();
+    let e = try_source(input.path(), None, &[("mode", "DROPMALFORMED")]).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidOption);
+    assert!(
+        e.message().contains("PERMISSIVE and filter"),
+        "{}",
+        e.message()
+    );
+    let e = try_source(input.path(), None, &[("inferSchema", "true")]).unwrap_err();
+    assert!(
+        e.message().contains("cloudFiles.inferColumnTypes"),
+        "{}",
+        e.message()
+    );
+}

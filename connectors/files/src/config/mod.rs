@@ -312,6 +312,17 @@ impl FilesConfig {
             max_file_age: autoloader::max_file_age(p)?,
             mode: match p.word(MODE)?.as_deref() {
                 Some("failfast") => Mode::FailFast,
+                Some("dropmalformed") => {
+                    return Err(Error::new(
+                        ErrorCode::InvalidOption,
+                        "option 'mode': DROPMALFORMED is not supported: a dropped record would \
+                         leave no trace in the output, while this source keeps every record \
+                         (PERMISSIVE: nulls, the text in the rescued data column, counted in \
+                         numMalformedRecords). Use PERMISSIVE and filter out rows whose rescued \
+                         data column is not null in [transform], or FAILFAST",
+                    )
+                    .with_context("option", MODE))
+                }
                 _ => Mode::Permissive,
             },
             rescued_column,

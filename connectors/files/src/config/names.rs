@@ -129,3 +129,5 @@ pub const ENCODING: &str = "encoding";
 pub const CHARSET: &str = "charset";
 /// Spark's corrupt-record column (Auto Loader uses the rescued data column).
 pub const CORRUPT_RECORD_COLUMN: &str = "columnNameOfCorruptRecord";
+/// spark.read's inference switch (Auto Loader: `cloudFiles.inferColumnTypes`).
+pub const INFER_SCHEMA: &str = "inferSchema";

@@ -74,9 +74,10 @@ pub fn option_specs() -> Vec<OptionSpec> {
         ),
         OptionSpec::one_of(
             MODE,
-            &["PERMISSIVE", "FAILFAST"],
+            &["PERMISSIVE", "FAILFAST", "DROPMALFORMED"],
             "JSON and CSV: PERMISSIVE turns a malformed record into nulls with its text in the \
-             rescued data column and counts it; FAILFAST stops with MALFORMED_RECORD naming file and line.",
+             rescued data column and counts it; FAILFAST stops with MALFORMED_RECORD naming file and line. \
+             DROPMALFORMED is refused (see its message).",
         )
         .default_value("PERMISSIVE"),
         OptionSpec::string(

@@ -96,6 +96,11 @@ pub fn specs() -> Vec<OptionSpec> {
         ),
         OptionSpec::string(CHARSET, "Alias of encoding."),
         OptionSpec::string(
+            INFER_SCHEMA,
+            "spark.read's CSV/JSON type inference switch: refused; Auto Loader reads \
+             cloudFiles.inferColumnTypes.",
+        ),
+        OptionSpec::string(
             CORRUPT_RECORD_COLUMN,
             "Spark's corrupt-record column: refused; Auto Loader streams keep malformed records \
              in the rescued data column (rescuedDataColumn).",
@@ -142,6 +147,16 @@ pub fn parse(p: &ParsedOptions, format: Format, inferred: bool) -> Result<Reader
             ),
         )
         .with_context("option", CORRUPT_RECORD_COLUMN));
+    }
+    if p.is_set(INFER_SCHEMA) {
+        return Err(Error::new(
+            ErrorCode::InvalidOption,
+            format!(
+                "option '{INFER_SCHEMA}' is spark.read's name; Auto Loader streams infer column \
+                 types with {INFER_COLUMN_TYPES}=true (without it inferred columns are strings)"
+            ),
+        )
+        .with_context("option", INFER_SCHEMA));
     }
     encoding(p)?;
     Ok(ReaderOptions {

@@ -8,6 +8,10 @@
 //! to the rescued data column as `{"<column>": "<text>", "_file_path": ...}` (merged into what
 //! the row already rescued), counted as a malformed record; in FAILFAST mode the read stops
 //! with `MALFORMED_RECORD`, as for any value that does not fit its column.
+//!
+//! CSV inference with `cloudFiles.inferColumnTypes=true` uses the same options
+//! ([`retype_csv`]): the null text does not make a number column a string column, and values
+//! matching `dateFormat` / `timestampFormat` make DATE / TIMESTAMP columns.
 
 use std::sync::Arc;
 
@@ -325,6 +329,79 @@ fn parse_timestamp(value: &str, pattern: &str) -> Option<i64> {
         .ok()
         .and_then(|d| d.and_hms_opt(0, 0, 0))
         .map(|t| t.and_utc().timestamp_micros())
+}
+
+/// CSV inference (`cloudFiles.inferColumnTypes=true`) with `nullValue`, `dateFormat` or
+/// `timestampFormat`: a column the Arrow inference left as strings is typed again from the
+/// sampled values without the null text: bigint, double, date (the pattern), timestamp (the
+/// pattern), in that order, as Spark's CSV inference does with these options.
+pub(crate) fn retype_csv(
+    schema: Schema,
+    samples: &[(String, bytes::Bytes)],
+    max_records: usize,
+    csv: crate::config::CsvOptions,
+    formats: &crate::config::ValueFormats,
+) -> Result<Schema> {
+    if !formats.converts() {
+        return Ok(schema);
+    }
+    let n = schema.fields().len();
+    let mut values: Vec<Vec<String>> = vec![Vec::new(); n];
+    let mut seen = 0;
+    'files: for (path, bytes) in samples {
+        let mut reader = ::csv::ReaderBuilder::new()
+            .has_headers(csv.header)
+            .delimiter(csv.delimiter)
+            .quote(csv.quote)
+            .escape(csv.escape)
+            .comment(csv.comment)
+            .flexible(true)
+            .from_reader(bytes.as_ref());
+        for record in reader.records() {
+            if seen >= max_records {
+                break 'files;
+            }
+            seen += 1;
+            let record = record.map_err(|e| crate::error::unreadable(path, e))?;
+            for (i, v) in record.iter().enumerate().take(n) {
+                if !v.is_empty() && Some(v) != formats.null_value.as_deref() {
+                    values[i].push(v.to_string());
+                }
+            }
+        }
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .zip(values)
+        .map(|(f, vals)| {
+            if f.data_type() != &DataType::Utf8 || vals.is_empty() {
+                return f.as_ref().clone();
+            }
+            let all = |ok: &dyn Fn(&str) -> bool| vals.iter().all(|v| ok(v));
+            let dt = if all(&|v| v.parse::<i64>().is_ok()) {
+                DataType::Int64
+            } else if all(&|v| v.parse::<f64>().is_ok()) {
+                DataType::Float64
+            } else if formats
+                .date_format
+                .as_deref()
+                .is_some_and(|p| all(&|v| NaiveDate::parse_from_str(v.trim(), p).is_ok()))
+            {
+                DataType::Date32
+            } else if formats
+                .timestamp_format
+                .as_deref()
+                .is_some_and(|p| all(&|v| parse_timestamp(v, p).is_some()))
+            {
+                DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+            } else {
+                DataType::Utf8
+            };
+            f.as_ref().clone().with_data_type(dt)
+        })
+        .collect();
+    Ok(Schema::new(fields))
 }
 
 #[cfg(test)]
