@@ -92,6 +92,24 @@ impl SchemaStore {
         })
     }
 
+    /// A schema location that holds no version yet starts from the checkpoint's own stored
+    /// schema, if it has one (a stream that had no `cloudFiles.schemaLocation` before): the
+    /// restart keeps its schema instead of inferring a new one.
+    pub fn adopt_checkpoint(&self, state_dir: Option<&Path>) -> Result<()> {
+        let (Some(dir), SchemaStore::Location(_) | SchemaStore::Remote(_)) = (state_dir, self)
+        else {
+            return Ok(());
+        };
+        if self.load()?.is_some() {
+            return Ok(());
+        }
+        if let Some(old) = read(&dir.join(SCHEMA_FILE))? {
+            let format = Format::from_word(Some(&old.format.to_ascii_lowercase()));
+            self.store_initial(format, &old.schema, &old.partition_columns)?;
+        }
+        Ok(())
+    }
+
     /// Where the newest version is (for messages).
     pub fn describe(&self) -> String {
         match self {

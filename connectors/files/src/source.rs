@@ -114,6 +114,11 @@ impl FilesSource {
             &config.cloud,
             context.secrets.as_ref(),
         )?;
+        if let Some(store) = &schema_store {
+            if config.schema_ddl.is_none() {
+                store.adopt_checkpoint(state_dir.as_deref())?;
+            }
+        }
         let resolved = resolve_schema(&config, &discovery, schema_store.as_ref())?;
         let decode = decode_context(&config, resolved.file);
         let schema = output_schema(&decode.decoded_schema, &resolved.partitions);

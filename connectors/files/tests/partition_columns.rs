@@ -195,3 +195,18 @@ async fn input_partitions_carry_the_partition_columns_to_executors() {
     );
     assert_eq!(got[0].schema(), expected[0].schema());
 }
+
+#[tokio::test]
+async fn a_data_field_named_like_a_partition_column_is_not_a_new_column_the_path_wins() {
+    let input = tempfile::tempdir().unwrap();
+    let dir = input.path().join("year=2026");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("a.json"), "{\"id\": 1}\n").unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let mut src = source(input.path(), Some(state.path()), &[]);
+    let start = src.initial_offset().await.unwrap();
+    let (end, _) = batch(&mut src, &start, &ReadLimit::All).await;
+    std::fs::write(dir.join("b.json"), "{\"id\": 2, \"year\": \"1999\"}\n").unwrap();
+    let (_, b) = batch(&mut src, &end, &ReadLimit::All).await;
+    assert_eq!(strings(&b, "year"), [Some("2026".into())]);
+}

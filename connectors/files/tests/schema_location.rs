@@ -122,3 +122,24 @@ fn refused_where_it_would_be_ignored_or_cannot_be_kept() {
     assert_eq!(e.code(), ErrorCode::ConflictingOptions);
     assert!(e.message().contains("inferred schema"), "{}", e.message());
 }
+
+#[tokio::test]
+async fn a_location_added_later_starts_from_the_checkpoints_schema() {
+    let input = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    std::fs::write(input.path().join("a.json"), "{\"id\": 1}\n").unwrap();
+    let src = source(input.path(), Some(state.path()), &[]);
+    assert_eq!(columns(src.as_ref()), ["id", "_rescued_data", "_metadata"]);
+    drop(src);
+    // Later files would infer more columns; the stream keeps its schema.
+    std::fs::write(input.path().join("0.json"), "{\"id\": 0, \"extra\": 1}\n").unwrap();
+    let location = tempfile::tempdir().unwrap();
+    let loc = location.path().display().to_string();
+    let src = source(
+        input.path(),
+        Some(state.path()),
+        &[("cloudFiles.schemaLocation", loc.as_str())],
+    );
+    assert_eq!(columns(src.as_ref()), ["id", "_rescued_data", "_metadata"]);
+    assert_eq!(versions(location.path()), ["0"]);
+}

@@ -143,6 +143,14 @@ impl FilesSource {
         file: &QueuedFile,
         mut decoded: format::decoder::FileEnd,
     ) -> Result<()> {
+        // A JSON field named like a partition column is not new: the path's value wins (the
+        // row is read as usual).
+        if !self.partitions.is_empty() {
+            let partitions = &self.partitions;
+            decoded
+                .new_columns
+                .retain(|k, _| !partitions.iter().any(|f| f.name().eq_ignore_ascii_case(k)));
+        }
         if decoded.has_new_columns() {
             let mut added = std::mem::take(&mut decoded.new_fields);
             let mut names: Vec<String> = added.iter().map(|f| f.name().clone()).collect();
