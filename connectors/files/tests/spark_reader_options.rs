@@ -340,3 +340,23 @@ fn drop_malformed_and_infer_schema_are_refused_naming_what_to_use() {
         e.message()
     );
 }
+
+#[tokio::test]
+async fn a_backslash_before_another_character_is_kept_as_spark_keeps_it() {
+    let input = tempfile::tempdir().unwrap();
+    std::fs::write(
+        input.path().join("a.csv"),
+        "1,\"C:\\dir\\x\"\n2,C:\\dir\n3,\"a\\\\b\"\n",
+    )
+    .unwrap();
+    let mut src = source(input.path(), None, &csv(&[("schema", "id INT, t STRING")]));
+    let b = read_all(&mut src).await;
+    assert_eq!(
+        strings(&b, "t"),
+        [
+            Some("C:\\dir\\x".into()),
+            Some("C:\\dir".into()),
+            Some("a\\b".into())
+        ]
+    );
+}

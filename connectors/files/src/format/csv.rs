@@ -99,6 +99,8 @@ struct Window {
 
 impl Window {
     fn decode(&mut self, bytes: &[u8], first_line: u64, out: &mut Vec<RecordBatch>) -> Result<()> {
+        let protected = super::csv_escape::protect(bytes, &self.ctx.csv);
+        let bytes: &[u8] = &protected;
         let header = std::mem::take(&mut self.header_pending);
         if header {
             self.header = header_names(bytes, &self.ctx);
@@ -402,7 +404,10 @@ pub fn infer(
             format = format.with_comment(c);
         }
         let (schema, read) = format
-            .infer_schema(Cursor::new(bytes), Some(remaining))
+            .infer_schema(
+                Cursor::new(super::csv_escape::protect(bytes, &csv).as_ref()),
+                Some(remaining),
+            )
             .map_err(|e| unreadable(path, e))?;
         remaining = remaining.saturating_sub(read.max(1));
         for (i, f) in schema.fields().iter().enumerate() {

@@ -13,6 +13,7 @@ pub mod avro;
 pub mod binary;
 pub(crate) mod comments;
 pub mod csv;
+pub(crate) mod csv_escape;
 pub(crate) mod decoder;
 pub(crate) mod framing;
 pub mod json;

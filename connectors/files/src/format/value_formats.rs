@@ -349,6 +349,7 @@ pub(crate) fn retype_csv(
     let mut values: Vec<Vec<String>> = vec![Vec::new(); n];
     let mut seen = 0;
     'files: for (path, bytes) in samples {
+        let protected = super::csv_escape::protect(bytes, &csv);
         let mut reader = ::csv::ReaderBuilder::new()
             .has_headers(csv.header)
             .delimiter(csv.delimiter)
@@ -356,7 +357,7 @@ pub(crate) fn retype_csv(
             .escape(csv.escape)
             .comment(csv.comment)
             .flexible(true)
-            .from_reader(bytes.as_ref());
+            .from_reader(protected.as_ref());
         for record in reader.records() {
             if seen >= max_records {
                 break 'files;
