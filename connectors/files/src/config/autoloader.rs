@@ -192,10 +192,10 @@ pub fn queue_settings(
 ) -> Result<QueueSettings> {
     // The prefix is removed, the key kept as written.
     let tags: Vec<(String, String)> = p.prefixed(RESOURCE_TAG);
-    if let Some((key, _)) = tags.iter().find(|(k, _)| k.is_empty() || k.contains('.')) {
+    if tags.iter().any(|(k, _)| k.trim().is_empty()) {
         return Err(Error::new(
             ErrorCode::InvalidOption,
-            format!("option '{RESOURCE_TAG}{key}': a tag key must be non-empty and contain no '.'"),
+            format!("option '{RESOURCE_TAG}': give the tag's key after the prefix, e.g. {RESOURCE_TAG}team=ingest"),
         )
         .with_context("option", RESOURCE_TAG));
     }
