@@ -54,10 +54,7 @@ fn ctx() -> DecodeContext {
         schema,
         "_rescued_data",
         Mode::Permissive,
-        CsvOptions {
-            header: false,
-            delimiter: b',',
-        },
+        CsvOptions::default(),
     )
 }
 

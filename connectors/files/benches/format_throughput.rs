@@ -32,10 +32,7 @@ fn main() {
         schema.clone(),
         "_rescued_data",
         Mode::Permissive,
-        CsvOptions {
-            header: false,
-            delimiter: b',',
-        },
+        CsvOptions::default(),
     );
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for _ in 0..if full { 5 } else { 1 } {

@@ -283,6 +283,19 @@ impl Discovery {
         ObjectPath::from_url_path(rel).map_err(|e| outside().with_cause(e))
     }
 
+    /// The path of `absolute` (a path from [`Discovery::list`]) below the listed directory,
+    /// `/` separated; `None` when it is not under it.
+    pub fn relative_path(&self, absolute: &str) -> Option<String> {
+        let key = self.location(absolute).ok()?.to_string();
+        match &self.cloud {
+            Some((_, Some(dir))) => key
+                .strip_prefix(dir.as_ref())
+                .and_then(|k| k.strip_prefix('/'))
+                .map(str::to_string),
+            _ => Some(key),
+        }
+    }
+
     /// Lists every eligible file now.
     pub async fn list(&self) -> Result<Vec<ListedFile>> {
         let mut out = Vec::new();

@@ -17,7 +17,7 @@ use tributary_sdk::{Error, ErrorCode, Result};
 
 use crate::config::{names, FilesConfig, SchemaEvolution};
 use crate::format;
-use crate::schema::store_schema;
+use crate::schema_store::SchemaStore;
 
 /// The types of new JSON fields, inferred from their sample like the first schema was (strings
 /// unless `cloudFiles.inferColumnTypes=true`). A field new inside struct column `a` comes back
@@ -31,7 +31,7 @@ pub(crate) fn json_fields(
     let inferred = format::json::infer(
         &[(path.to_string(), sample)],
         1,
-        config.infer_column_types,
+        config.infers_types(),
         false,
     )?;
     Ok(inferred
@@ -47,10 +47,11 @@ pub(crate) fn json_fields(
 pub(crate) fn on_new_columns(
     config: &FilesConfig,
     file_fields: &[Field],
-    state_dir: Option<&std::path::Path>,
+    store: Option<&SchemaStore>,
     path: &str,
     added: Vec<Field>,
     names_list: Vec<String>,
+    partitions: &[Field],
 ) -> Result<Error> {
     let listed = names_list.join(", ");
     let base = |msg: String| {
@@ -67,7 +68,7 @@ pub(crate) fn on_new_columns(
             names::SCHEMA_EVOLUTION_MODE
         )));
     }
-    let Some(dir) = state_dir else {
+    let Some(store) = store else {
         return Ok(base(format!(
             "file {path} has columns that are not in the stream's schema: {listed}; the schema \
              cannot evolve without a state directory (run the source in a pipeline with a \
@@ -85,10 +86,13 @@ pub(crate) fn on_new_columns(
             .with_context("file", path)
             .with_cause(e)
         })?;
-    store_schema(dir, config.format, &merged)?;
+    // Stored with the partition columns after the file columns, as at inference.
+    let mut all: Vec<Field> = merged.fields().iter().map(|f| f.as_ref().clone()).collect();
+    all.extend(partitions.iter().cloned());
+    let names: Vec<String> = partitions.iter().map(|f| f.name().clone()).collect();
+    let at = store.store_evolved(config.format, &Schema::new(all), &names)?;
     Ok(base(format!(
         "file {path} has new columns: {listed}. They were added to the stream's schema \
-         ({}); restart the stream to read them: the interrupted batch is read again, with them",
-        dir.join(crate::schema::SCHEMA_FILE).display()
+         ({at}); restart the stream to read them: the interrupted batch is read again, with them"
     )))
 }

@@ -15,8 +15,12 @@
 //!   replayed batch reads the same files and yields the same rows. A path is ingested once
 //!   (unless `cloudFiles.allowOverwrites=true` and its modification time changed).
 //! - **Restarts** resume from the checkpoint's offsets and the stored file state: files already
-//!   queued are never queued again, and an inferred schema is stored (`schema.json`) and reused,
-//!   so a restart never changes the schema by itself.
+//!   queued are never queued again, and an inferred schema is stored (`schema.json`, or with
+//!   `cloudFiles.schemaLocation` as versions `_schemas/0`, `1`, ... that several streams may
+//!   share) and reused, so a restart never changes the schema by itself.
+//! - **Bounded file state** with `cloudFiles.maxFileAge` (at least 14 days, as in Auto Loader):
+//!   files older than it are not ingested, and entries of committed files older than it are
+//!   forgotten at each commit (metrics `numFileStateEntries`, `numFilesExpired`).
 //! - **Schema evolution (JSON, Parquet)** as in Auto Loader (`cloudFiles.schemaEvolutionMode`):
 //!   with an inferred schema a new top-level column stops the stream once with
 //!   `UNKNOWN_FIELD_EXCEPTION` after being added to the stored schema, and the restart reads the
@@ -81,6 +85,17 @@
 //! through inotify), listing once on the first run; metric `approximateQueueSize`. Every listing or event goes through the file state, which queues a
 //! path once.
 //!
+//! ## Options users copy from Spark and Auto Loader
+//!
+//! Spark's JSON and CSV reader options keep Spark's names and defaults
+//! ([`config::reader`]): CSV `header`, `sep`/`delimiter`, `quote`, `escape` (`\`), `comment`,
+//! `nullValue`; JSON `multiLine`, `allowComments`, `primitivesAsString`; both `mode`,
+//! `timestampFormat`, `dateFormat` (Spark pattern letters), `encoding` (UTF-8 only).
+//! Hive-style `key=value` directories become typed partition columns
+//! (`cloudFiles.partitionColumns`). Spark's `maxFilesPerTrigger` / `maxBytesPerTrigger` are
+//! aliases of the `cloudFiles.` limits. What cannot be honoured is refused naming why
+//! (`columnNameOfCorruptRecord`, `cloudFiles.validateOptions=false`, other charsets).
+//!
 //! ## Scale-out (input partitions)
 //!
 //! On the driver, `plan_partitions(start, end, parallelism)` groups the batch's files (exactly
@@ -144,9 +159,11 @@ mod evolution;
 mod fetch;
 mod format;
 mod globs;
+mod hive;
 mod listing;
 mod notifications;
 mod schema;
+mod schema_store;
 mod source;
 mod state;
 mod state_check;

@@ -1,5 +1,7 @@
-//! The stream's schema: given (`schema` DDL), or inferred from the first files and kept in the
-//! state directory (`schema.json`) so a restart never changes it.
+//! The stream's schema: given (`schema` DDL), or inferred from the first files and kept (in the
+//! state directory's `schema.json`, or as versions under `cloudFiles.schemaLocation`, see
+//! [`crate::schema_store`]) so a restart never changes it; plus its Hive-style partition
+//! columns ([`crate::hive`]).
 //!
 //! Output columns are the file's columns, then the rescued data column (JSON and CSV), then the
 //! `_metadata` struct (`file_path`, `file_name`, `file_size`, `file_modification_time`).
@@ -9,13 +11,11 @@
 //! The columns the source adds itself ([`METADATA_COLUMN`], [`RESCUED_DATA_COLUMN`]) are defined
 //! here, once.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use arrow_schema::{Field, Schema, SchemaRef};
 use bytes::Bytes;
 use object_store::ObjectStoreExt;
-use serde::{Deserialize, Serialize};
 use tributary_sdk::{Error, ErrorCode, Result};
 
 use crate::blocking::run_io;
@@ -23,59 +23,158 @@ pub use crate::columns::{
     file_metadata_field, file_metadata_fields, rescued_data_field, METADATA_COLUMN,
     RESCUED_DATA_COLUMN,
 };
-use crate::config::{names, FilesConfig, Format};
+use crate::config::{names, FilesConfig};
 use crate::ddl::parse_ddl;
 use crate::discovery::Discovery;
 use crate::format;
 
-/// The schema file inside the state directory.
-pub const SCHEMA_FILE: &str = "schema.json";
+use crate::config::PartitionColumns;
+use crate::schema_store::SchemaStore;
 
-#[derive(Serialize, Deserialize)]
-struct StoredSchema {
-    version: u32,
-    format: String,
-    schema: Schema,
+/// The stream's columns: those decoded from the files, and the partition columns read from
+/// their paths.
+#[derive(Debug, Clone)]
+pub struct StreamSchema {
+    /// The file columns (without rescued data, partition columns and metadata).
+    pub file: SchemaRef,
+    /// The partition columns, in order.
+    pub partitions: Vec<Field>,
 }
 
-/// The file columns of the stream: from the DDL option, the stored inferred schema, or a new
-/// inference (which is then stored).
-pub fn resolve_file_schema(
+/// The stream's columns: from the DDL option, the stored inferred schema, or a new inference
+/// (which is then stored).
+pub(crate) fn resolve_schema(
     config: &FilesConfig,
     discovery: &Discovery,
-    state_dir: Option<&Path>,
-) -> Result<SchemaRef> {
-    let schema = match &config.schema_ddl {
-        Some(ddl) => parse_ddl(ddl)?,
-        None => match state_dir.map(load).transpose()?.flatten() {
-            Some(stored) => {
-                if stored.format != config.format.as_str() {
+    store: Option<&SchemaStore>,
+) -> Result<StreamSchema> {
+    let (schema, partition_names) = match &config.schema_ddl {
+        Some(ddl) => {
+            let schema = parse_ddl(ddl)?;
+            let names = match &config.partition_columns {
+                PartitionColumns::Discover => Vec::new(),
+                PartitionColumns::Named(names) => names.clone(),
+            };
+            for name in &names {
+                if !schema
+                    .fields()
+                    .iter()
+                    .any(|f| f.name().eq_ignore_ascii_case(name))
+                {
                     return Err(Error::new(
+                        ErrorCode::InvalidOption,
+                        format!(
+                            "option '{}' names column '{name}', which the 'schema' option \
+                             lacks; with a given schema, partition columns must be in it (their \
+                             type is taken from it)",
+                            names::PARTITION_COLUMNS
+                        ),
+                    )
+                    .with_context("option", names::PARTITION_COLUMNS));
+                }
+            }
+            (schema, names)
+        }
+        None => {
+            match store.map(SchemaStore::load).transpose()?.flatten() {
+                Some(stored) => {
+                    if stored.format != config.format.as_str() {
+                        return Err(Error::new(
                         ErrorCode::CheckpointIncompatible,
                         format!(
-                            "the checkpoint's inferred schema is for format '{}', the options say '{}'",
+                            "the stored inferred schema ({}) is for format '{}', the options say '{}'",
+                            store.map(SchemaStore::describe).unwrap_or_default(),
                             stored.format,
                             config.format.as_str()
                         ),
                     )
                     .with_context("option", names::FORMAT));
+                    }
+                    if let PartitionColumns::Named(names) = &config.partition_columns {
+                        let same = names.len() == stored.partition_columns.len()
+                            && names
+                                .iter()
+                                .zip(&stored.partition_columns)
+                                .all(|(a, b)| a.eq_ignore_ascii_case(b));
+                        if !same {
+                            return Err(Error::new(
+                                ErrorCode::CheckpointIncompatible,
+                                format!(
+                                "the stored inferred schema ({}) has the partition columns [{}], \
+                                 option '{}' says [{}]; use a new checkpoint (or schema location) \
+                                 to change them",
+                                store.map(SchemaStore::describe).unwrap_or_default(),
+                                stored.partition_columns.join(", "),
+                                names::PARTITION_COLUMNS,
+                                names.join(", ")
+                            ),
+                            )
+                            .with_context("option", names::PARTITION_COLUMNS));
+                        }
+                    }
+                    (stored.schema, stored.partition_columns)
                 }
-                stored.schema
-            }
-            None => {
-                let inferred = with_hints(infer(config, discovery)?, config.schema_hints.as_ref());
-                if let Some(dir) = state_dir {
-                    store_schema(dir, config.format, &inferred)?;
+                None => {
+                    let (data, relatives) = infer(config, discovery)?;
+                    let names = match &config.partition_columns {
+                        PartitionColumns::Discover => crate::hive::discovered_keys(&relatives),
+                        PartitionColumns::Named(names) => names.clone(),
+                    };
+                    let is_partition =
+                        |f: &Field| names.iter().any(|n| n.eq_ignore_ascii_case(f.name()));
+                    // The path wins over a data column of the same name.
+                    let mut fields: Vec<Field> = data
+                        .fields()
+                        .iter()
+                        .filter(|f| !is_partition(f))
+                        .map(|f| f.as_ref().clone())
+                        .collect();
+                    fields.extend(
+                        names.iter().map(|n| {
+                            crate::hive::infer_field(n, &relatives, config.infers_types())
+                        }),
+                    );
+                    let inferred = with_hints(Schema::new(fields), config.schema_hints.as_ref());
+                    match &store {
+                        Some(store) => {
+                            let kept = store.store_initial(config.format, &inferred, &names)?;
+                            (kept.schema, kept.partition_columns)
+                        }
+                        None => (inferred, names),
+                    }
                 }
-                inferred
             }
-        },
+        }
+    };
+    let is_partition = |f: &Field| {
+        partition_names
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case(f.name()))
     };
     let fields: Vec<Field> = schema
         .fields()
         .iter()
         .map(|f| f.as_ref().clone().with_nullable(true))
         .collect();
+    check_reserved(config, &fields)?;
+    let partitions: Vec<Field> = partition_names
+        .iter()
+        .filter_map(|n| {
+            fields
+                .iter()
+                .find(|f| f.name().eq_ignore_ascii_case(n))
+                .cloned()
+        })
+        .collect();
+    let file: Vec<Field> = fields.into_iter().filter(|f| !is_partition(f)).collect();
+    Ok(StreamSchema {
+        file: Arc::new(Schema::new(file)),
+        partitions,
+    })
+}
+
+/// Refuses columns named like the ones the source adds itself.
+fn check_reserved(config: &FilesConfig, fields: &[Field]) -> Result<()> {
     // Parquet streams have no rescued data column, so only `_metadata` is reserved there.
     let rescued = config
         .format
@@ -101,71 +200,19 @@ pub fn resolve_file_schema(
             .with_context("field", reserved));
         }
     }
-    Ok(Arc::new(Schema::new(fields)))
+    Ok(())
 }
 
-/// The output schema: file columns, rescued data (JSON/CSV), `_metadata`.
-pub fn output_schema(decoded: &Schema) -> SchemaRef {
+/// The output schema: file columns, rescued data (JSON/CSV), partition columns, `_metadata`.
+pub fn output_schema(decoded: &Schema, partitions: &[Field]) -> SchemaRef {
     let mut fields: Vec<Field> = decoded
         .fields()
         .iter()
         .map(|f| f.as_ref().clone())
         .collect();
+    fields.extend(partitions.iter().cloned());
     fields.push(file_metadata_field());
     Arc::new(Schema::new(fields))
-}
-
-fn load(dir: &Path) -> Result<Option<StoredSchema>> {
-    let path = dir.join(SCHEMA_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(Error::new(
-                ErrorCode::Checkpoint,
-                format!("cannot read {}", path.display()),
-            )
-            .with_context("path", path.display())
-            .with_cause(e))
-        }
-    };
-    serde_json::from_str(&text).map(Some).map_err(|e| {
-        Error::new(
-            ErrorCode::Checkpoint,
-            format!("{} is not a stored schema", path.display()),
-        )
-        .with_context("path", path.display())
-        .with_cause(e)
-    })
-}
-
-/// Stores an inferred (or evolved) schema: temp file, fsync, rename.
-pub(crate) fn store_schema(dir: &Path, format: Format, schema: &Schema) -> Result<()> {
-    let io = |e: std::io::Error| {
-        Error::new(
-            ErrorCode::Checkpoint,
-            format!("cannot write {}", dir.join(SCHEMA_FILE).display()),
-        )
-        .with_cause(e)
-    };
-    std::fs::create_dir_all(dir).map_err(io)?;
-    let stored = StoredSchema {
-        version: 1,
-        format: format.as_str().into(),
-        schema: schema.clone(),
-    };
-    let text = serde_json::to_string_pretty(&stored).map_err(|e| {
-        Error::new(ErrorCode::Internal, "cannot serialise the schema").with_cause(e)
-    })?;
-    // Temp file, fsync, rename: a crash leaves the old file or the new one, never half of one.
-    let tmp = dir.join(format!("{SCHEMA_FILE}.tmp"));
-    {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        f.write_all(text.as_bytes()).map_err(io)?;
-        f.sync_all().map_err(io)?;
-    }
-    std::fs::rename(&tmp, dir.join(SCHEMA_FILE)).map_err(io)
 }
 
 /// `cloudFiles.schemaHints` over an inferred schema: a hinted column (matched by name, ignoring
@@ -199,8 +246,9 @@ fn with_hints(inferred: Schema, hints: Option<&Schema>) -> Schema {
     Schema::new(fields)
 }
 
-/// Lists the input, takes the oldest `sample_files` files and infers from them.
-fn infer(config: &FilesConfig, discovery: &Discovery) -> Result<Schema> {
+/// Lists the input, takes the oldest `sample_files` files and infers from them; also returns
+/// the sampled files' paths below the listed directory (for partition columns).
+fn infer(config: &FilesConfig, discovery: &Discovery) -> Result<(Schema, Vec<String>)> {
     let io = discovery.fresh()?;
     let samples = run_io(async {
         let discovery = &io;
@@ -227,14 +275,45 @@ fn infer(config: &FilesConfig, discovery: &Discovery) -> Result<Schema> {
         }
         Ok(samples)
     })?;
+    let relatives: Vec<String> = samples
+        .iter()
+        .filter_map(|(p, _)| discovery.relative_path(p))
+        .collect();
+    let samples = if config.allow_comments {
+        samples
+            .into_iter()
+            .map(|(path, bytes)| {
+                let mut s = crate::format::comments::CommentStripper::new();
+                let mut out = Vec::with_capacity(bytes.len());
+                s.strip(&bytes, &mut out);
+                s.finish(&mut out);
+                (path, Bytes::from(out))
+            })
+            .collect()
+    } else {
+        samples
+    };
     format::infer(
         config.format,
         &samples,
         config.sample_records,
-        config.infer_column_types,
+        config.infers_types(),
         config.csv,
         config.multi_line,
     )
+    .and_then(|schema| {
+        if config.format == crate::config::Format::Csv && config.infers_types() {
+            format::value_formats::retype_csv(
+                schema,
+                &samples,
+                config.sample_records,
+                config.csv,
+                &config.formats,
+            )
+        } else {
+            Ok(schema)
+        }
+    })
     .map_err(|e| {
         if e.context_value("path").is_none() {
             e.with_context("path", discovery.target())
@@ -242,4 +321,5 @@ fn infer(config: &FilesConfig, discovery: &Discovery) -> Result<Schema> {
             e
         }
     })
+    .map(|schema| (schema, relatives))
 }

@@ -24,7 +24,7 @@ use tributary_sdk::{
 use crate::config::FilesConfig;
 use crate::discovery::{now_ms, Discovery};
 use crate::format::DecodeContext;
-use crate::schema::{file_metadata_fields, output_schema, resolve_file_schema};
+use crate::schema::{file_metadata_fields, output_schema, resolve_schema};
 use crate::state::{FileStateStore, QueuedFile};
 use crate::CONNECTOR;
 
@@ -62,7 +62,11 @@ pub(crate) struct FilesSource {
     checkpoint_id: Option<String>,
     state: FileStateStore,
     state_dir: Option<PathBuf>,
+    /// Where the inferred schema is kept (and evolves).
+    schema_store: Option<crate::schema_store::SchemaStore>,
     decode: DecodeContext,
+    /// Hive-style partition columns, read from each file's path.
+    partitions: Vec<arrow_schema::Field>,
     schema: SchemaRef,
     available_now_end: Option<u64>,
     outstanding: (u64, u64),
@@ -72,6 +76,8 @@ pub(crate) struct FilesSource {
     files_read: u64,
     /// `cloudFiles.cleanSource` totals of this instance.
     cleaned: crate::clean::Cleaned,
+    /// File-state entries expired by `cloudFiles.maxFileAge` in this instance.
+    expired: u64,
 }
 
 impl FilesSource {
@@ -102,9 +108,23 @@ impl FilesSource {
             Some(_) => {}
             None => state.set_meta("identity", &identity.target)?,
         }
-        let file_schema = resolve_file_schema(&config, &discovery, state_dir.as_deref())?;
-        let decode = decode_context(&config, file_schema);
-        let schema = output_schema(&decode.decoded_schema);
+        let schema_store = crate::schema_store::SchemaStore::new(
+            config.schema_location.as_ref(),
+            state_dir.as_deref(),
+            &config.cloud,
+            context.secrets.as_ref(),
+        )?;
+        if let Some(store) = &schema_store {
+            if config.schema_ddl.is_none() {
+                store.adopt_checkpoint(state_dir.as_deref())?;
+            }
+        }
+        let resolved = resolve_schema(&config, &discovery, schema_store.as_ref())?;
+        let decode = decode_context(&config, resolved.file);
+        let schema = output_schema(&decode.decoded_schema, &resolved.partitions);
+        if config.max_file_age.is_some() {
+            state.enable_expiry()?;
+        }
         Ok(FilesSource {
             identity,
             data_loss: DataLossTracker::new(!config.ignore_missing_files),
@@ -119,13 +139,16 @@ impl FilesSource {
             discovery,
             state,
             state_dir,
+            schema_store,
             decode,
+            partitions: resolved.partitions,
             schema,
             available_now_end: None,
             outstanding: (0, 0),
             malformed: 0,
             files_read: 0,
             cleaned: Default::default(),
+            expired: 0,
         })
     }
 
@@ -141,6 +164,7 @@ impl FilesSource {
         if self.notifier.is_none() {
             let notifier = crate::notifications::Notifier::open(
                 &kind,
+                &self.config.queue,
                 &self.discovery,
                 self.checkpoint_id.as_deref(),
             )
@@ -169,7 +193,7 @@ impl FilesSource {
     /// Reads `file_schema` from now on (an input partition planned with another schema).
     fn use_file_schema(&mut self, file_schema: SchemaRef) {
         self.decode = decode_context(&self.config, file_schema);
-        self.schema = output_schema(&self.decode.decoded_schema);
+        self.schema = output_schema(&self.decode.decoded_schema, &self.partitions);
     }
 
     /// The queued files of `[start, end)`, in sequence order: what `read` reads.
@@ -245,6 +269,8 @@ fn decode_context(config: &FilesConfig, file_schema: SchemaRef) -> DecodeContext
     .with_multi_line(config.multi_line)
     .with_schema_evolution(config.schema_evolution)
     .with_options(config.format_options.clone())
+    .with_formats(config.formats.clone())
+    .with_allow_comments(config.allow_comments)
 }
 
 fn metadata_column(file: &QueuedFile, rows: usize) -> ArrayRef {
@@ -330,6 +356,7 @@ impl Source for FilesSource {
         partitions::plan(
             &self.identity.target,
             &self.decode.file_schema,
+            &self.partitions,
             files,
             parallelism,
         )
@@ -356,6 +383,15 @@ impl Source for FilesSource {
         let end = seq_range(end)?;
         let now = now_ms();
         self.state.commit(end, now)?;
+        if let Some(age) = self.discovery.max_file_age_ms() {
+            // Entries whose file is older than maxFileAge: the listing ignores such files, so
+            // forgetting them never re-ingests one (a file still to be cleaned is kept).
+            let expired = self.state.expire(
+                now - age,
+                self.config.clean_source != crate::config::CleanSource::Off,
+            )?;
+            self.expired += expired as u64;
+        }
         let pass = crate::clean::clean(
             &mut self.state,
             &self.config.clean_source,
@@ -382,6 +418,10 @@ impl Source for FilesSource {
             m.insert("numFilesCleanFailed".into(), self.cleaned.failed.into());
         }
         m.insert("numFilesTracked".into(), (self.state.next_seq()).into());
+        if self.config.max_file_age.is_some() {
+            m.insert("numFileStateEntries".into(), self.state.len().into());
+            m.insert("numFilesExpired".into(), self.expired.into());
+        }
         let listings = self.lister.counts;
         m.insert("numFullListings".into(), listings.full.into());
         m.insert("numIncrementalListings".into(), listings.incremental.into());

@@ -8,6 +8,12 @@
 //! files. A path already known is never queued again, unless `cloudFiles.allowOverwrites` is set
 //! and its modification time changed (then it is queued again under a new `seq`).
 //!
+//! With `cloudFiles.maxFileAge`, entries of committed files whose modification time is older
+//! than the age are deleted at each commit ([`FileStateStore::expire`]), so the state stays
+//! bounded by the files of the last `maxFileAge`: the listing ignores files that old, so a
+//! forgotten file is never queued again (a new version, with a new modification time, is a new
+//! file). The next sequence number is kept in `meta` so it never goes back.
+//!
 //! The database is the queryable file state of the stream ([`read_file_state`], reported by
 //! `tributary state <checkpoint>` through [`crate::state_report`]), in the manner of Auto
 //! Loader's `cloud_files_state`.
@@ -73,7 +79,12 @@ pub struct FileStateStore {
     /// path -> modification time of its latest entry.
     known: HashMap<String, i64>,
     next_seq: u64,
+    /// Rows in `files`.
+    rows: u64,
 }
+
+/// `meta` key: the next sequence number, kept when expiry deletes the newest entries.
+const NEXT_SEQ: &str = "next_seq";
 
 const SCHEMA_SQL: &str = "
 CREATE TABLE IF NOT EXISTS files (
@@ -132,6 +143,7 @@ impl FileStateStore {
         .map_err(state_err("cannot create the clean-up index"))?;
         let mut known = HashMap::new();
         let mut next_seq = 0u64;
+        let mut count = 0u64;
         {
             let mut stmt = conn
                 .prepare("SELECT path, mtime_ms, seq FROM files ORDER BY seq")
@@ -149,12 +161,23 @@ impl FileStateStore {
                 let (path, mtime, seq) = row.map_err(state_err("cannot load the known files"))?;
                 known.insert(path, mtime);
                 next_seq = next_seq.max(seq as u64 + 1);
+                count += 1;
             }
+        }
+        let kept: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [NEXT_SEQ], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(state_err("cannot read the next sequence number"))?;
+        if let Some(kept) = kept.and_then(|v| v.parse::<u64>().ok()) {
+            next_seq = next_seq.max(kept);
         }
         Ok(FileStateStore {
             conn,
             known,
             next_seq,
+            rows: count,
         })
     }
 
@@ -240,7 +263,85 @@ impl FileStateStore {
             self.known.insert(f.path.clone(), f.modification_time_ms);
         }
         self.next_seq += listed.len() as u64;
+        self.rows += listed.len() as u64;
         Ok(listed.len())
+    }
+
+    /// Entries in the file state.
+    pub fn len(&self) -> u64 {
+        self.rows
+    }
+
+    /// Indexes modification times, for [`FileStateStore::expire`].
+    pub fn enable_expiry(&self) -> Result<()> {
+        self.conn
+            .execute_batch(
+                "CREATE INDEX IF NOT EXISTS files_by_mtime ON files(mtime_ms) WHERE committed = 1",
+            )
+            .map_err(state_err("cannot create the expiry index"))
+    }
+
+    /// Deletes the entries of committed files modified before `cutoff_ms`
+    /// (`cloudFiles.maxFileAge`), in one transaction; with `keep_uncleaned` those that
+    /// `cloudFiles.cleanSource` has not handled yet stay. Returns how many went.
+    pub fn expire(&mut self, cutoff_ms: i64, keep_uncleaned: bool) -> Result<usize> {
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(state_err("cannot begin a transaction"))?;
+        let removed: Vec<String> = {
+            let mut stmt = tx
+                .prepare_cached(if keep_uncleaned {
+                    "DELETE FROM files WHERE committed = 1 AND mtime_ms < ?1 \
+                     AND cleaned_ms IS NOT NULL RETURNING path"
+                } else {
+                    "DELETE FROM files WHERE committed = 1 AND mtime_ms < ?1 RETURNING path"
+                })
+                .map_err(state_err("cannot prepare the expiry"))?;
+            let rows = stmt
+                .query_map([cutoff_ms], |r| r.get::<_, String>(0))
+                .map_err(state_err("cannot expire file-state entries"))?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(state_err("cannot expire file-state entries"))?
+        };
+        if removed.is_empty() {
+            return Ok(0);
+        }
+        tx.execute(
+            "INSERT INTO meta(key, value) VALUES (?1, ?2) \
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![NEXT_SEQ, self.next_seq.to_string()],
+        )
+        .map_err(state_err("cannot keep the next sequence number"))?;
+        // A path may still have a newer entry (an overwrite): it stays known with that one.
+        let mut latest = Vec::with_capacity(removed.len());
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT mtime_ms FROM files WHERE path = ?1 ORDER BY seq DESC LIMIT 1",
+                )
+                .map_err(state_err("cannot look up a path"))?;
+            for path in &removed {
+                let m: Option<i64> = stmt
+                    .query_row([path], |r| r.get(0))
+                    .optional()
+                    .map_err(state_err("cannot look up a path"))?;
+                latest.push(m);
+            }
+        }
+        tx.commit().map_err(state_err("cannot commit the expiry"))?;
+        for (path, m) in removed.iter().zip(latest) {
+            match m {
+                Some(m) => {
+                    self.known.insert(path.clone(), m);
+                }
+                None => {
+                    self.known.remove(path);
+                }
+            }
+        }
+        self.rows -= removed.len() as u64;
+        Ok(removed.len())
     }
 
     /// Plans a batch: files with `seq >= start` (and `< cap`), in order, at most `max_files`,
@@ -553,5 +654,77 @@ mod tests {
         assert!(e[1].commit_time_ms.is_none());
         assert_eq!((e[0].modification_time_ms, e[0].discovery_time_ms), (1, 7));
         assert!(read_file_state(&dir.path().join("nope")).is_err());
+    }
+
+    #[test]
+    fn max_file_age_keeps_the_state_bounded_while_old_files_keep_arriving() {
+        // 90 simulated days; each day 200 new files and 50 late ones modified 30 days earlier
+        // (older than maxFileAge = 14 days, so the listing ignores them, as Discovery does).
+        const DAY: i64 = 86_400_000;
+        let age = 14 * DAY;
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = FileStateStore::open(Some(dir.path())).unwrap();
+        s.enable_expiry().unwrap();
+        let mut without = 0u64;
+        let mut peak = 0u64;
+        println!("day  listed  queued  tracked(maxFileAge=14d)  tracked(no expiry)");
+        for day in 1..=90i64 {
+            let now = day * DAY;
+            let mut listed: Vec<ListedFile> = (0..200)
+                .map(|i| f(&format!("/in/d{day}/new{i}"), 10, now - i))
+                .collect();
+            listed
+                .extend((0..50).map(|i| f(&format!("/in/d{day}/late{i}"), 10, now - 30 * DAY - i)));
+            let n_listed = listed.len();
+            listed.retain(|f| f.modification_time_ms >= now - age);
+            let queued = s.record_listing(listed, false, now).unwrap();
+            without += 200;
+            s.commit(s.next_seq(), now).unwrap();
+            s.expire(now - age, false).unwrap();
+            peak = peak.max(s.len());
+            if day % 10 == 0 || day == 1 {
+                println!(
+                    "{day:>3}  {n_listed:>6}  {queued:>6}  {:>23}  {without:>18}",
+                    s.len()
+                );
+            }
+        }
+        // The last 14 days of 200 files (and the one file exactly at the cut-off), whatever
+        // the run's length; without expiry 18,000.
+        assert_eq!(s.len(), 14 * 200 + 1);
+        assert_eq!(peak, 14 * 200 + 1);
+        assert_eq!(s.next_seq(), 90 * 200, "sequence numbers never go back");
+        // Reopened: the same bound, the next sequence number kept in meta.
+        drop(s);
+        let s = FileStateStore::open(Some(dir.path())).unwrap();
+        assert_eq!((s.len(), s.next_seq()), (2801, 18_000));
+    }
+
+    #[test]
+    fn expiry_forgets_only_committed_old_entries_and_keeps_newer_versions() {
+        let mut s = FileStateStore::open(None).unwrap();
+        s.record_listing(
+            vec![f("/a", 1, 10), f("/b", 1, 20), f("/c", 1, 30)],
+            false,
+            0,
+        )
+        .unwrap();
+        s.commit(2, 40).unwrap();
+        // /c is older than the cut-off but not committed: it stays (its batch may replay).
+        assert_eq!(s.expire(100, false).unwrap(), 2);
+        assert!(!s.is_known("/a") && s.is_known("/c"));
+        assert_eq!(s.files_in(2, 3).unwrap()[0].path, "/c");
+        // A newer version of /c (allowOverwrites) survives the expiry of the old one.
+        s.record_listing(vec![f("/c", 1, 500)], true, 0).unwrap();
+        s.commit(4, 600).unwrap();
+        assert_eq!(s.expire(100, false).unwrap(), 1);
+        assert!(s.is_known("/c"));
+        assert_eq!(s.len(), 1);
+        // With cleanSource on, an entry not cleaned yet stays.
+        s.record_listing(vec![f("/d", 1, 50)], false, 0).unwrap();
+        s.commit(5, 700).unwrap();
+        assert_eq!(s.expire(1000, true).unwrap(), 0);
+        s.mark_cleaned(4, 800).unwrap();
+        assert_eq!(s.expire(1000, true).unwrap(), 1);
     }
 }

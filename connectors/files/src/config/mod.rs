@@ -5,12 +5,15 @@
 //! conflict or would be ignored (`CONFLICTING_OPTIONS` naming both). Parsing is pure: the path is made absolute by name and
 //! resolved against the file system only when the source is built.
 
+pub mod autoloader;
 mod cloud;
+pub mod datetime;
 pub mod location;
 pub(crate) mod modes;
 pub mod names;
 mod options;
 mod path;
+pub mod reader;
 #[cfg(test)]
 mod tests;
 
@@ -19,9 +22,10 @@ use std::time::Duration;
 use tributary_sdk::options::conflicting;
 use tributary_sdk::{Error, ErrorCode, ParsedOptions, ReadLimit, Result};
 
+pub use self::autoloader::{PartitionColumns, QueueSettings};
 pub use self::cloud::CloudOptions;
 pub use self::location::{Cloud, CloudPath, SourcePath};
-pub use self::modes::{CsvOptions, Mode, SchemaEvolution};
+pub use self::modes::{CsvOptions, Mode, SchemaEvolution, ValueFormats};
 pub use self::options::option_specs;
 pub use crate::format::kind::Format;
 use crate::globs::{glob, split_glob};
@@ -68,6 +72,19 @@ pub struct FilesConfig {
     pub rescued_column: String,
     /// CSV options.
     pub csv: CsvOptions,
+    /// `nullValue`, `timestampFormat`, `dateFormat`.
+    pub formats: ValueFormats,
+    /// JSON `allowComments`.
+    pub allow_comments: bool,
+    /// JSON `primitivesAsString` (inference).
+    pub primitives_as_string: bool,
+    /// `cloudFiles.partitionColumns`.
+    pub partition_columns: PartitionColumns,
+    /// `cloudFiles.schemaLocation`: where the inferred schema's versions are kept (else the
+    /// checkpoint's state directory).
+    pub schema_location: Option<SourcePath>,
+    /// `cloudFiles.resourceTag.*`, `cloudFiles.fetchParallelism`.
+    pub queue: QueueSettings,
     /// Format-specific options (text: `wholeText`, `lineSep`), parsed in `crate::format::options`.
     pub format_options: crate::format::FormatOptions,
     /// Skip vanished files.
@@ -225,14 +242,17 @@ impl FilesConfig {
             glob(&pattern, true, PATH)?;
         }
         let cloud = cloud::parse(p, &path)?;
+        autoloader::validate_options(p)?;
         let notifications = parse_notifications(p, &path)?;
+        let queue = autoloader::queue_settings(p, notifications.as_ref())?;
         let path_glob_filter = p.string(PATH_GLOB_FILTER)?;
         if let Some(g) = &path_glob_filter {
             glob(g, false, PATH_GLOB_FILTER)?;
         }
         // Required, and validated as one of `Format::NAMES`.
         let format = Format::from_word(p.word(FORMAT)?.as_deref());
-        let csv = parse_csv(p, format)?;
+        let inferred = p.string(SCHEMA)?.filter(|s| !s.trim().is_empty()).is_none();
+        let reader = reader::parse(p, format, inferred)?;
         let format_options = crate::format::options::parse(p, format)?;
         p.refuse_ignored(
             MULTI_LINE,
@@ -264,7 +284,13 @@ impl FilesConfig {
             .with_context("option", RESCUED));
         }
         let schema_ddl = p.string(SCHEMA)?.filter(|s| !s.trim().is_empty());
-        let inferred = schema_ddl.is_none();
+        p.refuse_ignored(
+            SCHEMA_LOCATION,
+            inferred && !format.has_fixed_schema(),
+            if inferred { FORMAT } else { SCHEMA },
+            "keeps an inferred schema and its evolution, but this stream's schema is given \
+             (the 'schema' option, or the fixed columns of text and binaryFile)",
+        )?;
         let schema_hints = parse_inference(p, format, inferred)?;
         let schema_evolution = parse_schema_evolution(p, format, inferred)?;
         let (clean_source, clean_retention) = parse_clean_source(p, &path)?;
@@ -281,15 +307,32 @@ impl FilesConfig {
             include_existing_files: defaulted(p.bool(INCLUDE_EXISTING), INCLUDE_EXISTING)?,
             allow_overwrites: defaulted(p.bool(ALLOW_OVERWRITES), ALLOW_OVERWRITES)?,
             // Declared with a minimum of 1.
-            max_files_per_trigger: defaulted(p.i64(MAX_FILES), MAX_FILES)?.unsigned_abs(),
-            max_bytes_per_trigger: p.bytes(MAX_BYTES)?,
-            max_file_age: p.duration(MAX_FILE_AGE)?,
+            max_files_per_trigger: autoloader::max_files(p)?,
+            max_bytes_per_trigger: autoloader::max_bytes(p)?,
+            max_file_age: autoloader::max_file_age(p)?,
             mode: match p.word(MODE)?.as_deref() {
                 Some("failfast") => Mode::FailFast,
+                Some("dropmalformed") => {
+                    return Err(Error::new(
+                        ErrorCode::InvalidOption,
+                        "option 'mode': DROPMALFORMED is not supported: a dropped record would \
+                         leave no trace in the output, while this source keeps every record \
+                         (PERMISSIVE: nulls, the text in the rescued data column, counted in \
+                         numMalformedRecords). Use PERMISSIVE and filter out rows whose rescued \
+                         data column is not null in [transform], or FAILFAST",
+                    )
+                    .with_context("option", MODE))
+                }
                 _ => Mode::Permissive,
             },
             rescued_column,
-            csv,
+            csv: reader.csv,
+            formats: reader.formats,
+            allow_comments: reader.allow_comments,
+            primitives_as_string: reader.primitives_as_string,
+            partition_columns: autoloader::partition_columns(p)?,
+            schema_location: autoloader::schema_location(p)?,
+            queue,
             format_options,
             ignore_missing_files: defaulted(p.bool(IGNORE_MISSING), IGNORE_MISSING)?,
             multi_line: defaulted(p.bool(MULTI_LINE), MULTI_LINE)?,
@@ -307,6 +350,12 @@ impl FilesConfig {
             backfill_interval: p.duration(BACKFILL_INTERVAL)?,
             notifications,
         })
+    }
+
+    /// Whether inference types primitive values (`cloudFiles.inferColumnTypes`, unless JSON's
+    /// `primitivesAsString` keeps them strings).
+    pub fn infers_types(&self) -> bool {
+        self.infer_column_types && !(self.format == Format::Json && self.primitives_as_string)
     }
 
     /// The read limit the options ask for: `maxFilesPerTrigger` and, when given,
@@ -341,31 +390,6 @@ fn defaulted<T>(value: Result<Option<T>>, name: &str) -> Result<T> {
             format!("option '{name}' is read as if it had a default, but declares none"),
         )
         .with_context("option", name)
-    })
-}
-
-/// `header`, `sep` / `delimiter`: CSV only.
-fn parse_csv(p: &ParsedOptions, format: Format) -> Result<CsvOptions> {
-    use names::*;
-    for option in [HEADER, SEP, DELIMITER] {
-        p.refuse_ignored(
-            option,
-            format == Format::Csv,
-            FORMAT,
-            "applies to cloudFiles.format=csv only",
-        )?;
-    }
-    if p.is_set(SEP) && p.is_set(DELIMITER) {
-        return Err(conflicting(
-            DELIMITER,
-            SEP,
-            "is an alias of 'sep'; give only one",
-        ));
-    }
-    let sep_name = if p.is_set(DELIMITER) { DELIMITER } else { SEP };
-    Ok(CsvOptions {
-        header: defaulted(p.bool(HEADER), HEADER)?,
-        delimiter: parse_delimiter(sep_name, &p.required_string(sep_name)?)?,
     })
 }
 
@@ -563,22 +587,4 @@ fn move_destination(path: &SourcePath, raw: &str) -> Result<SourcePath> {
         }
     }
     Ok(dest)
-}
-
-fn parse_delimiter(option: &str, value: &str) -> Result<u8> {
-    let v = match value {
-        "\\t" | "\t" => return Ok(b'\t'),
-        v => v,
-    };
-    match v.as_bytes() {
-        [b] if b.is_ascii() => Ok(*b),
-        _ => Err(Error::new(
-            ErrorCode::InvalidOption,
-            format!(
-                "invalid value '{value}' for option '{option}': expected one ASCII character \
-                 (or \\t for tab)"
-            ),
-        )
-        .with_context("option", option)),
-    }
 }

@@ -93,3 +93,41 @@ pub const CLIENT_EMAIL: &str = "cloudFiles.clientEmail";
 pub const PRIVATE_KEY: &str = "cloudFiles.privateKey";
 /// GCP service account private key id.
 pub const PRIVATE_KEY_ID: &str = "cloudFiles.privateKeyId";
+/// Spark's file-source name of `cloudFiles.maxFilesPerTrigger`.
+pub const SPARK_MAX_FILES: &str = "maxFilesPerTrigger";
+/// Spark's file-source name of `cloudFiles.maxBytesPerTrigger`.
+pub const SPARK_MAX_BYTES: &str = "maxBytesPerTrigger";
+/// Hive-style partition columns taken from the directory names.
+pub const PARTITION_COLUMNS: &str = "cloudFiles.partitionColumns";
+/// Where the inferred schema and its evolution history are kept.
+pub const SCHEMA_LOCATION: &str = "cloudFiles.schemaLocation";
+/// Validate the options (always on here).
+pub const VALIDATE_OPTIONS: &str = "cloudFiles.validateOptions";
+/// Threads fetching messages from the notification queue.
+pub const FETCH_PARALLELISM: &str = "cloudFiles.fetchParallelism";
+/// Tags on the notification resources the source creates (a prefix: `cloudFiles.resourceTag.<key>`).
+pub const RESOURCE_TAG: &str = "cloudFiles.resourceTag.";
+/// JSON and CSV: the pattern of timestamp values.
+pub const TIMESTAMP_FORMAT: &str = "timestampFormat";
+/// JSON and CSV: the pattern of date values.
+pub const DATE_FORMAT: &str = "dateFormat";
+/// JSON: Java/C++ style comments are allowed.
+pub const ALLOW_COMMENTS: &str = "allowComments";
+/// JSON: infer every primitive value as a string.
+pub const PRIMITIVES_AS_STRING: &str = "primitivesAsString";
+/// CSV: the quote character.
+pub const QUOTE: &str = "quote";
+/// CSV: the character escaping a quote inside a quoted field.
+pub const ESCAPE: &str = "escape";
+/// CSV: the text of a null value.
+pub const NULL_VALUE: &str = "nullValue";
+/// CSV: lines starting with this character are skipped.
+pub const COMMENT: &str = "comment";
+/// JSON and CSV: the character set of the files.
+pub const ENCODING: &str = "encoding";
+/// Spark's alias of `encoding`.
+pub const CHARSET: &str = "charset";
+/// Spark's corrupt-record column (Auto Loader uses the rescued data column).
+pub const CORRUPT_RECORD_COLUMN: &str = "columnNameOfCorruptRecord";
+/// spark.read's inference switch (Auto Loader: `cloudFiles.inferColumnTypes`).
+pub const INFER_SCHEMA: &str = "inferSchema";

@@ -67,13 +67,17 @@ pub fn option_specs() -> Vec<OptionSpec> {
         ),
         OptionSpec::duration(
             MAX_FILE_AGE,
-            "Ignore files whose modification time is older than this, e.g. 7 days.",
+            "Ignore files whose modification time is older than this (e.g. 90 days; at least 14 \
+             days, as in Auto Loader), and forget their file-state entries once their batch \
+             committed, so the state stays bounded (a file that old is not listed again). \
+             Default: none (files are tracked forever).",
         ),
         OptionSpec::one_of(
             MODE,
-            &["PERMISSIVE", "FAILFAST"],
+            &["PERMISSIVE", "FAILFAST", "DROPMALFORMED"],
             "JSON and CSV: PERMISSIVE turns a malformed record into nulls with its text in the \
-             rescued data column and counts it; FAILFAST stops with MALFORMED_RECORD naming file and line.",
+             rescued data column and counts it; FAILFAST stops with MALFORMED_RECORD naming file and line. \
+             DROPMALFORMED is refused (see its message).",
         )
         .default_value("PERMISSIVE"),
         OptionSpec::string(
@@ -81,11 +85,6 @@ pub fn option_specs() -> Vec<OptionSpec> {
             "Name of the column that receives records and values that do not fit the schema (JSON and CSV).",
         )
         .default_value(RESCUED_DATA_COLUMN),
-        OptionSpec::bool(HEADER, "CSV: the first line of each file holds the column names.")
-            .default_value(false),
-        OptionSpec::string(SEP, "CSV: the field separator, one character (\\t for tab).")
-            .default_value(","),
-        OptionSpec::string(DELIMITER, "CSV: alias of sep."),
         OptionSpec::one_of(
             CLEAN_SOURCE,
             &["OFF", "DELETE", "MOVE"],
@@ -135,6 +134,8 @@ pub fn option_specs() -> Vec<OptionSpec> {
     ]
     .into_iter()
     .chain(cloud_option_specs())
+    .chain(super::reader::specs())
+    .chain(super::autoloader::specs())
     .chain(crate::format::options::specs())
     .collect()
 }

@@ -31,13 +31,7 @@ fn defaults_follow_auto_loader() {
     assert!(!c.infer_column_types);
     assert_eq!(c.mode, Mode::Permissive);
     assert_eq!(c.rescued_column, "_rescued_data");
-    assert_eq!(
-        c.csv,
-        CsvOptions {
-            header: false,
-            delimiter: b','
-        }
-    );
+    assert_eq!(c.csv, CsvOptions::default());
 }
 
 #[test]

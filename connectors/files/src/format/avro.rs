@@ -209,10 +209,7 @@ mod tests {
             schema,
             "_rescued_data",
             Mode::Permissive,
-            CsvOptions {
-                header: false,
-                delimiter: b',',
-            },
+            CsvOptions::default(),
         )
         .with_schema_evolution(SchemaEvolution::None)
     }

@@ -52,8 +52,10 @@ pub(crate) fn decoder(path: &str, ctx: &DecodeContext) -> Box<dyn FileDecoder> {
         framer: Framer::new(
             Separator::Newline,
             Some(Quoting {
-                quote: b'"',
+                quote: ctx.csv.quote,
                 delimiter: ctx.csv.delimiter,
+                escape: ctx.csv.escape,
+                comment: ctx.csv.comment,
             }),
             BATCH_SIZE,
         ),
@@ -97,15 +99,25 @@ struct Window {
 
 impl Window {
     fn decode(&mut self, bytes: &[u8], first_line: u64, out: &mut Vec<RecordBatch>) -> Result<()> {
+        let protected = super::csv_escape::protect(bytes, &self.ctx.csv);
+        let bytes: &[u8] = &protected;
         let header = std::mem::take(&mut self.header_pending);
         if header {
             self.header = header_names(bytes, &self.ctx);
         }
         let ctx = &self.ctx;
-        let fast = ReaderBuilder::new(ctx.file_schema.clone())
+        let mut fast = ReaderBuilder::new(ctx.file_schema.clone())
             .with_header(header)
             .with_delimiter(ctx.csv.delimiter)
-            .with_batch_size(BATCH_SIZE)
+            .with_quote(ctx.csv.quote)
+            .with_batch_size(BATCH_SIZE);
+        if let Some(e) = ctx.csv.escape {
+            fast = fast.with_escape(e);
+        }
+        if let Some(c) = ctx.csv.comment {
+            fast = fast.with_comment(c);
+        }
+        let fast = fast
             .build(Cursor::new(bytes))
             .and_then(|r| r.collect::<Result<Vec<_>, _>>());
         if let Ok(batches) = fast {
@@ -187,11 +199,7 @@ impl FileDecoder for CsvDecoder {
 
 /// The names in the header record at the start of `bytes`.
 fn header_names(bytes: &[u8], ctx: &DecodeContext) -> Option<Vec<String>> {
-    let mut reader = ::csv::ReaderBuilder::new()
-        .has_headers(true)
-        .delimiter(ctx.csv.delimiter)
-        .flexible(true)
-        .from_reader(bytes);
+    let mut reader = record_reader(&ctx.csv, true).from_reader(bytes);
     let headers = reader.byte_headers().ok()?;
     Some(
         headers
@@ -199,6 +207,18 @@ fn header_names(bytes: &[u8], ctx: &DecodeContext) -> Option<Vec<String>> {
             .map(|h| String::from_utf8_lossy(h).into_owned())
             .collect(),
     )
+}
+
+/// The `csv` crate's reader with the stream's CSV options (flexible field counts).
+fn record_reader(csv: &CsvOptions, header: bool) -> ::csv::ReaderBuilder {
+    let mut b = ::csv::ReaderBuilder::new();
+    b.has_headers(header)
+        .delimiter(csv.delimiter)
+        .quote(csv.quote)
+        .escape(csv.escape)
+        .comment(csv.comment)
+        .flexible(true);
+    b
 }
 
 /// The rescued name of field `i` beyond the schema: its header name, else `_c<i>` as Spark
@@ -229,11 +249,7 @@ fn slow_path(
     let mut failed: Vec<Vec<(String, String)>> = Vec::new();
     let mut line_of_row: Vec<u64> = Vec::new();
     let mut malformed_rows = 0u64;
-    let mut reader = ::csv::ReaderBuilder::new()
-        .has_headers(header)
-        .delimiter(ctx.csv.delimiter)
-        .flexible(true)
-        .from_reader(bytes);
+    let mut reader = record_reader(&ctx.csv, header).from_reader(bytes);
     let mut record = ::csv::ByteRecord::new();
     loop {
         let more = reader
@@ -376,11 +392,22 @@ pub fn infer(
         if remaining == 0 {
             break;
         }
-        let (schema, read) = CsvFormat::default()
+        let mut format = CsvFormat::default()
             .with_header(csv.header)
             .with_delimiter(csv.delimiter)
-            .with_truncated_rows(true)
-            .infer_schema(Cursor::new(bytes), Some(remaining))
+            .with_quote(csv.quote)
+            .with_truncated_rows(true);
+        if let Some(e) = csv.escape {
+            format = format.with_escape(e);
+        }
+        if let Some(c) = csv.comment {
+            format = format.with_comment(c);
+        }
+        let (schema, read) = format
+            .infer_schema(
+                Cursor::new(super::csv_escape::protect(bytes, &csv).as_ref()),
+                Some(remaining),
+            )
             .map_err(|e| unreadable(path, e))?;
         remaining = remaining.saturating_sub(read.max(1));
         for (i, f) in schema.fields().iter().enumerate() {
@@ -441,7 +468,7 @@ mod tests {
             mode,
             CsvOptions {
                 header,
-                delimiter: b',',
+                ..CsvOptions::default()
             },
         )
     }
@@ -505,10 +532,7 @@ mod tests {
     #[test]
     fn inference_names_columns_like_spark() {
         let samples = vec![("a".into(), Bytes::from_static(b"1,x,2.5\n2,y,3\n"))];
-        let opts = CsvOptions {
-            header: false,
-            delimiter: b',',
-        };
+        let opts = CsvOptions::default();
         let s = infer(&samples, 10, true, opts).unwrap();
         assert_eq!(s.field(0).name(), "_c0");
         assert_eq!(s.field(0).data_type(), &DataType::Int64);

@@ -28,11 +28,14 @@ pub(crate) enum Separator {
 }
 
 /// CSV quoting: the quote character and the field delimiter (a quote opens a quoted field only
-/// at the start of a field).
+/// at the start of a field), the escape character inside quoted fields (the byte after it is
+/// literal), and the comment character (a record starting with it ends at the newline).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Quoting {
     pub quote: u8,
     pub delimiter: u8,
+    pub escape: Option<u8>,
+    pub comment: Option<u8>,
 }
 
 /// Where the CSV scan is within a record.
@@ -46,6 +49,10 @@ enum Field {
     Quoted,
     /// Just after a quote inside a quoted field: `""` (a quote) or the closing quote.
     QuoteInQuoted,
+    /// Just after the escape character inside a quoted field: the next byte is literal.
+    EscapeInQuoted,
+    /// In a comment line.
+    Comment,
 }
 
 /// Receives `(bytes, first_line, unclosed)` from [`Framer::finish_quoted`].
@@ -72,6 +79,8 @@ pub(crate) struct Framer {
     open_at: usize,
     /// The 1-based line of the window's start.
     first_line: u64,
+    /// `scan` is at the start of a record (CSV comments).
+    record_start: bool,
 }
 
 impl Framer {
@@ -95,6 +104,7 @@ impl Framer {
             field: Field::Start,
             open_at: 0,
             first_line: 1,
+            record_start: true,
         }
     }
 
@@ -149,6 +159,7 @@ impl Framer {
             self.end = line_end;
             self.scan = line_end;
             self.field = Field::Start;
+            self.record_start = true;
             self.frame(&mut |w, line| emit(w, line, false))?;
         }
         self.finish(&mut |w, line| emit(w, line, false))
@@ -168,6 +179,7 @@ impl Framer {
         self.scan = 0;
         self.end = 0;
         self.field = Field::Start;
+        self.record_start = true;
         Ok(())
     }
 
@@ -227,11 +239,34 @@ impl Framer {
                 self.scan = len;
                 return None;
             }
+            let record_start = std::mem::take(&mut self.record_start);
             match self.field {
-                Field::Quoted => match memchr::memchr(q.quote, &self.buf[i..]) {
+                Field::Quoted => {
+                    let found = match q.escape {
+                        Some(e) => memchr::memchr2(q.quote, e, &self.buf[i..]),
+                        None => memchr::memchr(q.quote, &self.buf[i..]),
+                    };
+                    match found {
+                        Some(off) if self.buf[i + off] == q.quote => {
+                            self.field = Field::QuoteInQuoted;
+                            i += off + 1;
+                        }
+                        Some(off) => {
+                            self.field = Field::EscapeInQuoted;
+                            i += off + 1;
+                        }
+                        None => i = len,
+                    }
+                }
+                Field::EscapeInQuoted => {
+                    self.field = Field::Quoted;
+                    i += 1;
+                }
+                Field::Comment => match memchr::memchr(b'\n', &self.buf[i..]) {
                     Some(off) => {
-                        self.field = Field::QuoteInQuoted;
-                        i += off + 1;
+                        self.field = Field::Start;
+                        self.record_start = true;
+                        return Some(i + off + 1);
                     }
                     None => i = len,
                 },
@@ -242,6 +277,9 @@ impl Framer {
                     i += 1;
                 }
                 Field::QuoteInQuoted => self.field = Field::Unquoted,
+                Field::Start if record_start && Some(self.buf[i]) == q.comment => {
+                    self.field = Field::Comment;
+                }
                 Field::Start if self.buf[i] == q.quote => {
                     self.field = Field::Quoted;
                     self.open_at = i;
@@ -253,6 +291,7 @@ impl Framer {
                         let at = i + off;
                         self.field = Field::Start;
                         if self.buf[at] == b'\n' {
+                            self.record_start = true;
                             return Some(at + 1);
                         }
                         i = at + 1;
@@ -282,6 +321,8 @@ mod tests {
     const CSV: Quoting = Quoting {
         quote: b'"',
         delimiter: b',',
+        escape: None,
+        comment: None,
     };
 
     fn windows(framer: &mut Framer, chunks: &[&[u8]]) -> Vec<(String, u64)> {
@@ -319,6 +360,25 @@ mod tests {
         let w = windows(&mut f, &[b"a|", b"|b||"]);
         assert_eq!(w, [("a||".into(), 1), ("b||".into(), 2)]);
         assert_eq!(strip_separator(b"x\r\n", &Separator::Newline), b"x");
+    }
+
+    #[test]
+    fn escaped_quotes_and_comment_lines_do_not_toggle_quoting() {
+        let q = Quoting {
+            escape: Some(b'\\'),
+            comment: Some(b'#'),
+            ..CSV
+        };
+        let mut f = Framer::new(Separator::Newline, Some(q), 1);
+        let w = windows(&mut f, &[b"# it's \"odd\n1,\"a\\", b"\"\nb\"\n2,c\n"]);
+        assert_eq!(
+            w,
+            [
+                ("# it's \"odd\n".into(), 1),
+                ("1,\"a\\\"\nb\"\n".into(), 2),
+                ("2,c\n".into(), 4)
+            ]
+        );
     }
 
     #[test]

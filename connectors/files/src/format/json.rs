@@ -541,10 +541,7 @@ mod tests {
             schema,
             "_rescued_data",
             mode,
-            CsvOptions {
-                header: false,
-                delimiter: b',',
-            },
+            CsvOptions::default(),
         )
     }
 

@@ -11,7 +11,9 @@
 
 pub mod avro;
 pub mod binary;
+pub(crate) mod comments;
 pub mod csv;
+pub(crate) mod csv_escape;
 pub(crate) mod decoder;
 pub(crate) mod framing;
 pub mod json;
@@ -21,6 +23,7 @@ pub mod parquet;
 mod pull;
 pub mod text;
 pub(crate) mod unknown_fields;
+pub(crate) mod value_formats;
 
 pub use decoder::{FileDecoder, FileInfo};
 pub use kind::Format;
@@ -33,7 +36,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use bytes::Bytes;
 use tributary_sdk::Result;
 
-use crate::config::modes::{CsvOptions, Mode, SchemaEvolution};
+use crate::config::modes::{CsvOptions, Mode, SchemaEvolution, ValueFormats};
 
 /// Rows per Arrow batch the readers produce.
 pub const BATCH_SIZE: usize = 8192;
@@ -56,6 +59,10 @@ pub struct DecodeContext {
     pub evolution: SchemaEvolution,
     /// The format-specific options (text).
     pub options: FormatOptions,
+    /// CSV `nullValue`, JSON and CSV `timestampFormat` / `dateFormat`.
+    pub formats: ValueFormats,
+    /// JSON `allowComments`.
+    pub allow_comments: bool,
 }
 
 impl DecodeContext {
@@ -83,7 +90,21 @@ impl DecodeContext {
             multi_line: false,
             evolution: SchemaEvolution::Rescue,
             options: FormatOptions::default(),
+            formats: ValueFormats::default(),
+            allow_comments: false,
         }
+    }
+
+    /// With these value formats (`nullValue`, `timestampFormat`, `dateFormat`).
+    pub fn with_formats(mut self, formats: ValueFormats) -> DecodeContext {
+        self.formats = formats;
+        self
+    }
+
+    /// With JSON comments allowed (`allowComments`).
+    pub fn with_allow_comments(mut self, allow: bool) -> DecodeContext {
+        self.allow_comments = allow;
+        self
     }
 
     /// With these format-specific options (`wholeText`, `lineSep`).
@@ -126,8 +147,27 @@ pub fn decoder(
     file: FileInfo<'_>,
     ctx: &DecodeContext,
 ) -> Result<Box<dyn FileDecoder>> {
+    if matches!(format, Format::Json | Format::Csv) && ctx.formats.converts() {
+        if let Some(d) = value_formats::wrap(format, file.path, ctx, |text| {
+            plain_decoder(format, file, text)
+        })? {
+            return Ok(d);
+        }
+    }
+    plain_decoder(format, file, ctx)
+}
+
+/// [`decoder`] without the value-format conversion.
+fn plain_decoder(
+    format: Format,
+    file: FileInfo<'_>,
+    ctx: &DecodeContext,
+) -> Result<Box<dyn FileDecoder>> {
     let (path, size) = (file.path.to_string(), file.size);
     Ok(match format {
+        Format::Json if ctx.allow_comments => Box::new(comments::Uncommented::new(json::decoder(
+            file.path, size, ctx,
+        ))),
         Format::Json => json::decoder(file.path, size, ctx),
         Format::Csv => csv::decoder(file.path, ctx),
         Format::Text => text::decoder(size, ctx),

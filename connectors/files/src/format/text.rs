@@ -118,10 +118,7 @@ mod tests {
             Arc::new(schema()),
             "_rescued_data",
             Mode::Permissive,
-            CsvOptions {
-                header: false,
-                delimiter: b',',
-            },
+            CsvOptions::default(),
         )
         .with_options(options);
         let mut d = decoder(0, &ctx);

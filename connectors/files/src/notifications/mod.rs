@@ -17,7 +17,7 @@ pub(crate) mod sqs;
 
 use tributary_sdk::Result;
 
-use crate::config::Notifications;
+use crate::config::{Notifications, QueueSettings};
 use crate::discovery::Discovery;
 use crate::state::ListedFile;
 
@@ -46,15 +46,20 @@ impl Notifier {
     /// no `cloudFiles.queueUrl` was given (named from `checkpoint_id`).
     pub async fn open(
         kind: &Notifications,
+        settings: &QueueSettings,
         d: &Discovery,
         checkpoint_id: Option<&str>,
     ) -> Result<Notifier> {
         match kind {
             Notifications::Local => local::LocalNotifier::open(d).map(Notifier::Local),
-            Notifications::Sqs(url) => sqs::SqsNotifier::open(url, d).await.map(Notifier::Sqs),
+            Notifications::Sqs(url) => sqs::SqsNotifier::open(url, d, settings.fetch_parallelism)
+                .await
+                .map(Notifier::Sqs),
             Notifications::SqsAuto => {
-                let url = s3_setup::auto(d, checkpoint_id).await?;
-                sqs::SqsNotifier::open(&url, d).await.map(Notifier::Sqs)
+                let url = s3_setup::auto(d, checkpoint_id, &settings.tags).await?;
+                sqs::SqsNotifier::open(&url, d, settings.fetch_parallelism)
+                    .await
+                    .map(Notifier::Sqs)
             }
             Notifications::AzureQueue(name) => {
                 azure_queue::AzureQueueNotifier::open(name, d).map(Notifier::Azure)

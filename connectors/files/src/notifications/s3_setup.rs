@@ -58,7 +58,11 @@ pub(crate) fn event_prefix(key: &str) -> String {
 
 /// Sets up (or reuses) the queue of the source reading `d` with the checkpoint `checkpoint_id`;
 /// returns its URL.
-pub(crate) async fn auto(d: &Discovery, checkpoint_id: Option<&str>) -> Result<String> {
+pub(crate) async fn auto(
+    d: &Discovery,
+    checkpoint_id: Option<&str>,
+    tags: &[(String, String)],
+) -> Result<String> {
     let StoreSpec::Cloud(spec) = d.spec() else {
         return Err(Error::new(
             ErrorCode::Internal,
@@ -80,7 +84,7 @@ pub(crate) async fn auto(d: &Discovery, checkpoint_id: Option<&str>) -> Result<S
     };
     Setup::new(spec)
         .await
-        .ensure(&resource_name(id), &event_prefix(&spec.path.key))
+        .ensure(&resource_name(id), &event_prefix(&spec.path.key), tags)
         .await
 }
 
@@ -148,8 +152,14 @@ impl Setup {
 
     /// Creates (or finds) the queue `name`, lets the bucket send to it, and adds the bucket's
     /// `s3:ObjectCreated:*` notification for `prefix` unless one to that queue exists. Returns
-    /// the queue's URL.
-    pub async fn ensure(&self, name: &str, prefix: &str) -> Result<String> {
+    /// the queue's URL. `tags` (`cloudFiles.resourceTag.*`) are put on the queue, also when
+    /// it existed.
+    pub async fn ensure(
+        &self,
+        name: &str,
+        prefix: &str,
+        tags: &[(String, String)],
+    ) -> Result<String> {
         let url = self
             .sqs
             .create_queue()
@@ -159,6 +169,15 @@ impl Setup {
             .map_err(|e| self.error(&format!("create the SQS queue '{name}'"), e))?
             .queue_url
             .ok_or_else(|| self.missing("CreateQueue", "QueueUrl"))?;
+        if !tags.is_empty() {
+            self.sqs
+                .tag_queue()
+                .queue_url(&url)
+                .set_tags(Some(tags.iter().cloned().collect()))
+                .send()
+                .await
+                .map_err(|e| self.error(&format!("tag the SQS queue '{name}'"), e))?;
+        }
         let arn = self.queue_arn(&url).await?;
         self.sqs
             .set_queue_attributes()

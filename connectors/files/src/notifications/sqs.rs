@@ -27,11 +27,13 @@ pub(crate) struct SqsNotifier {
     url: String,
     bucket: String,
     approximate: u64,
+    /// Receive requests sent at once (`cloudFiles.fetchParallelism`).
+    parallelism: usize,
 }
 
 impl SqsNotifier {
     /// A client for the queue at `url` (its host is the SQS endpoint).
-    pub async fn open(url: &str, d: &Discovery) -> Result<SqsNotifier> {
+    pub async fn open(url: &str, d: &Discovery, parallelism: usize) -> Result<SqsNotifier> {
         let StoreSpec::Cloud(spec) = d.spec() else {
             return Err(Error::new(
                 ErrorCode::Internal,
@@ -63,6 +65,7 @@ impl SqsNotifier {
             url: url.to_string(),
             bucket: spec.path.bucket.clone(),
             approximate: 0,
+            parallelism: parallelism.max(1),
         })
     }
 
@@ -95,30 +98,37 @@ impl SqsNotifier {
         let mut out = Polled::default();
         let oldest = d.max_file_age_ms().map(|age| now_ms() - age);
         while out.receipts.len() < MAX_PER_POLL {
-            let r = self
-                .client
-                .receive_message()
-                .queue_url(&self.url)
-                .max_number_of_messages(10)
-                .wait_time_seconds(0)
-                .send()
-                .await
-                .map_err(|e| self.error("receive messages", e))?;
-            let messages = r.messages.unwrap_or_default();
-            if messages.is_empty() {
-                break;
-            }
-            for m in messages {
-                if let Some(body) = m.body() {
-                    for object in objects(body, &self.bucket) {
-                        if let Some(file) = d.eligible(&object, oldest)? {
-                            out.files.push(file);
+            // `cloudFiles.fetchParallelism` requests at once; the round ends the poll when
+            // none of them got a message.
+            let requests = (0..self.parallelism).map(|_| {
+                self.client
+                    .receive_message()
+                    .queue_url(&self.url)
+                    .max_number_of_messages(10)
+                    .wait_time_seconds(0)
+                    .send()
+            });
+            let answers = futures::future::join_all(requests).await;
+            let mut got = 0;
+            for r in answers {
+                let r = r.map_err(|e| self.error("receive messages", e))?;
+                let messages = r.messages.unwrap_or_default();
+                got += messages.len();
+                for m in messages {
+                    if let Some(body) = m.body() {
+                        for object in objects(body, &self.bucket) {
+                            if let Some(file) = d.eligible(&object, oldest)? {
+                                out.files.push(file);
+                            }
                         }
                     }
+                    if let Some(receipt) = m.receipt_handle {
+                        out.receipts.push(receipt);
+                    }
                 }
-                if let Some(receipt) = m.receipt_handle {
-                    out.receipts.push(receipt);
-                }
+            }
+            if got == 0 {
+                break;
             }
         }
         let attrs = self

@@ -42,6 +42,9 @@ pub(crate) struct FilesPartitionSpec {
     /// The stream's file columns (without rescued data and `_metadata`) when the range was
     /// planned.
     pub file_schema: Schema,
+    /// The stream's partition columns when the range was planned.
+    #[serde(default)]
+    pub partition_fields: Vec<arrow_schema::Field>,
     /// The files, in sequence order.
     pub files: Vec<PartitionFile>,
 }
@@ -142,6 +145,7 @@ fn label(files: &[PartitionFile]) -> String {
 pub(crate) fn plan(
     target: &str,
     file_schema: &Schema,
+    partition_fields: &[arrow_schema::Field],
     files: Vec<QueuedFile>,
     parallelism: usize,
 ) -> Result<Vec<InputPartition>> {
@@ -154,6 +158,7 @@ pub(crate) fn plan(
         let spec = FilesPartitionSpec {
             target: target.to_string(),
             file_schema: file_schema.clone(),
+            partition_fields: partition_fields.to_vec(),
             files: group,
         };
         let spec = serde_json::to_value(&spec).map_err(|e| {
@@ -189,8 +194,10 @@ impl FilesSource {
             .with_context("expected", &spec.target)
             .with_context("actual", &self.identity.target));
         }
-        if spec.file_schema != *self.decode.file_schema {
+        if spec.file_schema != *self.decode.file_schema || spec.partition_fields != self.partitions
+        {
             let schema: SchemaRef = Arc::new(spec.file_schema);
+            self.partitions = spec.partition_fields;
             self.use_file_schema(schema);
         }
         Ok(spec.files.into_iter().map(QueuedFile::from).collect())

@@ -124,6 +124,10 @@ impl FilesSource {
                 let rows = (batch.num_rows() - at).min(BATCH_SIZE);
                 let slice = batch.slice(at, rows);
                 let mut columns = slice.columns().to_vec();
+                if !self.partitions.is_empty() {
+                    let relative = self.discovery.relative_path(&file.path).unwrap_or_default();
+                    columns.extend(crate::hive::columns(&relative, &self.partitions, rows)?);
+                }
                 columns.push(metadata_column(file, rows));
                 out.push_back(RecordBatch::try_new(self.schema.clone(), columns)?);
                 at += rows;
@@ -139,6 +143,14 @@ impl FilesSource {
         file: &QueuedFile,
         mut decoded: format::decoder::FileEnd,
     ) -> Result<()> {
+        // A JSON field named like a partition column is not new: the path's value wins (the
+        // row is read as usual).
+        if !self.partitions.is_empty() {
+            let partitions = &self.partitions;
+            decoded
+                .new_columns
+                .retain(|k, _| !partitions.iter().any(|f| f.name().eq_ignore_ascii_case(k)));
+        }
         if decoded.has_new_columns() {
             let mut added = std::mem::take(&mut decoded.new_fields);
             let mut names: Vec<String> = added.iter().map(|f| f.name().clone()).collect();
@@ -161,10 +173,11 @@ impl FilesSource {
             return Err(crate::evolution::on_new_columns(
                 &self.config,
                 &fields,
-                self.state_dir.as_deref(),
+                self.schema_store.as_ref(),
                 &file.path,
                 added,
                 names,
+                &self.partitions,
             )?);
         }
         self.malformed += decoded.malformed;
