@@ -138,7 +138,7 @@ kind = "availableNow"
     let progress = l.root.path().join("progress.jsonl");
     let (group, end) = run(&l, &pipeline, &progress);
     assert!(
-        group.starts_with("tributary-kafka-source-lagpipe-"),
+        group.starts_with("spark-kafka-source-lagpipe-"),
         "{group}"
     );
     assert_eq!(progress_events(&progress).len(), 3, "8 + 8 + 4 records");

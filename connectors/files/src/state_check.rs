@@ -56,7 +56,17 @@ pub(crate) fn verify(request: &StateRequest<'_>) -> Result<()> {
         .optional()
         .map_err(state_err("cannot read the file state"))?
         .flatten();
-    let known_end = max_seq.map_or(0, |s| s.max(-1) as u64 + 1);
+    // Expiry (cloudFiles.maxFileAge) removes old rows but keeps the next number in `meta`.
+    let kept: Option<u64> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'next_seq'", [], |r| {
+            r.get::<_, String>(0)
+        })
+        .optional()
+        .map_err(state_err("cannot read the file state"))?
+        .and_then(|v| v.parse().ok());
+    let known_end = max_seq
+        .map_or(0, |s| s.max(-1) as u64 + 1)
+        .max(kept.unwrap_or(0));
     if known_end < logged_end {
         return Err(damaged(
             &part,
