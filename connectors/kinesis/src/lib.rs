@@ -34,6 +34,7 @@
 //! ```
 
 pub mod client;
+mod coalesce;
 pub mod commands;
 pub mod config;
 mod connector;
@@ -48,6 +49,7 @@ pub mod position;
 mod prefetch;
 mod range_stream;
 mod reader;
+pub mod registered;
 mod rows;
 pub mod schema;
 pub mod sink;

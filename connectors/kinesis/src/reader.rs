@@ -5,7 +5,8 @@
 //! apart) and the current fetch size. `ProvisionedThroughputExceeded` halves the fetch size,
 //! logs exactly "Hit rate limit. Sleeping for 5 seconds." and retries after 5 s; each
 //! successful call afterwards doubles the size back towards `maxRecordsPerFetch`. An expired
-//! iterator is re-acquired from the last sequence number read. The SDK's own retries are off for
+//! iterator is re-acquired from the last sequence number read. `maxFetchRate` spaces the calls
+//! further after a large page: the next call waits page bytes / rate. The SDK's own retries are off for
 //! GetRecords so that throttling is handled here, once.
 
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -88,6 +89,10 @@ pub(crate) struct ShardReader {
     pub throttled: u64,
     /// Throttle pause (5 s; shorter in tests).
     pub throttle_pause: Duration,
+    /// maxFetchRate in bytes per second (`f64::INFINITY`: no limit).
+    pub max_fetch_rate: f64,
+    /// Bytes (data + partition keys) of the last GetRecords page, paced by `max_fetch_rate`.
+    last_page_bytes: usize,
 }
 
 impl ShardReader {
@@ -108,6 +113,8 @@ impl ShardReader {
             cached: None,
             throttled: 0,
             throttle_pause: Duration::from_secs(5),
+            max_fetch_rate: f64::INFINITY,
+            last_page_bytes: 0,
         }
     }
 
@@ -120,6 +127,7 @@ impl ShardReader {
             self.min_fetch_period,
         );
         r.throttle_pause = self.throttle_pause;
+        r.max_fetch_rate = self.max_fetch_rate;
         r
     }
 
@@ -147,9 +155,21 @@ impl ShardReader {
         Ok(out.shard_iterator().unwrap_or_default().to_string())
     }
 
+    /// The shortest time between two GetRecords calls after a page of `bytes`: `minFetchPeriod`,
+    /// or longer when the page was large for `maxFetchRate`.
+    fn call_gap(&self, bytes: usize) -> Duration {
+        let rated = bytes as f64 / self.max_fetch_rate;
+        if rated.is_finite() && rated > 0.0 {
+            self.min_fetch_period
+                .max(Duration::from_secs_f64(rated.min(3600.0)))
+        } else {
+            self.min_fetch_period
+        }
+    }
+
     async fn pace(&mut self) {
         if let Some(last) = self.last_call {
-            let next = last + self.min_fetch_period;
+            let next = last + self.call_gap(self.last_page_bytes);
             let now = Instant::now();
             if next > now {
                 tokio::time::sleep(next - now).await;
@@ -235,6 +255,10 @@ impl ShardReader {
             }
             out.millis_behind = page.millis_behind_latest();
             let records = page.records();
+            self.last_page_bytes = records
+                .iter()
+                .map(|r| r.data().as_ref().len() + r.partition_key().map_or(0, str::len))
+                .sum();
             let mut stopped = false;
             for r in records {
                 let seq = r.sequence_number().to_string();
@@ -303,5 +327,26 @@ impl ShardReader {
         self.fetch_size = (self.fetch_size / 2).max(1);
         tracing::warn!(stream = %self.stream.id, shard = %self.shard, fetch_size = self.fetch_size, "{RATE_LIMIT_MESSAGE}");
         tokio::time::sleep(self.throttle_pause).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::StreamKeying;
+
+    #[test]
+    fn max_fetch_rate_spaces_calls_after_large_pages() {
+        let stream = StreamRef {
+            keying: StreamKeying::Names,
+            id: "s".into(),
+        };
+        let mut r = ShardReader::new(stream, "shard".into(), 100, Duration::from_millis(200));
+        assert_eq!(r.call_gap(10 << 20), Duration::from_millis(200), "no limit by default");
+        r.max_fetch_rate = 1_048_576.0; // 1 MB/s
+        assert_eq!(r.call_gap(0), Duration::from_millis(200));
+        assert_eq!(r.call_gap(2 << 20), Duration::from_secs(2), "2 MiB at 1 MiB/s");
+        assert_eq!(r.call_gap(100 << 10), Duration::from_millis(200), "minFetchPeriod still holds");
+        assert_eq!(r.twin().call_gap(2 << 20), Duration::from_secs(2), "a twin keeps the rate");
     }
 }

@@ -39,11 +39,9 @@ use crate::position::InitialPosition;
 use crate::prefetch::{Held, Prefetch};
 use crate::range_stream::{self, Piece, RangeParts};
 use crate::reader::{ShardReader, Stop};
-use crate::rows::{to_batches, ShardRecords};
+use crate::rows::ShardRecords;
 use crate::schema::kinesis_schema;
 
-/// How often the shard list and stream identity are refreshed while planning.
-const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug)]
 struct Planned {
@@ -230,7 +228,7 @@ impl KinesisSource {
                 || self
                     .last_refresh
                     .get(&id)
-                    .is_none_or(|t| t.elapsed() >= REFRESH_INTERVAL)
+                    .is_none_or(|t| t.elapsed() >= self.config.shard_fetch_interval)
                 || next
                     .streams
                     .get(&id)
@@ -239,6 +237,7 @@ impl KinesisSource {
                 continue;
             }
             let stream = self.stream_ref(&id);
+            self.metrics.shard_list_refreshes += 1;
             let info = planner::describe_stream(client, &stream).await?;
             let was = next.streams.get(&id).and_then(|s| s.created_ms);
             match info {
@@ -286,6 +285,7 @@ impl KinesisSource {
                 self.config.min_fetch_period,
             );
             r.throttle_pause = self.throttle_pause;
+            r.max_fetch_rate = self.config.max_fetch_rate;
             r
         })
     }
@@ -624,7 +624,11 @@ impl Source for KinesisSource {
                     .into_iter()
                     .filter(|s| !lost.contains(&s.stream))
                     .collect();
-                return Ok(batch_stream(to_batches(&self.schema, &kept)?));
+                return Ok(batch_stream(crate::coalesce::planned_batches(
+                    &self.schema,
+                    &kept,
+                    self.config.coalesce,
+                )?));
             }
         }
         // A replay: fetch every shard from its start position up to its end sequence number.
