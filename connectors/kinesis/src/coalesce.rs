@@ -88,8 +88,12 @@ fn mixed_batch(schema: &SchemaRef, rows: &[(&str, &str, &FetchedRecord)]) -> Res
         Arc::new(BinaryArray::from_iter_values(
             rows.iter().map(|(_, _, r)| r.data.as_slice()),
         )),
-        Arc::new(StringArray::from_iter_values(rows.iter().map(|(s, _, _)| *s))),
-        Arc::new(StringArray::from_iter_values(rows.iter().map(|(_, h, _)| *h))),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|(s, _, _)| *s),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|(_, h, _)| *h),
+        )),
         Arc::new(StringArray::from_iter_values(
             rows.iter().map(|(_, _, r)| r.sequence.as_str()),
         )),
@@ -148,15 +152,24 @@ mod tests {
     fn small_blocks_are_coalesced_across_shards_in_the_same_order() {
         let schema = kinesis_schema();
         let shards: Vec<ShardRecords> = (0..5).map(|i| shard(&format!("s{i}"), 3, 10)).collect();
-        let off = Coalesce { threshold: 0, bin: 128_000_000 };
+        let off = Coalesce {
+            threshold: 0,
+            bin: 128_000_000,
+        };
         let plain = planned_batches(&schema, &shards, off).unwrap();
         assert_eq!(plain.len(), 5, "one block per shard without coalescing");
-        let defaults = Coalesce { threshold: 10_000_000, bin: 128_000_000 };
+        let defaults = Coalesce {
+            threshold: 10_000_000,
+            bin: 128_000_000,
+        };
         let merged = planned_batches(&schema, &shards, defaults).unwrap();
         assert_eq!(merged.len(), 1, "15 small records in one batch");
         assert_eq!(rows(&merged), rows(&plain), "same rows, same order");
         // A bin of 40 bytes: records of 12 bytes reach it after 4.
-        let small_bin = Coalesce { threshold: 10_000_000, bin: 40 };
+        let small_bin = Coalesce {
+            threshold: 10_000_000,
+            bin: 40,
+        };
         let binned = planned_batches(&schema, &shards, small_bin).unwrap();
         assert_eq!(
             binned.iter().map(|b| b.num_rows()).collect::<Vec<_>>(),
@@ -170,7 +183,10 @@ mod tests {
         let schema = kinesis_schema();
         let shards: Vec<ShardRecords> = (0..3).map(|i| shard(&format!("s{i}"), 2, 1000)).collect();
         // Blocks of ~2 KB against a 1 KB threshold: not coalesced.
-        let c = Coalesce { threshold: 1000, bin: 128_000_000 };
+        let c = Coalesce {
+            threshold: 1000,
+            bin: 128_000_000,
+        };
         assert_eq!(planned_batches(&schema, &shards, c).unwrap().len(), 3);
         assert_eq!(blocks(&shards), (3, 3 * 2 * 1002));
     }

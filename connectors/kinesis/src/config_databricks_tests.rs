@@ -66,14 +66,21 @@ fn sts_endpoint_goes_with_role_arn() {
         Some("https://sts.eu-west-1.amazonaws.com/")
     );
     let msg = refused(
-        &[("streamName", "a"), ("stsEndpoint", "https://sts.amazonaws.com")],
+        &[
+            ("streamName", "a"),
+            ("stsEndpoint", "https://sts.amazonaws.com"),
+        ],
         ErrorCode::ConflictingOptions,
         "stsEndpoint",
     );
     assert!(msg.contains("roleArn"), "{msg}");
     let role = ("roleArn", "arn:aws:iam::123456789012:role/r");
     let msg = refused(
-        &[("streamName", "a"), role, ("stsEndpoint", "sts.amazonaws.com")],
+        &[
+            ("streamName", "a"),
+            role,
+            ("stsEndpoint", "sts.amazonaws.com"),
+        ],
         ErrorCode::InvalidOption,
         "stsEndpoint",
     );
@@ -114,7 +121,13 @@ fn shard_fetch_interval_and_coalescing() {
     ])
     .unwrap();
     assert_eq!(c.shard_fetch_interval, Duration::from_secs(120));
-    assert_eq!(c.coalesce, Coalesce { threshold: 0, bin: 64 << 20 });
+    assert_eq!(
+        c.coalesce,
+        Coalesce {
+            threshold: 0,
+            bin: 64 << 20
+        }
+    );
     refused(
         &[("streamName", "a"), ("shardFetchInterval", "often")],
         ErrorCode::InvalidOption,
@@ -145,7 +158,10 @@ fn registered_consumers_by_name_or_arn() {
     let r = registered(&[("streamName", "a"), ("registeredConsumerId", ARN_A)]);
     assert_eq!(r.id_type, ConsumerIdType::Arn);
     let r = registered(&[
-        ("streamARN", "arn:aws:kinesis:us-east-1:123456789012:stream/a"),
+        (
+            "streamARN",
+            "arn:aws:kinesis:us-east-1:123456789012:stream/a",
+        ),
         ("registeredConsumerId", ARN_A),
     ]);
     assert_eq!(r.by_stream.len(), 1);
@@ -162,12 +178,22 @@ fn registered_consumer_refusals_name_the_option() {
     );
     assert!(msg.contains("consumerMode"), "{msg}");
     refused(
-        &[a, efo, ("registeredConsumerId", "ext"), ("consumerName", "own")],
+        &[
+            a,
+            efo,
+            ("registeredConsumerId", "ext"),
+            ("consumerName", "own"),
+        ],
         ErrorCode::ConflictingOptions,
         "registeredConsumerId",
     );
     refused(
-        &[a, efo, ("registeredConsumerId", "ext"), ("consumerNamePrefix", "p_")],
+        &[
+            a,
+            efo,
+            ("registeredConsumerId", "ext"),
+            ("consumerNamePrefix", "p_"),
+        ],
         ErrorCode::ConflictingOptions,
         "registeredConsumerId",
     );
@@ -188,12 +214,22 @@ fn registered_consumer_refusals_name_the_option() {
         "registeredConsumerIdType",
     );
     refused(
-        &[a, efo, ("registeredConsumerId", "ext"), ("registeredConsumerIdType", "id")],
+        &[
+            a,
+            efo,
+            ("registeredConsumerId", "ext"),
+            ("registeredConsumerIdType", "id"),
+        ],
         ErrorCode::InvalidOption,
         "registeredConsumerIdType",
     );
     refused(
-        &[a, efo, ("registeredConsumerId", ARN_A), ("registeredConsumerIdType", "name")],
+        &[
+            a,
+            efo,
+            ("registeredConsumerId", ARN_A),
+            ("registeredConsumerIdType", "name"),
+        ],
         ErrorCode::ConflictingOptions,
         "registeredConsumerIdType",
     );
@@ -216,12 +252,23 @@ fn registered_consumer_refusals_name_the_option() {
     );
     assert!(msg.contains("one consumer id per stream"), "{msg}");
     refused(
-        &[("streamName", "a,b"), efo, ("registeredConsumerId", &format!("ext,{ARN_B}"))],
+        &[
+            ("streamName", "a,b"),
+            efo,
+            ("registeredConsumerId", &format!("ext,{ARN_B}")),
+        ],
         ErrorCode::InvalidOption,
         "registeredConsumerId",
     );
     refused(
-        &[a, efo, ("registeredConsumerId", "arn:aws:kinesis:us-east-1:1:stream/a")],
+        &[
+            a,
+            efo,
+            (
+                "registeredConsumerId",
+                "arn:aws:kinesis:us-east-1:1:stream/a",
+            ),
+        ],
         ErrorCode::InvalidOption,
         "registeredConsumerId",
     );

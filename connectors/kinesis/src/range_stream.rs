@@ -29,7 +29,7 @@ pub(crate) enum Piece {
     Part(RecordBatch),
     /// The current range is over; `reached` says whether it was read to its end sequence number.
     RangeEnd {
-        reader: ShardReader,
+        reader: Box<ShardReader>,
         range: ShardRange,
         reached: bool,
         records: usize,
@@ -132,7 +132,7 @@ async fn read_range(
         }
     };
     tx.send(Piece::RangeEnd {
-        reader,
+        reader: Box::new(reader),
         range,
         reached,
         records,

@@ -342,11 +342,27 @@ mod tests {
             id: "s".into(),
         };
         let mut r = ShardReader::new(stream, "shard".into(), 100, Duration::from_millis(200));
-        assert_eq!(r.call_gap(10 << 20), Duration::from_millis(200), "no limit by default");
+        assert_eq!(
+            r.call_gap(10 << 20),
+            Duration::from_millis(200),
+            "no limit by default"
+        );
         r.max_fetch_rate = 1_048_576.0; // 1 MB/s
         assert_eq!(r.call_gap(0), Duration::from_millis(200));
-        assert_eq!(r.call_gap(2 << 20), Duration::from_secs(2), "2 MiB at 1 MiB/s");
-        assert_eq!(r.call_gap(100 << 10), Duration::from_millis(200), "minFetchPeriod still holds");
-        assert_eq!(r.twin().call_gap(2 << 20), Duration::from_secs(2), "a twin keeps the rate");
+        assert_eq!(
+            r.call_gap(2 << 20),
+            Duration::from_secs(2),
+            "2 MiB at 1 MiB/s"
+        );
+        assert_eq!(
+            r.call_gap(100 << 10),
+            Duration::from_millis(200),
+            "minFetchPeriod still holds"
+        );
+        assert_eq!(
+            r.twin().call_gap(2 << 20),
+            Duration::from_secs(2),
+            "a twin keeps the rate"
+        );
     }
 }

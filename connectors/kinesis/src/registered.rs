@@ -70,13 +70,11 @@ pub fn parse(p: &ParsedOptions, streams: &Streams) -> Result<Option<RegisteredCo
         Some(_) => ConsumerIdType::Arn,
         None if looks_arn => ConsumerIdType::Arn,
         None if looks_name => ConsumerIdType::Name,
-        None => {
-            return Err(invalid(
-                "registeredConsumerId",
-                &raw,
-                "all consumer names or all consumer ARNs (set registeredConsumerIdType to name or ARN)",
-            ))
-        }
+        None => return Err(invalid(
+            "registeredConsumerId",
+            &raw,
+            "all consumer names or all consumer ARNs (set registeredConsumerIdType to name or ARN)",
+        )),
     };
     match id_type {
         ConsumerIdType::Name if !looks_name => {

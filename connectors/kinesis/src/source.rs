@@ -42,7 +42,6 @@ use crate::reader::{ShardReader, Stop};
 use crate::rows::ShardRecords;
 use crate::schema::kinesis_schema;
 
-
 #[derive(Debug)]
 struct Planned {
     start: KinesisOffsets,
@@ -367,7 +366,7 @@ impl KinesisSource {
                         records,
                     } => {
                         st.readers
-                            .insert((range.stream.clone(), range.shard.clone()), reader);
+                            .insert((range.stream.clone(), range.shard.clone()), *reader);
                         if reached {
                             continue;
                         }
