@@ -40,6 +40,7 @@ pub mod config;
 mod connector;
 pub mod efo;
 mod error;
+mod loss;
 mod metrics;
 pub mod offsets;
 pub mod options;

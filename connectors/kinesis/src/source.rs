@@ -197,6 +197,24 @@ impl KinesisSource {
         Ok(())
     }
 
+    /// EFO on a restart: where each shard resumes is read by polling before subscribing
+    /// (`crate::loss::check_starts`).
+    async fn check_subscription_starts(
+        &mut self,
+        client: &Client,
+        next: &mut KinesisOffsets,
+    ) -> Result<()> {
+        let mut readers = Vec::new();
+        for (stream, s) in &next.streams {
+            for shard in s.shards.keys() {
+                if next.readable(stream, shard) {
+                    readers.push((stream.clone(), shard.clone(), self.reader(stream, shard)));
+                }
+            }
+        }
+        crate::loss::check_starts(client, next, readers, &mut self.tracker).await
+    }
+
     /// Reports a recreated or deleted stream once per creation time.
     fn report_recreated(&mut self, stream: &str, was: Option<i64>, now: Option<i64>) -> Result<()> {
         let key = (stream.to_string(), now.unwrap_or(-1));
@@ -364,22 +382,15 @@ impl KinesisSource {
                         range,
                         reached,
                         records,
+                        gap,
                     } => {
                         st.readers
                             .insert((range.stream.clone(), range.shard.clone()), *reader);
-                        if reached {
+                        let Some(event) =
+                            crate::loss::range_event(&range, reached, records, gap.as_ref())
+                        else {
                             continue;
-                        }
-                        let (stream, shard) = (&range.stream, &range.shard);
-                        let until = format!("{:?}", ShardPosition::After(range.until.clone()));
-                        let event = DataLossEvent::new(
-                            DataLossKind::ShardExpired,
-                            format!("{stream}/{shard}"),
-                            format!(
-                                "Could not read shard '{shard}' of stream '{stream}' until its end offset: the records were trimmed or the shard expired"
-                            ),
-                        )
-                        .with_positions(until, format!("{records} records from {:?}", range.from));
+                        };
                         if let Err(e) = st.tracker.report(event) {
                             st.parts.close();
                             return Some((Err(e), st));
@@ -477,11 +488,15 @@ impl Source for KinesisSource {
         let client = self.client().await?;
         let start_offsets = KinesisOffsets::from_offset(start)?;
         let mut next = start_offsets.clone();
-        if !self.restart_checked {
+        let restarting = !self.restart_checked;
+        if restarting {
             self.check_restart(&client, &mut next).await?;
             self.restart_checked = true;
         }
         self.refresh(&client, &mut next, false).await?;
+        if restarting && self.efo.is_some() {
+            self.check_subscription_starts(&client, &mut next).await?;
+        }
         crate::efo::start_hook(
             &mut self.efo,
             &client,
@@ -546,6 +561,11 @@ impl Source for KinesisSource {
                     continue;
                 }
             };
+            if let Some(gap) = &fetched.resume_gap {
+                // Resumed after a record the shard no longer holds (`crate::loss`).
+                self.tracker
+                    .report(crate::loss::resume_event(&stream, &shard, gap))?;
+            }
             if let Some(ms) = fetched.millis_behind {
                 self.metrics
                     .behind
@@ -730,6 +750,8 @@ impl tributary_sdk::StreamingSource for KinesisSource {
         if !self.restart_checked {
             // A restart straight into real-time mode: the same rules as a micro-batch restart.
             self.check_restart(&client, &mut offsets).await?;
+            self.check_subscription_starts(&client, &mut offsets)
+                .await?;
             self.restart_checked = true;
         }
         self.stream_start = Some((start.clone(), offsets.to_offset()?));
