@@ -16,7 +16,12 @@
 //! it too (its last record read aged out and nothing shows whether more came after it).
 //!
 //! Enhanced fan-out subscribes from a position without reading it first, so on a restart
-//! [`check_starts`] reads each resumed shard's first record by polling before subscribing.
+//! [`check_starts`] reads each resumed shard's first record by polling before subscribing
+//! (after the restart checks, so a recreated stream already starts at its trim horizon). There a
+//! server that refuses the sequence number outright (kinesis-mock: "Unable to find record with
+//! provided SequenceNumber") counts as not holding it. Elsewhere that answer stays what it was
+//! before, a shard no longer available (`KINESIS_COULD_NOT_READ_SHARD_UNTIL_END_OFFSET`), which
+//! also lets the planner notice a recreated stream at once.
 
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
@@ -85,6 +90,22 @@ pub(crate) fn range_event(
     }
 }
 
+/// The oldest record the shard holds (its trim horizon), `None` when it holds none.
+async fn oldest_held(client: &Client, reader: &mut ShardReader) -> Result<Option<String>> {
+    let stop = Stop {
+        records: Arc::new(AtomicI64::new(1)),
+        bytes: Arc::new(AtomicI64::new(i64::MAX)),
+        deadline: Some(Instant::now() + CHECK_WAIT),
+        until: None,
+        arrival_cutoff: None,
+        one_page: false,
+    };
+    let f = reader
+        .fetch(client, &ShardPosition::TrimHorizon, &stop)
+        .await?;
+    Ok(f.records.first().map(|r| r.sequence.clone()))
+}
+
 /// Before subscribing (enhanced fan-out) on a restart: reads by polling where each shard of
 /// `next` resumes after a record (`readers`: one per such shard, by stream and shard) and
 /// reports each trimmed one ([`resume_event`]); under `failOnDataLoss=false` that shard then
@@ -111,10 +132,16 @@ pub(crate) async fn check_starts(
                     arrival_cutoff: None,
                     one_page: false,
                 };
-                let gap = reader
-                    .fetch(client, &from, &stop)
-                    .await
-                    .map(|f| f.resume_gap);
+                let gap = match reader.fetch(client, &from, &stop).await {
+                    Ok(f) => match (f.resume_gap, f.record_not_held) {
+                        (Some(g), _) => Ok(Some(g)),
+                        (None, Some(after)) => oldest_held(client, &mut reader)
+                            .await
+                            .map(|first_held| Some(ResumeGap { after, first_held })),
+                        (None, None) => Ok(None),
+                    },
+                    Err(e) => Err(e),
+                };
                 (stream, shard, gap)
             })
         });

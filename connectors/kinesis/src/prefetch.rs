@@ -357,6 +357,7 @@ impl Prefetch {
                 millis_behind: st.millis_behind,
                 reached_until: false,
                 resume_gap: st.gap.take(),
+                record_not_held: None,
             };
             drop(st);
             if let Some(pos) = &fetched.position {

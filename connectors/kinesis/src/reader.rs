@@ -79,6 +79,9 @@ pub(crate) struct Fetched {
     pub not_found: bool,
     /// The record the read resumed after is no longer held (see [`ResumeGap`]).
     pub resume_gap: Option<ResumeGap>,
+    /// With `not_found`: the server said it holds no record with this sequence number (the
+    /// one the read resumed after) rather than that the shard is gone.
+    pub record_not_held: Option<String>,
 }
 
 /// A read that resumed after a record the shard no longer holds: it was trimmed (retention),
@@ -198,20 +201,6 @@ impl ShardReader {
                     }
                     Err(e) => {
                         let e = ApiError::from_sdk(e);
-                        if e.failure == ApiFailure::NotFound && e.message.contains("SequenceNumber")
-                        {
-                            // The server says it does not hold that record (kinesis-mock:
-                            // "Unable to find record with provided SequenceNumber"): read from
-                            // the oldest record held; its first record shows the gap.
-                            tracing::debug!(stream = %self.stream.id, shard = %self.shard, error = %e, "the record to resume after is not held; reading from the trim horizon");
-                            self.verify = Some(seq.clone());
-                            let out = req()
-                                .shard_iterator_type(ShardIteratorType::TrimHorizon)
-                                .send()
-                                .await
-                                .map_err(ApiError::from_sdk)?;
-                            return Ok(out.shard_iterator().unwrap_or_default().to_string());
-                        }
                         if e.failure != ApiFailure::Other {
                             return Err(e);
                         }
@@ -268,6 +257,13 @@ impl ShardReader {
                 None => match self.iterator(client, &position).await {
                     Ok(it) => it,
                     Err(e) if e.failure == ApiFailure::NotFound => {
+                        // kinesis-mock: "Unable to find record with provided SequenceNumber"
+                        // (a recreated stream, or a record it never wrote).
+                        if let ShardPosition::After(seq) = &position {
+                            if e.message.contains("SequenceNumber") {
+                                out.record_not_held = Some(seq.clone());
+                            }
+                        }
                         out.not_found = true;
                         break;
                     }

@@ -9,7 +9,10 @@
 //! - `maxFetchRate`: bytes per second per shard (kinesis-mock);
 //! - `shardFetchInterval`: how often the shard list is polled (kinesis-mock);
 //! - `coalesceThresholdBlockSize` / `coalesceBinSize`: the blocks of several shards come as one
-//!   Arrow batch by default, one per shard with coalescing off (kinesis-mock).
+//!   Arrow batch by default, one per shard with coalescing off (kinesis-mock);
+//! - and two options that were already accepted without a test of their effect:
+//!   `maxFetchDuration` (a plan still fetching is cut) and `shardsPerTask` (shards of one task
+//!   are read one after the other) (kinesis-mock).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -348,6 +351,126 @@ async fn small_blocks_of_several_shards_are_coalesced_into_one_batch() {
     assert!(
         off.iter().any(|(_, b)| *b > 1),
         "one batch per shard without coalescing: {off:?}"
+    );
+    delete_stream(&client, &stream).await;
+}
+
+/// Puts `n` records of 64 KiB on every shard of `stream` (each shard addressed by its starting
+/// hash key).
+async fn fill_shards(client: &aws_sdk_kinesis::Client, stream: &str, n: usize) {
+    let shards = client
+        .list_shards()
+        .stream_name(stream)
+        .send()
+        .await
+        .unwrap();
+    for shard in shards.shards() {
+        let hash = shard
+            .hash_key_range()
+            .unwrap()
+            .starting_hash_key()
+            .to_string();
+        for _ in 0..n {
+            let out = client
+                .put_record()
+                .stream_name(stream)
+                .partition_key("k")
+                .explicit_hash_key(&hash)
+                .data(Blob::new(vec![b'x'; 64 * 1024]))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(out.shard_id(), shard.shard_id());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_fetch_duration_cuts_a_plan_that_is_still_fetching() {
+    if !available(Server::Mock) {
+        return;
+    }
+    let client = raw_client(Server::Mock).await;
+    let stream = create_stream(&client, "fetchduration", 1).await;
+    fill_shards(&client, &stream, 16).await;
+    // Pages of 4 records (256 KiB) at 0.25 MiB/s: one page a second; 16 records take 4 s.
+    let paced = [
+        ("maxRecordsPerFetch", "4"),
+        ("minFetchPeriod", "100ms"),
+        ("maxFetchRate", "0.25"),
+    ];
+    let mut rows_planned = Vec::new();
+    for duration in ["1500ms", "30s"] {
+        let mut extra = paced.to_vec();
+        extra.push(("maxFetchDuration", duration));
+        let mut s = source(&source_options(Server::Mock, &stream, &extra));
+        let start = s.initial_offset().await.unwrap();
+        // availableNow plans by fetching page after page until caught up or maxFetchDuration.
+        s.prepare_available_now().await.unwrap();
+        let t0 = Instant::now();
+        let end = s.latest_offset(&start, &ReadLimit::All).await.unwrap();
+        let took = t0.elapsed();
+        let n: usize = s
+            .read(&start, &end)
+            .await
+            .unwrap()
+            .iter()
+            .map(|b| b.num_rows())
+            .sum();
+        println!("maxFetchDuration {duration}: first plan {n} records in {took:?}");
+        rows_planned.push((n, took));
+        s.stop().await.unwrap();
+    }
+    let (cut, cut_took) = rows_planned[0];
+    let (whole, _) = rows_planned[1];
+    assert!(
+        (4..16).contains(&cut),
+        "cut after about 1.5 s: {rows_planned:?}"
+    );
+    assert!(cut_took < Duration::from_millis(3500), "{rows_planned:?}");
+    assert_eq!(whole, 16, "{rows_planned:?}");
+    delete_stream(&client, &stream).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_per_task_reads_that_many_shards_one_after_the_other() {
+    if !available(Server::Mock) {
+        return;
+    }
+    let client = raw_client(Server::Mock).await;
+    let stream = create_stream(&client, "pertask", 4).await;
+    fill_shards(&client, &stream, 2).await;
+    // Plan the whole range once, then replay it (a restart) with 1 and 4 shards per task.
+    let mut planner = source(&source_options(Server::Mock, &stream, &[]));
+    let start = planner.initial_offset().await.unwrap();
+    let (_, end) = drain(planner.as_mut(), start.clone(), 8, Duration::from_secs(30)).await;
+    planner.stop().await.unwrap();
+    // One record per page, 64 KiB at 0.0625 MiB/s: a second between the two pages of a shard.
+    let mut took = Vec::new();
+    for per_task in ["1", "4"] {
+        let mut s = source(&source_options(
+            Server::Mock,
+            &stream,
+            &[
+                ("shardsPerTask", per_task),
+                ("maxRecordsPerFetch", "1"),
+                ("minFetchPeriod", "100ms"),
+                ("maxFetchRate", "0.0625"),
+            ],
+        ));
+        let t0 = Instant::now();
+        let got = s.read(&start, &end).await.unwrap();
+        took.push(t0.elapsed());
+        assert_eq!(got.iter().map(|b| b.num_rows()).sum::<usize>(), 8);
+        s.stop().await.unwrap();
+    }
+    println!(
+        "replay of 4 shards x 2 pages: shardsPerTask 1 {:?}, 4 {:?}",
+        took[0], took[1]
+    );
+    assert!(
+        took[1] >= took[0] + Duration::from_millis(2000),
+        "4 shards in one task wait out each shard's gap in turn: {took:?}"
     );
     delete_stream(&client, &stream).await;
 }

@@ -5,9 +5,9 @@
 //! kinesalite (`tests/resume_check.rs`). What kinesis-mock does report, distinctly:
 //! GetShardIterator AT_ or AFTER_SEQUENCE_NUMBER with a sequence number it never wrote (one
 //! below the shard's first record) is `ResourceNotFoundException` "Unable to find record with
-//! provided SequenceNumber" (before this check the source took that for a vanished shard).
-//! The source takes it as "the record is not held" and reads from the trim horizon, whose
-//! first record shows the gap. **Fault injection:** a checkpoint whose position is after such a
+//! provided SequenceNumber" — which polling takes, as before, for a shard no longer available
+//! (it is also what a recreated stream answers); the enhanced fan-out restart check takes it
+//! as "the record is not held" and names the trim horizon's first record. **Fault injection:** a checkpoint whose position is after such a
 //! sequence number stands for "the record the checkpoint resumes after was trimmed". It
 //! exercises the enhanced fan-out path, which kinesalite lacks: before subscribing, a restart
 //! reads where each shard resumes by polling.
