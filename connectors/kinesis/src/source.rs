@@ -750,6 +750,7 @@ impl tributary_sdk::StreamingSource for KinesisSource {
         if !self.restart_checked {
             // A restart straight into real-time mode: the same rules as a micro-batch restart.
             self.check_restart(&client, &mut offsets).await?;
+            self.refresh(&client, &mut offsets, true).await?;
             self.check_subscription_starts(&client, &mut offsets)
                 .await?;
             self.restart_checked = true;
