@@ -5,7 +5,8 @@
 //!   no AWS account needed);
 //! - `registeredConsumerId` / `registeredConsumerIdType`: EFO reads through a consumer
 //!   registered outside the query, by name and by ARN, registers none of its own and leaves it
-//!   registered on stop; a missing one is refused naming the option (kinesis-mock);
+//!   registered on stop; a missing one is refused naming the option, and one deleted from
+//!   outside while read is not registered again: the read fails naming the option (kinesis-mock);
 //! - `maxFetchRate`: bytes per second per shard (kinesis-mock);
 //! - `shardFetchInterval`: how often the shard list is polled (kinesis-mock);
 //! - `coalesceThresholdBlockSize` / `coalesceBinSize`: the blocks of several shards come as one
@@ -472,5 +473,70 @@ async fn shards_per_task_reads_that_many_shards_one_after_the_other() {
         took[1] >= took[0] + Duration::from_millis(2000),
         "4 shards in one task wait out each shard's gap in turn: {took:?}"
     );
+    delete_stream(&client, &stream).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registered_consumer_deleted_from_outside_is_not_registered_again() {
+    if !available(Server::Mock) {
+        return;
+    }
+    let client = raw_client(Server::Mock).await;
+    let stream = create_stream(&client, "registeredgone", 1).await;
+    let stream_arn = consumers::stream_arn(&client, &consumers::stream_ref(&stream))
+        .await
+        .unwrap();
+    consumers::register(&client, &stream_arn, "ext-gone", Duration::from_secs(30))
+        .await
+        .unwrap();
+    let opts = source_options(
+        Server::Mock,
+        &stream,
+        &[
+            ("consumerMode", "efo"),
+            ("minFetchPeriod", "300ms"),
+            ("registeredConsumerId", "ext-gone"),
+        ],
+    );
+    // kinesis-mock keeps pushing to a deregistered consumer's open subscription; renewing every
+    // 2 s makes the next SubscribeToShard meet the deletion (as in tests/efo.rs).
+    std::env::set_var(tributary_kinesis::efo::RENEW_ENV, "2000");
+    let mut s = efo_source(&opts, "registered-gone");
+    std::env::remove_var(tributary_kinesis::efo::RENEW_ENV);
+    let start = s.initial_offset().await.unwrap();
+    put(&client, &stream, "k", &values("before", 3)).await;
+    let (b, mut at) = drain(s.as_mut(), start, 3, Duration::from_secs(20)).await;
+    assert_eq!(data(&b), values("before", 3));
+    consumers::deregister(&client, &stream_arn, "ext-gone", Duration::from_secs(30))
+        .await
+        .unwrap();
+    put(&client, &stream, "k", &values("after", 3)).await;
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let e = loop {
+        assert!(Instant::now() < deadline, "the deletion was never noticed");
+        match s.latest_offset(&at, &ReadLimit::All).await {
+            Err(e) => break e,
+            Ok(end) if end != at => {
+                s.read(&at, &end).await.unwrap();
+                at = end;
+            }
+            Ok(_) => tokio::time::sleep(Duration::from_millis(300)).await,
+        }
+    };
+    println!("registered consumer deleted from outside: {e}");
+    assert_eq!(
+        e.context_value("option"),
+        Some("registeredConsumerId"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("never registers it again"), "{e}");
+    assert!(
+        consumers::list(&client, &stream_arn)
+            .await
+            .unwrap()
+            .is_empty(),
+        "the query registered no consumer in its place"
+    );
+    s.stop().await.unwrap();
     delete_stream(&client, &stream).await;
 }
