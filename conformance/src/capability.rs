@@ -28,6 +28,11 @@ pub enum Capability {
     RateLimit,
     /// The fixture can cause this kind of data loss ([`crate::Fixture::cause_data_loss`]).
     DataLoss(DataLossKind),
+    /// The fixture can age out records while no source runs, as retention does
+    /// ([`crate::Fixture::age_out`]), and the connector reports a committed position the system
+    /// no longer holds as this kind (Kafka below the earliest offset, Kinesis older than the
+    /// trim horizon).
+    ResumeDataLoss(DataLossKind),
     /// Malformed records decode to null and are counted; `FAILFAST` stops.
     PermissiveDecoding,
     /// Enhanced fan-out consumers that the fixture can list.
@@ -45,6 +50,7 @@ impl fmt::Display for Capability {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Capability::DataLoss(k) => write!(f, "DataLoss({})", k.code()),
+            Capability::ResumeDataLoss(k) => write!(f, "ResumeDataLoss({})", k.code()),
             other => write!(f, "{other:?}"),
         }
     }

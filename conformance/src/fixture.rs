@@ -219,6 +219,14 @@ pub trait Fixture: Send + Sync {
         Err(unsupported(self.name(), "cause data loss"))
     }
 
+    /// Makes every record produced to `target` so far unavailable, the way retention does
+    /// while no source runs (records put, pipeline stopped, retention passed); records produced
+    /// afterwards stay ([`Capability::ResumeDataLoss`]).
+    async fn age_out(&mut self, target: &str) -> Result<()> {
+        let _ = target;
+        Err(unsupported(self.name(), "age out records"))
+    }
+
     /// Deletes a target.
     async fn delete_target(&mut self, target: &str) -> Result<()> {
         let _ = target;

@@ -34,8 +34,8 @@ async fn the_generator_runs_every_case_it_has_capabilities_for() {
         .filter(|c| c.status == CaseStatus::Skipped)
         .map(|c| c.name.as_str())
         .collect();
-    // The generator reads one target, has no secret, plans no input partitions (so nothing to rescale) and has no EFO
-    // consumer: nothing else skips.
+    // The generator reads one target, has no secret, plans no input partitions (so nothing to rescale), cannot age
+    // records out while stopped and has no EFO consumer: nothing else skips.
     assert_eq!(
         skipped,
         [
@@ -43,6 +43,8 @@ async fn the_generator_runs_every_case_it_has_capabilities_for() {
             "subscribe_pattern_includes_new_target",
             "input_partitions_cover_range",
             "rescale_reads_same_rows",
+            "resume_position_lost_true",
+            "resume_position_lost_false",
             "secrets_hidden",
             "efo_consumer_registered_active",
             "efo_consumer_reused_by_name",

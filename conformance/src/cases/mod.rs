@@ -15,6 +15,7 @@ mod metadata;
 pub mod option_checks;
 mod partitions;
 mod reading;
+mod resume;
 mod scaling;
 mod streaming;
 mod subscription;
@@ -44,6 +45,7 @@ pub use partitions::input_partitions_cover_range;
 pub use reading::{
     read_range_determinism, replay_after_restart, starting_earliest, starting_latest,
 };
+pub use resume::{resume_position_lost_false, resume_position_lost_true};
 pub use scaling::{more_readers_than_partitions, rescale_reads_same_rows};
 pub use streaming::streaming_replay_matches;
 pub use subscription::{assign_partitions, subscribe_list, subscribe_pattern_includes_new_target};
@@ -143,6 +145,10 @@ macro_rules! __source_cases {
                 "with failOnDataLoss=true each declared data-loss kind fails with its code",
             fail_on_data_loss_false: []
                 "with failOnDataLoss=false each declared data-loss kind is counted and skipped",
+            resume_position_lost_true: []
+                "with failOnDataLoss=true a committed position aged out while stopped fails with the declared code",
+            resume_position_lost_false: []
+                "with failOnDataLoss=false a committed position aged out while stopped is counted; reading goes on from the oldest record held",
             permissive_decoding: [PermissiveDecoding]
                 "a malformed record becomes a null payload and a counter; the stream goes on",
             failfast_decoding_stops: [PermissiveDecoding]

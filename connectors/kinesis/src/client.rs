@@ -56,9 +56,18 @@ pub async fn build_client(
     let base = loader.load().await;
     let mut builder = aws_sdk_kinesis::config::Builder::from(&base);
     if let Some(role) = &settings.assume_role {
+        // stsEndpoint: the STS client is built from this configuration alone.
+        let sts_config = match &role.sts_endpoint {
+            Some(e) => base
+                .clone()
+                .into_builder()
+                .endpoint_url(e.trim_end_matches('/'))
+                .build(),
+            None => base.clone(),
+        };
         let mut provider = AssumeRoleProvider::builder(role.role_arn.clone())
             .session_name(role.session_name.clone())
-            .configure(&base);
+            .configure(&sts_config);
         if let Some(id) = &role.external_id {
             provider = provider.external_id(id.clone());
         }

@@ -15,6 +15,8 @@ use tributary_sdk::{Error, ErrorCode, OptionSpec, ParsedOptions, Result, Secret}
 
 use crate::options as o;
 use crate::position::{parse_initial_position, InitialPosition};
+use crate::registered;
+pub use crate::registered::{ConsumerIdType, RegisteredConsumers};
 
 pub use crate::options::{connection_option_specs, DEFAULT_CONSUMER_NAME_PREFIX};
 
@@ -67,6 +69,8 @@ pub struct AssumeRole {
     pub external_id: Option<String>,
     /// The session name.
     pub session_name: String,
+    /// stsEndpoint: the STS endpoint the role is assumed through (default: the SDK's).
+    pub sts_endpoint: Option<String>,
 }
 
 /// Region, endpoint, credentials and trust store, secrets unresolved.
@@ -123,33 +127,24 @@ impl ConnectionSettings {
                         "an IAM role ARN (arn:aws:iam::123456789012:role/name)",
                     ));
                 }
+                let sts_endpoint = o::STS_ENDPOINT.get(p)?.filter(|s| !s.trim().is_empty());
+                if let Some(e) = &sts_endpoint {
+                    check_endpoint_url("stsEndpoint", e)?;
+                }
                 Some(AssumeRole {
                     role_arn: arn,
                     external_id: o::ROLE_EXTERNAL_ID.get(p)?,
                     session_name: o::ROLE_SESSION_NAME
                         .get(p)?
                         .unwrap_or_else(|| "tributary-kinesis".to_string()),
+                    sts_endpoint,
                 })
             }
             None => None,
         };
         let endpoint = o::ENDPOINT.get(p)?.filter(|s| !s.trim().is_empty());
         if let Some(e) = &endpoint {
-            if !(e.starts_with("https://") || e.starts_with("http://")) {
-                return Err(invalid(
-                    "endpoint",
-                    e,
-                    "a URL starting with https:// or http://",
-                ));
-            }
-            if tributary_sdk::redact::mask_url_userinfo(e) != e.as_str() {
-                // The message shows the URL masked (Error masks user information).
-                return Err(invalid(
-                    "endpoint",
-                    e,
-                    "a URL without user information (give credentials with awsAccessKey / awsSecretKey, a profile or roleArn)",
-                ));
-            }
+            check_endpoint_url("endpoint", e)?;
         }
         let ca_file = o::TRUSTSTORE_LOCATION.get(p)?.map(PathBuf::from);
         if ca_file.is_some()
@@ -171,6 +166,26 @@ impl ConnectionSettings {
             ca_file,
         })
     }
+}
+
+/// Checks an endpoint URL option: http(s), no user information.
+fn check_endpoint_url(option: &str, e: &str) -> Result<()> {
+    if !(e.starts_with("https://") || e.starts_with("http://")) {
+        return Err(invalid(
+            option,
+            e,
+            "a URL starting with https:// or http://",
+        ));
+    }
+    if tributary_sdk::redact::mask_url_userinfo(e) != e {
+        // The message shows the URL masked (Error masks user information).
+        return Err(invalid(
+            option,
+            e,
+            "a URL without user information (give credentials with awsAccessKey / awsSecretKey, a profile or roleArn)",
+        ));
+    }
+    Ok(())
 }
 
 /// How streams are named: the two forms cannot be mixed across restarts.
@@ -218,6 +233,8 @@ pub enum ConsumerNaming {
     Explicit(String),
     /// consumerNamePrefix + the pipeline id.
     Prefix(String),
+    /// registeredConsumerId: consumers registered outside the query, one per stream.
+    Registered(RegisteredConsumers),
 }
 
 /// EFO options.
@@ -254,6 +271,21 @@ pub struct SourceConfig {
     pub shards_per_task: usize,
     /// fetchBufferSize in bytes.
     pub fetch_buffer_size: u64,
+    /// maxFetchRate, in bytes per second per shard.
+    pub max_fetch_rate: f64,
+    /// shardFetchInterval.
+    pub shard_fetch_interval: Duration,
+    /// coalesceThresholdBlockSize and coalesceBinSize, in bytes.
+    pub coalesce: Coalesce,
+}
+
+/// When the blocks of a planned batch are coalesced, and into what size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Coalesce {
+    /// coalesceThresholdBlockSize: coalesce when the average block is smaller (0: never).
+    pub threshold: u64,
+    /// coalesceBinSize: the size a coalesced batch grows to.
+    pub bin: u64,
 }
 
 impl SourceConfig {
@@ -268,16 +300,27 @@ impl SourceConfig {
             check_consumer_name_chars("consumerNamePrefix", &prefix, 127)?;
         }
         let consumer_mode = if efo {
-            let naming = match o::CONSUMER_NAME.get(p)? {
-                Some(name) => {
+            let require_deregistration = o::REQUIRE_CONSUMER_DEREGISTRATION.get(p)?;
+            let naming = match (registered::parse(p, &streams)?, o::CONSUMER_NAME.get(p)?) {
+                (Some(r), _) => {
+                    if require_deregistration {
+                        return Err(conflicting(
+                            "requireConsumerDeregistration",
+                            "registeredConsumerId",
+                            "cannot be true with 'registeredConsumerId': a consumer registered outside the query is never deregistered by it",
+                        ));
+                    }
+                    ConsumerNaming::Registered(r)
+                }
+                (None, Some(name)) => {
                     validate_consumer_name("consumerName", &name)?;
                     ConsumerNaming::Explicit(name)
                 }
-                None => ConsumerNaming::Prefix(prefix.clone()),
+                (None, None) => ConsumerNaming::Prefix(prefix.clone()),
             };
             ConsumerMode::Efo(EfoSettings {
                 naming,
-                require_deregistration: o::REQUIRE_CONSUMER_DEREGISTRATION.get(p)?,
+                require_deregistration,
                 prefix,
             })
         } else {
@@ -299,6 +342,18 @@ impl SourceConfig {
                 "at least 1mb (one Kinesis record can be 1 MiB)",
             ));
         }
+        let max_fetch_rate = parse_rate(&o::MAX_FETCH_RATE.get(p)?)?;
+        let coalesce = Coalesce {
+            threshold: o::COALESCE_THRESHOLD_BLOCK_SIZE.get(p)?,
+            bin: o::COALESCE_BIN_SIZE.get(p)?,
+        };
+        if coalesce.bin == 0 {
+            return Err(invalid(
+                "coalesceBinSize",
+                "0",
+                "a size above zero such as 128000000 (turn coalescing off with coalesceThresholdBlockSize = 0)",
+            ));
+        }
         Ok(SourceConfig {
             connection,
             streams,
@@ -310,7 +365,25 @@ impl SourceConfig {
             max_records_per_fetch: o::MAX_RECORDS_PER_FETCH.get(p)? as i32,
             shards_per_task: o::SHARDS_PER_TASK.get(p)? as usize,
             fetch_buffer_size,
+            max_fetch_rate,
+            shard_fetch_interval: o::SHARD_FETCH_INTERVAL.get(p)?,
+            coalesce,
         })
+    }
+}
+
+/// Bytes per MB of `maxFetchRate` (Kinesis' own limits count MiB).
+pub const FETCH_RATE_UNIT: f64 = 1_048_576.0;
+
+/// `maxFetchRate` (MB per second, decimal) in bytes per second.
+fn parse_rate(text: &str) -> Result<f64> {
+    match text.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r * FETCH_RATE_UNIT),
+        _ => Err(invalid(
+            "maxFetchRate",
+            text,
+            "a decimal number of MB per second above 0, such as 1.0 (Kinesis serves 2 per shard)",
+        )),
     }
 }
 
@@ -502,3 +575,7 @@ fn missing_pair(missing: &str, given: &str) -> Error {
 #[cfg(test)]
 #[path = "config_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "config_databricks_tests.rs"]
+mod databricks_tests;

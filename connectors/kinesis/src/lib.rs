@@ -16,7 +16,9 @@
 //! - **Data loss is never silent.** Trimmed records, recreated streams and streams removed on
 //!   restart fail with `KINESIS_COULD_NOT_READ_SHARD_UNTIL_END_OFFSET` /
 //!   `KINESIS_SOURCE_STREAMS_REMOVED_ON_RESTART`, or with `failOnDataLoss=false` are logged,
-//!   counted (`dataLoss.*` metrics) and skipped.
+//!   counted (`dataLoss.*` metrics) and skipped. Every read also checks where it resumes: a
+//!   position after a record the shard no longer holds (aged out while the pipeline was
+//!   stopped) is `DATA_LOSS.START_OFFSET_RESET`, or counted and read on from the trim horizon.
 //! - **Sink: at-least-once.** A batch replayed after a crash is written again.
 //!
 //! ## Example
@@ -34,11 +36,13 @@
 //! ```
 
 pub mod client;
+mod coalesce;
 pub mod commands;
 pub mod config;
 mod connector;
 pub mod efo;
 mod error;
+mod loss;
 mod metrics;
 pub mod offsets;
 pub mod options;
@@ -48,6 +52,7 @@ pub mod position;
 mod prefetch;
 mod range_stream;
 mod reader;
+pub mod registered;
 mod rows;
 pub mod schema;
 pub mod sink;

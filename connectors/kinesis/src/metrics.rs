@@ -19,6 +19,9 @@ pub(crate) struct KinesisMetrics {
     pub active_shards: u64,
     /// Times throttled since start.
     pub throttled: u64,
+    /// Shard-list refreshes (DescribeStreamSummary + ListShards per stream) since start,
+    /// spaced by shardFetchInterval.
+    pub shard_list_refreshes: u64,
 }
 
 impl KinesisMetrics {
@@ -55,6 +58,10 @@ impl KinesisMetrics {
         m.insert("numBytesPlanned".into(), self.planned_bytes.into());
         m.insert("numActiveShards".into(), self.active_shards.into());
         m.insert("numThrottled".into(), self.throttled.into());
+        m.insert(
+            "numShardListRefreshes".into(),
+            self.shard_list_refreshes.into(),
+        );
         tracker.write_metrics(&mut m);
         m
     }

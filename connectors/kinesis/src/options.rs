@@ -53,6 +53,12 @@ pub const ROLE_SESSION_NAME: OptionDecl<Text> = decl::text(
     "Session name used when assuming roleArn (default: tributary-kinesis).",
 )
 .conflicts(ONLY_WITH_ROLE);
+/// stsEndpoint.
+pub const STS_ENDPOINT: OptionDecl<Text> = decl::text(
+    "stsEndpoint",
+    "STS endpoint URL that roleArn is assumed through (a VPC or regional STS endpoint); default: the AWS SDK's STS endpoint for the region.",
+)
+.conflicts(ONLY_WITH_ROLE);
 /// serviceCredential.
 pub const SERVICE_CREDENTIAL: OptionDecl<Text> = decl::text("serviceCredential", "Name of a shared-config credential profile (~/.aws/config, ~/.aws/credentials) to take credentials from.");
 /// tls.truststore.location.
@@ -68,6 +74,7 @@ pub fn connection_option_specs() -> Vec<OptionSpec> {
         &ROLE_ARN,
         &ROLE_EXTERNAL_ID,
         &ROLE_SESSION_NAME,
+        &STS_ENDPOINT,
         &SERVICE_CREDENTIAL,
         &TRUSTSTORE_LOCATION,
     ])
@@ -122,6 +129,22 @@ pub const SHARDS_PER_TASK: OptionDecl<Int, Defaulted> = decl::int(
     "Shards one fetch task reads one after the other; the tasks run in parallel.",
 )
 .default(5);
+/// maxFetchRate.
+pub const MAX_FETCH_RATE: OptionDecl<Text, Defaulted> = decl::text("maxFetchRate", "Most MB (MiB) per second fetched from one shard with GetRecords, a decimal number above 0 (Kinesis serves 2 per shard, shared by its polling readers): after a page of N bytes the next call on that shard waits N / maxFetchRate. Polling reads, and the replays of logged ranges under efo.").default("1.0");
+/// shardFetchInterval.
+pub const SHARD_FETCH_INTERVAL: OptionDecl<Dur, Defaulted> = decl::duration(
+    "shardFetchInterval",
+    "How often the shard list (resharding) and the stream's identity are polled while planning (ListShards, DescribeStreamSummary).",
+)
+.default("1s");
+/// coalesceThresholdBlockSize.
+pub const COALESCE_THRESHOLD_BLOCK_SIZE: OptionDecl<Size, Defaulted> = decl::bytes("coalesceThresholdBlockSize", "When the planned batch's record blocks (one per shard, cut at 16k records / 4 MiB) average fewer bytes than this, they are coalesced into Arrow batches of about coalesceBinSize across shards; 0 turns coalescing off. Replays of logged ranges keep their bounded parts.").default("10000000");
+/// coalesceBinSize.
+pub const COALESCE_BIN_SIZE: OptionDecl<Size, Defaulted> = decl::bytes(
+    "coalesceBinSize",
+    "The approximate size in bytes (data + partition keys) of an Arrow batch after coalescing.",
+)
+.default("128000000");
 /// fetchBufferSize.
 pub const FETCH_BUFFER_SIZE: OptionDecl<Size, Defaulted> = decl::bytes("fetchBufferSize", "Most record bytes (data + partition key) the polling source holds: records fetched ahead in the background for every shard plus the planned batch until it is read; exceeded by at most one GetRecords page per shard. Also ends a planned batch.").default("256mb");
 const ONLY_EFO: Conflict = Conflict::only_when(
@@ -138,6 +161,23 @@ pub const CONSUMER_NAME_PREFIX: OptionDecl<Text, Defaulted> = decl::text("consum
         ONLY_EFO,
         Conflict::excludes("consumerName", "cannot be combined with 'consumerName' (the name is given whole)"),
     ]);
+/// registeredConsumerId.
+pub const REGISTERED_CONSUMER_ID: OptionDecl<Text> = decl::text("registeredConsumerId", "EFO consumer registered outside the query, used instead of registering one: a consumer name or ARN, or a comma-separated list with one per stream in the order of streamName / streamARN. The query never registers, re-registers nor deregisters it.")
+    .conflicts(&[
+        ONLY_EFO,
+        Conflict::excludes("consumerName", "cannot be combined with 'consumerName' (the consumer is the registered one)"),
+        Conflict::excludes("consumerNamePrefix", "cannot be combined with 'consumerNamePrefix' (no consumer is named or registered by the query)"),
+    ]);
+/// registeredConsumerIdType.
+pub const REGISTERED_CONSUMER_ID_TYPE: OptionDecl<OneOf> = decl::one_of(
+    "registeredConsumerIdType",
+    &["name", "ARN"],
+    "What registeredConsumerId holds: consumer names or consumer ARNs (default: ARN when the ids start with arn:, else name).",
+)
+.conflicts(&[Conflict::requires(
+    "registeredConsumerId",
+    "is only used with 'registeredConsumerId'",
+)]);
 /// requireConsumerDeregistration.
 pub const REQUIRE_CONSUMER_DEREGISTRATION: OptionDecl<Flag, Defaulted> = decl::flag(
     "requireConsumerDeregistration",
@@ -159,8 +199,14 @@ pub fn source_options() -> Vec<OptionSpec> {
         &MAX_RECORDS_PER_FETCH,
         &SHARDS_PER_TASK,
         &FETCH_BUFFER_SIZE,
+        &MAX_FETCH_RATE,
+        &SHARD_FETCH_INTERVAL,
+        &COALESCE_THRESHOLD_BLOCK_SIZE,
+        &COALESCE_BIN_SIZE,
         &CONSUMER_NAME,
         &CONSUMER_NAME_PREFIX,
+        &REGISTERED_CONSUMER_ID,
+        &REGISTERED_CONSUMER_ID_TYPE,
         &REQUIRE_CONSUMER_DEREGISTRATION,
     ])
 }

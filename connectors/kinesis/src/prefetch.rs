@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 use tributary_sdk::{Error, Result};
 
 use crate::offsets::ShardPosition;
-use crate::reader::{Fetched, FetchedRecord, ShardReader, Stop};
+use crate::reader::{Fetched, FetchedRecord, ResumeGap, ShardReader, Stop};
 
 /// Pause of a caught-up shard task when `minFetchPeriod` is shorter (no busy loop on an idle shard).
 const IDLE_PAUSE: Duration = Duration::from_millis(50);
@@ -112,6 +112,8 @@ struct Buffered {
     caught_up: bool,
     finished: bool,
     not_found: bool,
+    /// The resume check found the record the task started after trimmed.
+    gap: Option<ResumeGap>,
     millis_behind: Option<i64>,
     throttled: u64,
     error: Option<Error>,
@@ -218,6 +220,9 @@ impl Task {
         st.caught_up = fetched.millis_behind == Some(0);
         st.finished = fetched.finished;
         st.not_found = fetched.not_found;
+        if let Some(g) = fetched.resume_gap {
+            st.gap.get_or_insert(g);
+        }
         // Counted under the lock: a buffer dropped meanwhile (closed) released what it held.
         self.budget.add(bytes);
         if fetched.finished || fetched.not_found {
@@ -351,6 +356,8 @@ impl Prefetch {
                 not_found: drained && st.not_found,
                 millis_behind: st.millis_behind,
                 reached_until: false,
+                resume_gap: st.gap.take(),
+                record_not_held: None,
             };
             drop(st);
             if let Some(pos) = &fetched.position {

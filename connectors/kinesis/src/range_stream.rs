@@ -20,7 +20,7 @@ use tributary_sdk::{Error, ErrorCode};
 
 use crate::offsets::ShardPosition;
 use crate::partitions::ShardRange;
-use crate::reader::{ShardReader, Stop};
+use crate::reader::{ResumeGap, ShardReader, Stop};
 use crate::rows::shard_parts;
 
 /// What a group task sends.
@@ -29,10 +29,12 @@ pub(crate) enum Piece {
     Part(RecordBatch),
     /// The current range is over; `reached` says whether it was read to its end sequence number.
     RangeEnd {
-        reader: ShardReader,
+        reader: Box<ShardReader>,
         range: ShardRange,
         reached: bool,
         records: usize,
+        /// The range's start was trimmed (`crate::loss`).
+        gap: Option<ResumeGap>,
     },
     /// The read failed; nothing follows.
     Failed(Error),
@@ -99,8 +101,9 @@ async fn read_range(
     };
     let mut position: ShardPosition = range.from.clone();
     let mut records = 0;
+    let mut gap = None;
     let reached = loop {
-        let fetched = match reader.fetch(client, &position, &stop).await {
+        let mut fetched = match reader.fetch(client, &position, &stop).await {
             Ok(f) => f,
             Err(e) => {
                 let _ = tx.send(Piece::Failed(e)).await;
@@ -108,6 +111,7 @@ async fn read_range(
             }
         };
         records += fetched.records.len();
+        gap = gap.or(fetched.resume_gap.take());
         let parts = match shard_parts(schema, &range.stream, &range.shard, &fetched.records) {
             Ok(p) => p,
             Err(e) => {
@@ -132,10 +136,11 @@ async fn read_range(
         }
     };
     tx.send(Piece::RangeEnd {
-        reader,
+        reader: Box::new(reader),
         range,
         reached,
         records,
+        gap,
     })
     .await
     .is_ok()

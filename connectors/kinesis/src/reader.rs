@@ -5,7 +5,14 @@
 //! apart) and the current fetch size. `ProvisionedThroughputExceeded` halves the fetch size,
 //! logs exactly "Hit rate limit. Sleeping for 5 seconds." and retries after 5 s; each
 //! successful call afterwards doubles the size back towards `maxRecordsPerFetch`. An expired
-//! iterator is re-acquired from the last sequence number read. The SDK's own retries are off for
+//! iterator is re-acquired from the last sequence number read.
+//!
+//! **Where a read resumes is checked.** A position after a record is read from an iterator AT
+//! that record: the first record returned must be it (then skipped); when it is not, or the
+//! shard holds nothing at or after it, the record was trimmed and [`Fetched::resume_gap`] says
+//! so (the caller reports the possible loss). This covers every fresh iterator: a restart,
+//! a replay, an executor's partition, an expired iterator. `maxFetchRate` spaces the calls
+//! further after a large page: the next call waits page bytes / rate. The SDK's own retries are off for
 //! GetRecords so that throttling is handled here, once.
 
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -70,6 +77,33 @@ pub(crate) struct Fetched {
     pub reached_until: bool,
     /// The shard is gone (stream or shard not found).
     pub not_found: bool,
+    /// The record the read resumed after is no longer held (see [`ResumeGap`]).
+    pub resume_gap: Option<ResumeGap>,
+    /// With `not_found`: the server said it holds no record with this sequence number (the
+    /// one the read resumed after) rather than that the shard is gone.
+    pub record_not_held: Option<String>,
+}
+
+/// A read that resumed after a record the shard no longer holds: it was trimmed (retention),
+/// so records written after it may have been trimmed too before they were read. Kinesis
+/// sequence numbers are not dense, so whether any was is unknowable: this is the possible
+/// loss `failOnDataLoss` is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeGap {
+    /// The sequence number the read resumed after.
+    pub after: String,
+    /// The oldest record the shard holds after it (its trim horizon); `None` when it holds none.
+    pub first_held: Option<String>,
+}
+
+impl ResumeGap {
+    /// The oldest held position, for messages.
+    pub fn first_held_text(&self) -> String {
+        match &self.first_held {
+            Some(s) => format!("sequence number {s}"),
+            None => "no record at or after it".to_string(),
+        }
+    }
 }
 
 /// Per-shard fetch state that outlives one batch.
@@ -88,6 +122,13 @@ pub(crate) struct ShardReader {
     pub throttled: u64,
     /// Throttle pause (5 s; shorter in tests).
     pub throttle_pause: Duration,
+    /// maxFetchRate in bytes per second (`f64::INFINITY`: no limit).
+    pub max_fetch_rate: f64,
+    /// Bytes (data + partition keys) of the last GetRecords page, paced by `max_fetch_rate`.
+    last_page_bytes: usize,
+    /// The iterator in use was acquired AT this sequence number (the record a position
+    /// resumes after): the first record read must be it, else it was trimmed.
+    verify: Option<String>,
 }
 
 impl ShardReader {
@@ -108,6 +149,9 @@ impl ShardReader {
             cached: None,
             throttled: 0,
             throttle_pause: Duration::from_secs(5),
+            max_fetch_rate: f64::INFINITY,
+            last_page_bytes: 0,
+            verify: None,
         }
     }
 
@@ -120,6 +164,7 @@ impl ShardReader {
             self.min_fetch_period,
         );
         r.throttle_pause = self.throttle_pause;
+        r.max_fetch_rate = self.max_fetch_rate;
         r
     }
 
@@ -133,23 +178,59 @@ impl ShardReader {
                 return Ok(it);
             }
         }
-        let req = with_stream!(client.get_shard_iterator(), &self.stream).shard_id(&self.shard);
+        self.verify = None;
+        let req = || with_stream!(client.get_shard_iterator(), &self.stream).shard_id(&self.shard);
         let req = match from {
-            ShardPosition::TrimHorizon => req.shard_iterator_type(ShardIteratorType::TrimHorizon),
-            ShardPosition::AtTimestamp(ms) => req
+            ShardPosition::TrimHorizon => req().shard_iterator_type(ShardIteratorType::TrimHorizon),
+            ShardPosition::AtTimestamp(ms) => req()
                 .shard_iterator_type(ShardIteratorType::AtTimestamp)
                 .timestamp(DateTime::from_millis(*ms)),
-            ShardPosition::After(seq) => req
-                .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
-                .starting_sequence_number(seq),
+            ShardPosition::After(seq) => {
+                // Resuming after a record: start AT it, so the first record read proves the
+                // shard still holds it (it is then skipped) and nothing before the next record
+                // was trimmed unseen.
+                let at = req()
+                    .shard_iterator_type(ShardIteratorType::AtSequenceNumber)
+                    .starting_sequence_number(seq)
+                    .send()
+                    .await;
+                match at {
+                    Ok(out) => {
+                        self.verify = Some(seq.clone());
+                        return Ok(out.shard_iterator().unwrap_or_default().to_string());
+                    }
+                    Err(e) => {
+                        let e = ApiError::from_sdk(e);
+                        if e.failure != ApiFailure::Other {
+                            return Err(e);
+                        }
+                        tracing::debug!(stream = %self.stream.id, shard = %self.shard, error = %e, "AT_SEQUENCE_NUMBER refused; resuming AFTER_SEQUENCE_NUMBER without the trim check");
+                        req()
+                            .shard_iterator_type(ShardIteratorType::AfterSequenceNumber)
+                            .starting_sequence_number(seq)
+                    }
+                }
+            }
         };
         let out = req.send().await.map_err(ApiError::from_sdk)?;
         Ok(out.shard_iterator().unwrap_or_default().to_string())
     }
 
+    /// The shortest time between two GetRecords calls after a page of `bytes`: `minFetchPeriod`,
+    /// or longer when the page was large for `maxFetchRate`.
+    fn call_gap(&self, bytes: usize) -> Duration {
+        let rated = bytes as f64 / self.max_fetch_rate;
+        if rated.is_finite() && rated > 0.0 {
+            self.min_fetch_period
+                .max(Duration::from_secs_f64(rated.min(3600.0)))
+        } else {
+            self.min_fetch_period
+        }
+    }
+
     async fn pace(&mut self) {
         if let Some(last) = self.last_call {
-            let next = last + self.min_fetch_period;
+            let next = last + self.call_gap(self.last_page_bytes);
             let now = Instant::now();
             if next > now {
                 tokio::time::sleep(next - now).await;
@@ -176,6 +257,13 @@ impl ShardReader {
                 None => match self.iterator(client, &position).await {
                     Ok(it) => it,
                     Err(e) if e.failure == ApiFailure::NotFound => {
+                        // kinesis-mock: "Unable to find record with provided SequenceNumber"
+                        // (a recreated stream, or a record it never wrote).
+                        if let ShardPosition::After(seq) = &position {
+                            if e.message.contains("SequenceNumber") {
+                                out.record_not_held = Some(seq.clone());
+                            }
+                        }
                         out.not_found = true;
                         break;
                     }
@@ -235,8 +323,36 @@ impl ShardReader {
             }
             out.millis_behind = page.millis_behind_latest();
             let records = page.records();
+            self.last_page_bytes = records
+                .iter()
+                .map(|r| r.data().as_ref().len() + r.partition_key().map_or(0, str::len))
+                .sum();
+            let next = page.next_shard_iterator().map(str::to_string);
+            let caught_up = records.is_empty() && out.millis_behind.unwrap_or(0) == 0;
+            let mut skip = 0;
+            if let Some(after) = self.verify.clone() {
+                if let Some(first) = records.first() {
+                    self.verify = None;
+                    if compare_sequence(first.sequence_number(), &after)
+                        == std::cmp::Ordering::Equal
+                    {
+                        skip = 1; // still held: read on after it
+                    } else {
+                        out.resume_gap.get_or_insert(ResumeGap {
+                            after,
+                            first_held: Some(first.sequence_number().to_string()),
+                        });
+                    }
+                } else if caught_up || next.is_none() {
+                    self.verify = None;
+                    out.resume_gap.get_or_insert(ResumeGap {
+                        after,
+                        first_held: None,
+                    });
+                }
+            }
             let mut stopped = false;
-            for r in records {
+            for r in records.iter().skip(skip) {
                 let seq = r.sequence_number().to_string();
                 let arrival_ms = r
                     .approximate_arrival_timestamp()
@@ -274,12 +390,10 @@ impl ShardReader {
                 // The rest of this page is read again next time from `position`.
                 break;
             }
-            let next = page.next_shard_iterator().map(str::to_string);
             let Some(next) = next else {
                 out.finished = true;
                 break;
             };
-            let caught_up = records.is_empty() && out.millis_behind.unwrap_or(0) == 0;
             let over_budget = stop.until.is_none()
                 && (stop.records.load(Ordering::Relaxed) <= 0
                     || stop.bytes.load(Ordering::Relaxed) <= 0);
@@ -303,5 +417,42 @@ impl ShardReader {
         self.fetch_size = (self.fetch_size / 2).max(1);
         tracing::warn!(stream = %self.stream.id, shard = %self.shard, fetch_size = self.fetch_size, "{RATE_LIMIT_MESSAGE}");
         tokio::time::sleep(self.throttle_pause).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::StreamKeying;
+
+    #[test]
+    fn max_fetch_rate_spaces_calls_after_large_pages() {
+        let stream = StreamRef {
+            keying: StreamKeying::Names,
+            id: "s".into(),
+        };
+        let mut r = ShardReader::new(stream, "shard".into(), 100, Duration::from_millis(200));
+        assert_eq!(
+            r.call_gap(10 << 20),
+            Duration::from_millis(200),
+            "no limit by default"
+        );
+        r.max_fetch_rate = 1_048_576.0; // 1 MB/s
+        assert_eq!(r.call_gap(0), Duration::from_millis(200));
+        assert_eq!(
+            r.call_gap(2 << 20),
+            Duration::from_secs(2),
+            "2 MiB at 1 MiB/s"
+        );
+        assert_eq!(
+            r.call_gap(100 << 10),
+            Duration::from_millis(200),
+            "minFetchPeriod still holds"
+        );
+        assert_eq!(
+            r.twin().call_gap(2 << 20),
+            Duration::from_secs(2),
+            "a twin keeps the rate"
+        );
     }
 }

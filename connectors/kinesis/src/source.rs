@@ -39,11 +39,8 @@ use crate::position::InitialPosition;
 use crate::prefetch::{Held, Prefetch};
 use crate::range_stream::{self, Piece, RangeParts};
 use crate::reader::{ShardReader, Stop};
-use crate::rows::{to_batches, ShardRecords};
+use crate::rows::ShardRecords;
 use crate::schema::kinesis_schema;
-
-/// How often the shard list and stream identity are refreshed while planning.
-const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug)]
 struct Planned {
@@ -200,6 +197,24 @@ impl KinesisSource {
         Ok(())
     }
 
+    /// EFO on a restart: where each shard resumes is read by polling before subscribing
+    /// (`crate::loss::check_starts`).
+    async fn check_subscription_starts(
+        &mut self,
+        client: &Client,
+        next: &mut KinesisOffsets,
+    ) -> Result<()> {
+        let mut readers = Vec::new();
+        for (stream, s) in &next.streams {
+            for shard in s.shards.keys() {
+                if next.readable(stream, shard) {
+                    readers.push((stream.clone(), shard.clone(), self.reader(stream, shard)));
+                }
+            }
+        }
+        crate::loss::check_starts(client, next, readers, &mut self.tracker).await
+    }
+
     /// Reports a recreated or deleted stream once per creation time.
     fn report_recreated(&mut self, stream: &str, was: Option<i64>, now: Option<i64>) -> Result<()> {
         let key = (stream.to_string(), now.unwrap_or(-1));
@@ -230,7 +245,7 @@ impl KinesisSource {
                 || self
                     .last_refresh
                     .get(&id)
-                    .is_none_or(|t| t.elapsed() >= REFRESH_INTERVAL)
+                    .is_none_or(|t| t.elapsed() >= self.config.shard_fetch_interval)
                 || next
                     .streams
                     .get(&id)
@@ -239,6 +254,7 @@ impl KinesisSource {
                 continue;
             }
             let stream = self.stream_ref(&id);
+            self.metrics.shard_list_refreshes += 1;
             let info = planner::describe_stream(client, &stream).await?;
             let was = next.streams.get(&id).and_then(|s| s.created_ms);
             match info {
@@ -286,6 +302,7 @@ impl KinesisSource {
                 self.config.min_fetch_period,
             );
             r.throttle_pause = self.throttle_pause;
+            r.max_fetch_rate = self.config.max_fetch_rate;
             r
         })
     }
@@ -365,22 +382,15 @@ impl KinesisSource {
                         range,
                         reached,
                         records,
+                        gap,
                     } => {
                         st.readers
-                            .insert((range.stream.clone(), range.shard.clone()), reader);
-                        if reached {
+                            .insert((range.stream.clone(), range.shard.clone()), *reader);
+                        let Some(event) =
+                            crate::loss::range_event(&range, reached, records, gap.as_ref())
+                        else {
                             continue;
-                        }
-                        let (stream, shard) = (&range.stream, &range.shard);
-                        let until = format!("{:?}", ShardPosition::After(range.until.clone()));
-                        let event = DataLossEvent::new(
-                            DataLossKind::ShardExpired,
-                            format!("{stream}/{shard}"),
-                            format!(
-                                "Could not read shard '{shard}' of stream '{stream}' until its end offset: the records were trimmed or the shard expired"
-                            ),
-                        )
-                        .with_positions(until, format!("{records} records from {:?}", range.from));
+                        };
                         if let Err(e) = st.tracker.report(event) {
                             st.parts.close();
                             return Some((Err(e), st));
@@ -478,11 +488,15 @@ impl Source for KinesisSource {
         let client = self.client().await?;
         let start_offsets = KinesisOffsets::from_offset(start)?;
         let mut next = start_offsets.clone();
-        if !self.restart_checked {
+        let restarting = !self.restart_checked;
+        if restarting {
             self.check_restart(&client, &mut next).await?;
             self.restart_checked = true;
         }
         self.refresh(&client, &mut next, false).await?;
+        if restarting && self.efo.is_some() {
+            self.check_subscription_starts(&client, &mut next).await?;
+        }
         crate::efo::start_hook(
             &mut self.efo,
             &client,
@@ -547,6 +561,11 @@ impl Source for KinesisSource {
                     continue;
                 }
             };
+            if let Some(gap) = &fetched.resume_gap {
+                // Resumed after a record the shard no longer holds (`crate::loss`).
+                self.tracker
+                    .report(crate::loss::resume_event(&stream, &shard, gap))?;
+            }
             if let Some(ms) = fetched.millis_behind {
                 self.metrics
                     .behind
@@ -624,7 +643,11 @@ impl Source for KinesisSource {
                     .into_iter()
                     .filter(|s| !lost.contains(&s.stream))
                     .collect();
-                return Ok(batch_stream(to_batches(&self.schema, &kept)?));
+                return Ok(batch_stream(crate::coalesce::planned_batches(
+                    &self.schema,
+                    &kept,
+                    self.config.coalesce,
+                )?));
             }
         }
         // A replay: fetch every shard from its start position up to its end sequence number.
@@ -727,6 +750,9 @@ impl tributary_sdk::StreamingSource for KinesisSource {
         if !self.restart_checked {
             // A restart straight into real-time mode: the same rules as a micro-batch restart.
             self.check_restart(&client, &mut offsets).await?;
+            self.refresh(&client, &mut offsets, true).await?;
+            self.check_subscription_starts(&client, &mut offsets)
+                .await?;
             self.restart_checked = true;
         }
         self.stream_start = Some((start.clone(), offsets.to_offset()?));

@@ -8,6 +8,12 @@
 //! the same name, which the source must detect from the stream's creation time
 //! ([`DataLossKind::ShardExpired`], `KINESIS_COULD_NOT_READ_SHARD_UNTIL_END_OFFSET`). Trimmed
 //! records are tested against kinesalite in `tests/data_loss.rs`.
+//!
+//! [`KinesisFixture::kinesalite`] is the same fixture on kinesalite under libfaketime, which
+//! does trim by retention: moving its clock 25 h ahead ages out every record written so far, so
+//! it can also age out a committed position while no source runs
+//! ([`Capability::ResumeDataLoss`], reported as `DATA_LOSS.START_OFFSET_RESET`). It does not
+//! declare `DataLoss`: trimming records already planned loses nothing the source still holds.
 
 use std::time::{Duration, Instant};
 
@@ -40,12 +46,48 @@ const ACCESS_KEY: &str = "AKIDCONFORMANCE";
 const SECRET_KEY: &str = "conformance-secret-key";
 const APPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Fixture for the `kinesis` source against kinesis-mock.
+/// kinesalite's endpoint (plain HTTP) for [`KinesisFixture::kinesalite_from_env`].
+pub const KINESALITE_ENDPOINT_ENV: &str = "TRIBUTARY_KINESALITE_ENDPOINT";
+/// The libfaketime time file kinesalite runs under.
+pub const KINESALITE_FAKETIME_ENV: &str = "TRIBUTARY_KINESALITE_FAKETIME_FILE";
+
+/// Fixture for the `kinesis` source against kinesis-mock, or against kinesalite under
+/// libfaketime ([`KinesisFixture::kinesalite`]).
 pub struct KinesisFixture {
     endpoint: String,
     ca: Option<String>,
     client: Option<Client>,
     produced: BTreeMap<String, u64>,
+    /// kinesalite: its fake clock, moved forward by 25 h to age records out.
+    clock: Option<FakeClock>,
+}
+
+/// kinesalite's libfaketime time file and the hours it is ahead of real time.
+#[derive(Debug)]
+struct FakeClock {
+    file: std::path::PathBuf,
+    hours: u32,
+}
+
+impl FakeClock {
+    /// Moves the clock past the 24 h retention of every record written so far.
+    fn pass_retention(&mut self) -> Result<()> {
+        self.hours += 25;
+        self.write()
+    }
+
+    fn write(&self) -> Result<()> {
+        std::fs::write(&self.file, format!("+{}h\n", self.hours)).map_err(|e| {
+            Error::new(
+                ErrorCode::Io,
+                format!(
+                    "kinesis fixture: cannot write kinesalite's time file '{}'",
+                    self.file.display()
+                ),
+            )
+            .with_cause(e)
+        })
+    }
 }
 
 impl std::fmt::Debug for KinesisFixture {
@@ -92,7 +134,48 @@ impl KinesisFixture {
             ca: ca.map(str::to_string),
             client: None,
             produced: BTreeMap::new(),
+            clock: None,
         }
+    }
+
+    /// A fixture on kinesalite (plain HTTP) running under libfaketime with `faketime_file`:
+    /// records age out by moving its clock (retention trimming, which kinesis-mock lacks), so
+    /// it declares [`Capability::ResumeDataLoss`]; no EFO, real time or stream ARNs (kinesalite
+    /// has none). The clock is shared by the whole server: run its cases one at a time, with
+    /// nothing else on that kinesalite.
+    pub fn kinesalite(endpoint: &str, faketime_file: &std::path::Path) -> Self {
+        let mut f = KinesisFixture::new(endpoint, None);
+        f.clock = Some(FakeClock {
+            file: faketime_file.to_path_buf(),
+            hours: 0,
+        });
+        f
+    }
+
+    /// [`KinesisFixture::kinesalite`] on `TRIBUTARY_KINESALITE_ENDPOINT` and
+    /// `TRIBUTARY_KINESALITE_FAKETIME_FILE`.
+    pub fn kinesalite_from_env() -> Result<Self> {
+        let var = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorCode::MissingOption,
+                        format!(
+                            "the kinesalite fixture needs {name} (scripts/services/kinesis.sh)"
+                        ),
+                    )
+                    .with_context("option", name)
+                })
+        };
+        let endpoint = var(KINESALITE_ENDPOINT_ENV)?;
+        let file = var(KINESALITE_FAKETIME_ENV)?;
+        let f = KinesisFixture::kinesalite(endpoint.trim(), std::path::Path::new(file.trim()));
+        if let Some(c) = &f.clock {
+            c.write()?;
+        }
+        Ok(f)
     }
 
     /// A fixture on `TRIBUTARY_KINESIS_ENDPOINT` with `TRIBUTARY_KINESIS_CA`.
@@ -213,6 +296,15 @@ impl Fixture for KinesisFixture {
     }
 
     fn capabilities(&self) -> Vec<Capability> {
+        if self.clock.is_some() {
+            return vec![
+                Capability::SubscribeList,
+                Capability::StartingLatest,
+                Capability::AppendWhileRunning,
+                Capability::ResumeDataLoss(DataLossKind::OffsetOutOfRange),
+                Capability::Metadata,
+            ];
+        }
         vec![
             Capability::SubscribeList,
             Capability::StartingLatest,
@@ -323,12 +415,31 @@ impl Fixture for KinesisFixture {
         if kind != DataLossKind::ShardExpired {
             return Err(unsupported("kinesis", &format!("cause {}", kind.code())));
         }
+        if self.clock.is_some() {
+            // Trimming planned records loses nothing the source still holds (the planned batch
+            // is in memory); a recreated stream is what `fail_on_data_loss_*` need, and
+            // kinesalite's second-granular creation time cannot show one made within a second.
+            return Err(unsupported(
+                "kinesis",
+                "cause data loss on kinesalite (the kinesis-mock fixture recreates the stream)",
+            ));
+        }
         // kinesis-mock has no retention trimming: delete and recreate the stream, so every
         // planned sequence number is gone.
         self.delete_stream(target).await?;
         self.create_stream(target).await?;
         self.produced.insert(target.to_string(), 1000);
         Ok(())
+    }
+
+    async fn age_out(&mut self, target: &str) -> Result<()> {
+        match self.clock.as_mut() {
+            Some(clock) => clock.pass_retention(),
+            None => Err(unsupported(
+                "kinesis",
+                &format!("age out the records of '{target}' (kinesis-mock does not trim by retention; use the kinesalite fixture)"),
+            )),
+        }
     }
 
     async fn delete_target(&mut self, target: &str) -> Result<()> {
@@ -384,6 +495,10 @@ impl Fixture for KinesisFixture {
             let _ = self.delete_stream(&n).await;
         }
         self.produced.clear();
+        if let Some(clock) = self.clock.as_mut() {
+            clock.hours = 0;
+            clock.write()?;
+        }
         Ok(())
     }
 }

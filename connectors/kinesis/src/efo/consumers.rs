@@ -148,6 +148,103 @@ pub async fn describe(
     }
 }
 
+/// The consumer with this ARN and the ARN of its stream, `None` when it does not exist.
+pub async fn describe_arn(
+    client: &Client,
+    consumer_arn: &str,
+) -> Result<Option<(ConsumerInfo, String)>> {
+    match client
+        .describe_stream_consumer()
+        .consumer_arn(consumer_arn)
+        .send()
+        .await
+    {
+        Ok(out) => Ok(out.consumer_description().map(|c| {
+            (
+                ConsumerInfo {
+                    name: c.consumer_name().to_string(),
+                    arn: c.consumer_arn().to_string(),
+                    status: c.consumer_status().as_str().to_string(),
+                    created_ms: c
+                        .consumer_creation_timestamp()
+                        .to_millis()
+                        .unwrap_or_default(),
+                },
+                c.stream_arn().to_string(),
+            )
+        })),
+        Err(e) => {
+            let e = ApiError::from_sdk(e);
+            if e.failure == ApiFailure::NotFound {
+                Ok(None)
+            } else {
+                Err(api(e, "DescribeStreamConsumer", consumer_arn)
+                    .with_context("consumer", consumer_arn))
+            }
+        }
+    }
+}
+
+/// The consumer `registeredConsumerId` names on the stream (by name or ARN), waited for while
+/// it is being created (at most `wait`); never registered here. Missing, being deleted, or an
+/// ARN of another stream is an error naming the option.
+pub async fn lookup_registered(
+    client: &Client,
+    stream_arn: &str,
+    id_type: crate::registered::ConsumerIdType,
+    id: &str,
+    wait: Duration,
+) -> Result<ConsumerInfo> {
+    use crate::registered::ConsumerIdType;
+    let deadline = Instant::now() + wait;
+    let refused_as = |code: ErrorCode, why: String| {
+        Error::new(
+            code,
+            format!("the EFO consumer '{id}' given in 'registeredConsumerId' {why}"),
+        )
+        .with_context("option", "registeredConsumerId")
+        .with_context("consumer", id)
+        .with_context("stream", stream_arn)
+    };
+    let refused = |why: String| refused_as(ErrorCode::SourceRead, why);
+    loop {
+        let found = match id_type {
+            ConsumerIdType::Name => describe(client, stream_arn, id).await?,
+            ConsumerIdType::Arn => match describe_arn(client, id).await? {
+                Some((c, of)) if of == stream_arn => Some(c),
+                Some((_, of)) => {
+                    return Err(refused(format!(
+                        "belongs to stream '{of}', not to '{stream_arn}'"
+                    )))
+                }
+                None => None,
+            },
+        };
+        match found {
+            Some(c) if c.is_active() => return Ok(c),
+            Some(c) if c.status == ConsumerStatus::Creating.as_str() => {}
+            Some(c) => {
+                return Err(refused(format!(
+                    "is {} on stream '{stream_arn}'; a registered consumer is used as it is, never registered again by the query",
+                    c.status
+                )))
+            }
+            None => {
+                return Err(refused(format!(
+                    "is not registered on stream '{stream_arn}': register it first (`tributary kinesis consumers register`), or leave 'registeredConsumerId' unset and the query registers its own"
+                )))
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(refused_as(
+                ErrorCode::Timeout,
+                format!("is not ACTIVE after {wait:?}"),
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
 /// What [`register`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Registered {

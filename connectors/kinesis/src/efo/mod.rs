@@ -13,7 +13,10 @@
 //! subscribed only once the source marks their parents finished (an event with child shards
 //! ends a parent). Replaying a logged range stays with polling (`Source::read`, exact range).
 //! `requireConsumerDeregistration` deregisters the consumers on a clean stop, waiting until
-//! they are gone.
+//! they are gone. With `registeredConsumerId` the consumers were registered outside the query
+//! (`crate::registered`): they are only looked up (waiting while CREATING), never registered,
+//! registered again when deleted (the read fails, naming the option) nor deregistered, and no
+//! leak report is made.
 
 pub mod consumers;
 pub(crate) mod streaming;
@@ -64,6 +67,7 @@ pub fn consumer_name(settings: &EfoSettings, context: &ConnectorContext) -> Stri
     match &settings.naming {
         ConsumerNaming::Explicit(name) => name.clone(),
         ConsumerNaming::Prefix(prefix) => consumers::owned_name(prefix, &pipeline_id(context)),
+        ConsumerNaming::Registered(r) => r.describe(),
     }
 }
 
@@ -108,6 +112,8 @@ pub struct EfoReader {
     wait: Duration,
     renew_after: Duration,
     closed_checked: BTreeMap<String, Instant>,
+    /// shardFetchInterval: how often ListShards checks caught-up shards for their end.
+    shard_fetch_interval: Duration,
     streaming: streaming::Streaming,
 }
 
@@ -163,11 +169,11 @@ impl EfoReader {
     /// The reader of a source config: `None` for `consumerMode = polling`.
     pub fn for_config(config: &SourceConfig, context: &ConnectorContext) -> Option<EfoReader> {
         match &config.consumer_mode {
-            ConsumerMode::Efo(settings) => Some(EfoReader::new(
-                settings.clone(),
-                context,
-                config.min_fetch_period,
-            )),
+            ConsumerMode::Efo(settings) => {
+                let mut r = EfoReader::new(settings.clone(), context, config.min_fetch_period);
+                r.shard_fetch_interval = config.shard_fetch_interval;
+                Some(r)
+            }
             ConsumerMode::Polling => None,
         }
     }
@@ -189,6 +195,7 @@ impl EfoReader {
                 .and_then(|v| v.parse::<u64>().ok())
                 .map_or(RENEW_AFTER, Duration::from_millis),
             closed_checked: BTreeMap::new(),
+            shard_fetch_interval: Duration::from_secs(1),
             streaming: streaming::Streaming::default(),
         }
     }
@@ -231,6 +238,10 @@ impl EfoReader {
         client: &Client,
         streams: &[(StreamRef, Option<String>)],
     ) -> Result<()> {
+        if let ConsumerNaming::Registered(r) = &self.settings.naming {
+            let r = r.clone();
+            return self.start_registered(client, streams, &r).await;
+        }
         let (name, prefix, owner) = (
             self.name.as_str(),
             self.settings.prefix.as_str(),
@@ -297,6 +308,56 @@ impl EfoReader {
                     stream_arn: s.arn,
                     name: self.name.clone(),
                     current: Mutex::new(reg.consumer),
+                    external: false,
+                }),
+            );
+        }
+        Ok(())
+    }
+
+    /// `registeredConsumerId`: looks up (never registers) the consumer of every stream, waits
+    /// while it is being created; no leak report (the query owns no consumer).
+    async fn start_registered(
+        &mut self,
+        client: &Client,
+        streams: &[(StreamRef, Option<String>)],
+        registered: &crate::registered::RegisteredConsumers,
+    ) -> Result<()> {
+        let lookups = streams.iter().map(|(stream, known)| async move {
+            let arn = match known {
+                Some(arn) => arn.clone(),
+                None => consumers::stream_arn(client, stream).await?,
+            };
+            let id = registered.by_stream.get(&stream.id).ok_or_else(|| {
+                tributary_sdk::Error::new(
+                    tributary_sdk::ErrorCode::InvalidOption,
+                    format!(
+                        "no consumer in 'registeredConsumerId' for stream '{}'",
+                        stream.id
+                    ),
+                )
+                .with_context("option", "registeredConsumerId")
+            })?;
+            let c = consumers::lookup_registered(
+                client,
+                &arn,
+                registered.id_type,
+                id,
+                consumers::DEFAULT_WAIT,
+            )
+            .await?;
+            Ok::<_, tributary_sdk::Error>((stream.id.clone(), arn, c))
+        });
+        for found in futures::future::join_all(lookups).await {
+            let (stream, arn, c) = found?;
+            tracing::info!(consumer = %c.name, stream = %stream, arn = %c.arn, "using the EFO consumer registered outside the query (registeredConsumerId)");
+            self.consumers.insert(
+                stream,
+                Arc::new(SharedConsumer {
+                    stream_arn: arn,
+                    name: c.name.clone(),
+                    current: Mutex::new(c),
+                    external: true,
                 }),
             );
         }
@@ -496,7 +557,7 @@ impl EfoReader {
 
     /// A closed shard whose subscription is caught up is at its end. Kinesis says so with
     /// child shards in the last event; servers that do not (kinesis-mock) are covered by
-    /// checking ListShards (at most once a second per stream) for caught-up shards.
+    /// checking ListShards (at most once per shardFetchInterval per stream) for caught-up shards.
     async fn mark_closed_ends(
         &mut self,
         client: &Client,
@@ -517,7 +578,7 @@ impl EfoReader {
                 if self
                     .closed_checked
                     .get(&key.0)
-                    .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
+                    .is_some_and(|t| t.elapsed() < self.shard_fetch_interval)
                 {
                     continue;
                 }
@@ -590,7 +651,8 @@ impl EfoReader {
         self.streaming.stop().await;
         if self.settings.require_deregistration {
             if let Some(client) = client {
-                for c in self.consumers.values() {
+                // A consumer registered outside the query is never deregistered by it.
+                for c in self.consumers.values().filter(|c| !c.external) {
                     consumers::deregister(client, &c.stream_arn, &c.name, consumers::DEFAULT_WAIT)
                         .await?;
                 }

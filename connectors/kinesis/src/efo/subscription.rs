@@ -61,6 +61,8 @@ pub(crate) struct SharedConsumer {
     pub name: String,
     /// The current registration.
     pub current: Mutex<ConsumerInfo>,
+    /// Registered outside the query (`registeredConsumerId`): never registered again.
+    pub external: bool,
 }
 
 /// Counters shared by every task of a reader.
@@ -129,6 +131,18 @@ impl ShardTask {
             Ok(_) => {}
             Err(e) if e.context_value("reason") == Some("not found") => return Ok(false),
             Err(e) => return Err(e),
+        }
+        if c.external {
+            return Err(Error::new(
+                ErrorCode::SourceRead,
+                format!(
+                    "the EFO consumer '{}' given in 'registeredConsumerId' was deregistered from outside; the query never registers it again: register it again or change 'registeredConsumerId'",
+                    c.name
+                ),
+            )
+            .with_context("option", "registeredConsumerId")
+            .with_context("consumer", c.name.as_str())
+            .with_context("stream", c.stream_arn.as_str()));
         }
         tracing::warn!(consumer = %c.name, stream = %c.stream_arn, "the EFO consumer was deleted from outside; registering it again");
         let reg = consumers::register(
@@ -283,6 +297,10 @@ impl ShardTask {
                     let err =
                         e.clone()
                             .into_error("SubscribeToShard", &self.consumer.stream_arn, true);
+                    self.send(ShardEvent::Failed(err)).await;
+                    false
+                }
+                Err(err) if err.context_value("option") == Some("registeredConsumerId") => {
                     self.send(ShardEvent::Failed(err)).await;
                     false
                 }
