@@ -285,3 +285,43 @@ fn a_progress_file_that_cannot_be_created_is_named() {
     assert!(err.contains(&missing.display().to_string()), "{err}");
     assert!(err.contains("--progress-json"), "{err}");
 }
+
+/// `check` refuses what `run` would refuse before reading (#22 item 7), and neither leaves a
+/// checkpoint behind: a DDL typo in `schema`, two sinks on one path, an empty `checkpoint`.
+#[test]
+fn check_refuses_what_run_refuses() {
+    let l = Layout::new();
+    let base = std::fs::read_to_string(l.pipeline("", "availableNow")).unwrap();
+    let out = l.output().display().to_string();
+    let cases = [
+        (
+            base.replace("id BIGINT", "id BIGNT"),
+            "unknown type 'BIGNT'",
+        ),
+        (
+            format!(
+                "{base}\n[[sink]]\nconnector = \"parquet\"\noptions = {{ path = \"{out}/\" }}\n"
+            ),
+            "both write to path",
+        ),
+        (
+            base.replace(&l.checkpoint().display().to_string(), ""),
+            "'checkpoint' is empty",
+        ),
+    ];
+    for (i, (text, expected)) in cases.iter().enumerate() {
+        let p = l.root.path().join(format!("case{i}.toml"));
+        std::fs::write(&p, text).unwrap();
+        for cmd in ["check", "run"] {
+            let o = tributary()
+                .arg(cmd)
+                .arg(&p)
+                .current_dir(l.root.path())
+                .output()
+                .unwrap();
+            let line = assert_one_clear_error(&o);
+            assert!(line.contains(expected), "{cmd} case {i}: {line}");
+        }
+        assert!(!l.checkpoint().exists(), "case {i} created the checkpoint");
+    }
+}

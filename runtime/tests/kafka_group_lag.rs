@@ -137,10 +137,7 @@ kind = "availableNow"
     .unwrap();
     let progress = l.root.path().join("progress.jsonl");
     let (group, end) = run(&l, &pipeline, &progress);
-    assert!(
-        group.starts_with("spark-kafka-source-lagpipe-"),
-        "{group}"
-    );
+    assert!(group.starts_with("spark-kafka-source-lagpipe-"), "{group}");
     assert_eq!(progress_events(&progress).len(), 3, "8 + 8 + 4 records");
     assert_eq!(end, [10, 10]);
     let view = group_view(&b, &group, &topic);

@@ -284,6 +284,10 @@ impl FilesConfig {
             .with_context("option", RESCUED));
         }
         let schema_ddl = p.string(SCHEMA)?.filter(|s| !s.trim().is_empty());
+        // A typo in the DDL is an option error `check` reports, not a failure at the build.
+        if let Some(ddl) = &schema_ddl {
+            crate::ddl::parse_ddl(ddl).map_err(|e| e.with_context("option", SCHEMA))?;
+        }
         p.refuse_ignored(
             SCHEMA_LOCATION,
             inferred && !format.has_fixed_schema(),
