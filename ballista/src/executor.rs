@@ -37,6 +37,42 @@ pub struct ExecutorOptions {
     pub heartbeat: Duration,
     /// Where shuffle files go (a temporary directory when `None`).
     pub work_dir: Option<String>,
+    /// How long the executor tries to reach the scheduler at start before it gives up with an
+    /// error (Ballista 55's own connect loop never times out: it measures its elapsed time as
+    /// `Instant::now().elapsed()`, always zero, and retries every 0.5 s forever).
+    pub connect_timeout: Duration,
+}
+
+/// Waits until something listens at the scheduler's address, at most `options.connect_timeout`;
+/// an error names the address and what to do.
+async fn reach_scheduler(options: &ExecutorOptions) -> Result<()> {
+    let address = format!("{}:{}", options.scheduler_host, options.scheduler_port);
+    let deadline = tokio::time::Instant::now() + options.connect_timeout;
+    loop {
+        let attempt = tokio::time::timeout(
+            Duration::from_secs(2),
+            tokio::net::TcpStream::connect(&address),
+        )
+        .await;
+        let why = match attempt {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "the connection attempt timed out".to_string(),
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Err(tributary_sdk::Error::new(
+                tributary_sdk::ErrorCode::Connection,
+                format!(
+                    "executor {} cannot reach the scheduler at {address} within {} s ({why}); \
+                     start `tributary scheduler` there first, or fix --scheduler",
+                    options.id,
+                    options.connect_timeout.as_secs()
+                ),
+            )
+            .with_context("scheduler", &address));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 /// Runs the executor until the process is stopped.
@@ -63,6 +99,7 @@ pub async fn run_executor(options: ExecutorOptions, handler: Arc<dyn TaskHandler
         ..ExecutorProcessConfig::default()
     };
     tracing::info!(id = %options.id, host = %options.host, flight = options.flight_port, "tributary executor starting");
+    reach_scheduler(&options).await?;
     start_executor_process(Arc::new(config)).await.map_err(|e| {
         ballista_error(
             &format!(

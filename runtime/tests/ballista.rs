@@ -725,3 +725,24 @@ fn a_task_failing_everywhere_is_one_clear_error() {
     assert!(!l.checkpoint().join("commits").join("0").exists());
     assert!(output_ids(&l.output()).is_empty());
 }
+
+/// An executor pointed at an address where nothing listens exits with one clear error after
+/// its connect timeout (Ballista's own loop would retry forever).
+#[test]
+fn an_executor_without_a_scheduler_is_one_clear_error() {
+    let url = format!("df://127.0.0.1:{}", free_port());
+    let t = Instant::now();
+    let o = tributary()
+        .args(["executor", "--scheduler", &url, "--id", "lonely"])
+        .args(["--flight-port", &free_port().to_string()])
+        .args(["--grpc-port", &free_port().to_string()])
+        .args(["--connect-timeout", "2s"])
+        .output()
+        .unwrap();
+    let line = assert_one_clear_error(&o);
+    assert!(
+        line.contains("CONNECTION_FAILED") && line.contains("cannot reach the scheduler"),
+        "{line}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
+}

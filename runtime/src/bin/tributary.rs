@@ -227,6 +227,9 @@ enum Command {
         /// Where shuffle files go (default: a temporary directory).
         #[arg(long, value_name = "DIR")]
         work_dir: Option<PathBuf>,
+        /// How long to try reaching the scheduler at start before exiting with an error.
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        connect_timeout: std::time::Duration,
     },
 }
 
@@ -371,6 +374,7 @@ fn run(cli: Cli) -> Result<(), Error> {
             plugin_path,
             secrets_dir,
             work_dir,
+            connect_timeout,
         } => {
             let (scheduler_host, scheduler_port) =
                 tributary_ballista::scheduler_address(&scheduler)?;
@@ -398,6 +402,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                     .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
                 heartbeat,
                 work_dir: work_dir.map(|d| d.display().to_string()),
+                connect_timeout,
             };
             let rt = tokio::runtime::Runtime::new()?;
             rt.block_on(tributary_ballista::run_executor(options, handler))

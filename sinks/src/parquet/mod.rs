@@ -230,7 +230,9 @@ impl Sink for ParquetSink {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if name.starts_with(".part-") && name.ends_with(".tmp") {
+            if (name.starts_with(".part-") || name.starts_with("._owner.json."))
+                && name.ends_with(".tmp")
+            {
                 let _ = fs::remove_file(entry.path());
             }
         }
