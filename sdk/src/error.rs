@@ -466,7 +466,7 @@ impl fmt::Display for Error {
             write!(
                 f,
                 ": {}",
-                crate::redact::mask_url_userinfo(&cause.to_string())
+                crate::one_line::one_line(&crate::redact::mask_url_userinfo(&cause.to_string()))
             )?;
         }
         Ok(())

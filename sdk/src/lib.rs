@@ -57,6 +57,7 @@ pub mod description;
 pub mod error;
 pub mod input_partition;
 pub mod offset;
+pub mod one_line;
 pub mod options;
 pub mod part_writer;
 #[cfg(feature = "plugin")]
