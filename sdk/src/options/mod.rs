@@ -456,10 +456,13 @@ impl OptionSpec {
         }
         for spec in specs.iter().filter(|s| s.required) {
             if !options.contains(&spec.name) {
+                let typo = near_miss(&spec.name, options.iter().map(|(k, _)| k))
+                    .map(|k| format!(" ('{k}' was given: did you mean '{}'?)", spec.name))
+                    .unwrap_or_default();
                 return Err(Error::new(
                     ErrorCode::MissingOption,
                     format!(
-                        "option '{}' is required for '{}': {}",
+                        "option '{}' is required for '{}': {}{typo}",
                         spec.name, connector, spec.doc
                     ),
                 )
@@ -490,6 +493,18 @@ fn int_range_text(min: i64, max: i64) -> String {
         (min, i64::MAX) => format!("a whole number >= {min}"),
         (min, max) => format!("a whole number from {min} to {max}"),
     }
+}
+
+/// The given key that looks like a misspelling of `wanted` (a missing required option), if any:
+/// `kafka.bootstrap.server` for `kafka.bootstrap.servers`.
+pub fn near_miss<'a>(wanted: &str, given: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let wanted = wanted.to_ascii_lowercase();
+    given
+        .filter(|k| !k.eq_ignore_ascii_case(&wanted))
+        .map(|k| (strsim::jaro_winkler(&k.to_ascii_lowercase(), &wanted), k))
+        .filter(|(score, _)| *score > 0.9)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| k)
 }
 
 fn unknown_option(specs: &[OptionSpec], key: &str, connector: &str) -> Error {

@@ -321,3 +321,24 @@ kafka.*   prefix              passed through                      Passed through
         assert_eq!(md, expected, "\n{md}");
     }
 }
+
+#[test]
+fn a_missing_required_option_names_the_near_miss_given() {
+    let specs = vec![
+        OptionSpec::string("kafka.bootstrap.servers", "Brokers.").required(),
+        OptionSpec::prefix("kafka.", "Passed through."),
+    ];
+    let o: Options = [("kafka.bootstrap.server", "h:1")].into_iter().collect();
+    let e = OptionSpec::validate_all(&specs, &o, "kafka").unwrap_err();
+    assert_eq!(e.code(), ErrorCode::MissingOption);
+    assert!(
+        e.message().contains(
+            "'kafka.bootstrap.server' was given: did you mean 'kafka.bootstrap.servers'?"
+        ),
+        "{}",
+        e.message()
+    );
+    let o: Options = [("kafka.client.id", "c")].into_iter().collect();
+    let e = OptionSpec::validate_all(&specs, &o, "kafka").unwrap_err();
+    assert!(!e.message().contains("did you mean"), "{}", e.message());
+}

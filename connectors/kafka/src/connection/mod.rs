@@ -98,9 +98,20 @@ pub(crate) fn bootstrap(p: &ParsedOptions) -> Result<String> {
         .find(|(k, v)| k.eq_ignore_ascii_case("bootstrap.servers") && !v.trim().is_empty())
         .map(|(_, v)| v.trim().to_string())
         .ok_or_else(|| {
+            let given: Vec<String> = p
+                .prefixed("kafka.")
+                .into_iter()
+                .map(|(k, _)| format!("kafka.{k}"))
+                .collect();
+            let typo = tributary_sdk::options::near_miss(
+                "kafka.bootstrap.servers",
+                given.iter().map(String::as_str),
+            )
+            .map(|k| format!(" ('{k}' was given: did you mean 'kafka.bootstrap.servers'?)"))
+            .unwrap_or_default();
             Error::new(
                 ErrorCode::MissingOption,
-                "option 'kafka.bootstrap.servers' is required for 'kafka': a comma-separated list of host:port",
+                format!("option 'kafka.bootstrap.servers' is required for 'kafka': a comma-separated list of host:port{typo}"),
             )
             .with_context("option", "kafka.bootstrap.servers")
             .with_context("connector", "kafka")

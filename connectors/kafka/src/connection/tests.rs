@@ -413,3 +413,21 @@ fn sensitive_spark_options_are_hidden_from_debug() {
     let shown = format!("{:?} {p:?} {s:?}", p.options());
     assert!(!shown.contains("hunter2"), "{shown}");
 }
+
+#[test]
+fn a_misspelled_bootstrap_option_is_named() {
+    let o: Options = [("kafka.bootstrap.server", "127.0.0.1:1")]
+        .into_iter()
+        .collect();
+    let p = OptionSpec::validate_all(&connection_option_specs(), &o, "kafka");
+    let e = match p {
+        Ok(p) => ConnectionSettings::parse(&p).unwrap_err(),
+        Err(e) => e,
+    };
+    assert!(
+        e.message().contains(
+            "'kafka.bootstrap.server' was given: did you mean 'kafka.bootstrap.servers'?"
+        ),
+        "{e}"
+    );
+}
