@@ -62,6 +62,7 @@ fn event(batch_id: u64) -> ProgressEvent {
         interim: false,
         tasks: Vec::new(),
         scheduling_ms: None,
+        state_operators: Vec::new(),
     }
 }
 

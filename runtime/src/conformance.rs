@@ -86,6 +86,9 @@ impl SinkFactory for WithOptions<dyn SinkFactory> {
     fn prepare(&self, options: &Options) -> Result<Box<dyn PreparedSink>> {
         self.inner.prepare(&self.merged(options))
     }
+    fn output_modes(&self) -> &'static [tributary_sdk::OutputMode] {
+        self.inner.output_modes()
+    }
 }
 
 /// Parses `k=v` command-line pairs.

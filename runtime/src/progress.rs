@@ -104,6 +104,9 @@ pub struct ProgressEvent {
     /// Gaps between tasks on one executor slot are inside that span and not counted here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduling_ms: Option<u64>,
+    /// Stateful stages (aggregations): Spark's `stateOperators`, one per operator.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub state_operators: Vec<tributary_sdk::StateOperatorProgress>,
 }
 
 /// One task of a distributed batch.

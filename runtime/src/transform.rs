@@ -1,5 +1,7 @@
-//! The pipeline's `[transform]` section: stateless SQL between the source (after decoding) and
-//! the sinks, run by the `tributary-transform` stage (DataFusion; cargo feature `sql`).
+//! The pipeline's `[transform]` section: SQL between the source (after decoding) and the sinks
+//! — stateless, or an aggregation keeping state with the checkpoint in Spark's `update` or
+//! `complete` output mode — run by the `tributary-transform` stage (DataFusion; cargo feature
+//! `sql`).
 //!
 //! The section is typed once, when the pipeline file is parsed ([`parse`]): with the `sql`
 //! feature it is [`tributary_transform::TransformSpec`] itself, an ordinary entry of the
@@ -29,6 +31,11 @@ pub fn parse(section: toml::Value, origin: &str) -> Result<TransformSection> {
 /// Checks the section without I/O.
 pub fn validate(section: &TransformSection, origin: &str) -> Result<()> {
     imp::validate(section).map_err(|e| e.prefixed(origin))
+}
+
+/// The section's `outputMode`, when given.
+pub fn output_mode(section: &TransformSection) -> Option<tributary_sdk::OutputMode> {
+    imp::output_mode(section)
 }
 
 /// Builds the stage; errors of its `open` (planning against the source's schema) name `origin`.
@@ -63,6 +70,10 @@ impl Stage for Named {
     fn metrics(&self) -> tributary_sdk::SourceMetrics {
         self.inner.metrics()
     }
+
+    fn state(&mut self) -> Option<&mut dyn tributary_sdk::StageState> {
+        self.inner.state()
+    }
 }
 
 #[cfg(feature = "sql")]
@@ -86,6 +97,10 @@ mod imp {
 
     pub(super) fn stage(section: &TransformSpec) -> Result<Box<dyn Stage>> {
         Ok(Box::new(SqlTransform::new(section.clone())?))
+    }
+
+    pub(super) fn output_mode(section: &TransformSpec) -> Option<tributary_sdk::OutputMode> {
+        section.output_mode
     }
 }
 
@@ -111,5 +126,9 @@ mod imp {
 
     pub(super) fn stage(_section: &toml::Value) -> Result<Box<dyn Stage>> {
         Err(unavailable())
+    }
+
+    pub(super) fn output_mode(_section: &toml::Value) -> Option<tributary_sdk::OutputMode> {
+        None
     }
 }

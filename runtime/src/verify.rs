@@ -11,7 +11,7 @@ use std::path::Path;
 
 use tributary_sdk::{Error, ErrorCode, Result, SecretStore};
 
-use crate::checkpoint::verify::{self, Damage};
+use crate::checkpoint::verify;
 use crate::checkpoint::Checkpoint;
 use crate::core::{verify_source_state, Pipeline};
 use crate::pipeline::PipelineSpec;
@@ -66,8 +66,7 @@ pub async fn verify_checkpoint(
         )
         .with_context("path", dir.display()));
     }
-    let logs = inspection.logs.clone();
-    let damages: Vec<Damage> = inspection.damages;
+    let verify::Inspection { logs, damages } = inspection;
     let checkpoint = Checkpoint::open_existing(dir).ok();
     let meta = match &checkpoint {
         Some(ck) => ck.metadata().ok().flatten(),
@@ -82,7 +81,7 @@ pub async fn verify_checkpoint(
     }
     // The source's own check names its part and the remedy itself.
     if let Some(ck) = &checkpoint {
-        verify_source_state(ck, registry, &source)?;
+        verify_source_state(ck, registry, &source, &logs.batches)?;
     }
     let mut sinks = Vec::new();
     if let Some((spec, secrets)) = pipeline {

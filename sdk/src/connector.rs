@@ -136,6 +136,11 @@ pub trait SinkFactory: Send + Sync + Debug {
 
     /// Validates and parses the options without any I/O.
     fn prepare(&self, options: &Options) -> Result<Box<dyn PreparedSink>>;
+
+    /// The output modes the sink honours ([`crate::OutputMode`]); `append` unless it says more.
+    fn output_modes(&self) -> &'static [crate::OutputMode] {
+        &[crate::OutputMode::Append]
+    }
 }
 
 /// A sink whose options were parsed and checked, not yet built.

@@ -59,6 +59,7 @@ pub mod input_partition;
 pub mod offset;
 pub mod one_line;
 pub mod options;
+pub mod output_mode;
 pub mod part_writer;
 #[cfg(feature = "plugin")]
 pub mod plugin;
@@ -89,6 +90,7 @@ pub use error::{Domain, Error, ErrorCode, Result, Retry};
 pub use input_partition::InputPartition;
 pub use offset::Offset;
 pub use options::{OptionKind, OptionSpec, Options, ParsedOptions};
+pub use output_mode::OutputMode;
 pub use part_writer::PartWriter;
 pub use read_limit::ReadLimit;
 pub use schema_provider::{
@@ -102,7 +104,7 @@ pub use sink_writer::{PartAck, SinkWriter, WriteMode, WriteShape};
 pub use source::{
     batch_stream, fail_before_first_part, BatchStream, Source, SourceIdentity, SourceMetrics,
 };
-pub use stage::{Stage, StageFactory};
+pub use stage::{Stage, StageFactory, StageState, StateOperatorProgress};
 pub use stager::{PartitionStager, StagedOutput};
 pub use state::{LoggedBatch, StateReport, StateRequest};
 pub use stream_binding::{IngestionColumn, StreamBinding};

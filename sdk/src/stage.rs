@@ -12,8 +12,26 @@
 //!    the schema the sinks receive.
 //! 4. [`Stage::apply`] transforms each batch; malformed input in permissive mode becomes nulls
 //!    and counters ([`Stage::metrics`]), never an error.
+//!
+//! ## Stages with state
+//!
+//! A stage whose result depends on earlier batches (an aggregation) exposes its state through
+//! [`Stage::state`]. The host then drives it with the batch's commit, the same way in every
+//! driver that runs it:
+//!
+//! 1. when the run opens, [`StageState::restore`] loads the state as of the last committed
+//!    batch (`None`: no batch committed yet), so a replayed batch starts from exactly the state
+//!    its first attempt started from;
+//! 2. every part goes through [`Stage::apply`] (which may return no rows: the state absorbs
+//!    them);
+//! 3. when the batch's parts are all applied, [`StageState::end_batch`] returns the rows the
+//!    batch emits (in the query's output mode), which go through the later stages to the sinks;
+//! 4. after the sinks published the batch and before `commits/<n>` is written,
+//!    [`StageState::save`] makes state version `n` durable. A crash before `commits/<n>`
+//!    replays batch `n` from version `n - 1`, so versions `n - 1` and `n` are kept.
 
 use std::fmt::Debug;
+use std::path::Path;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -39,6 +57,51 @@ pub trait Stage: Send + Debug {
     fn metrics(&self) -> SourceMetrics {
         SourceMetrics::new()
     }
+
+    /// The stage's state across batches, when it keeps any (see the module docs); `None` for
+    /// a stateless stage. Asked after [`Stage::open`].
+    fn state(&mut self) -> Option<&mut dyn StageState> {
+        None
+    }
+}
+
+/// The state a stage keeps across batches, versioned by batch id (see the module docs).
+#[async_trait]
+pub trait StageState: Send {
+    /// Loads the state as of the end of batch `version` from `dir` (the stage's own directory
+    /// in the checkpoint); `None` starts empty. A state written by another query is refused
+    /// naming what changed.
+    async fn restore(&mut self, dir: &Path, version: Option<u64>) -> Result<()>;
+
+    /// The batch's parts were all applied: the rows the batch emits, if any.
+    async fn end_batch(&mut self) -> Result<Option<RecordBatch>>;
+
+    /// Makes the state after batch `version` durable under `dir` (atomically: a crash leaves
+    /// the previous versions intact); versions older than `version - 1` may be removed.
+    async fn save(&mut self, dir: &Path, version: u64) -> Result<()>;
+
+    /// Spark's `stateOperators` entry for the last batch.
+    fn progress(&self) -> StateOperatorProgress;
+}
+
+/// One stateful operator's part of a progress event (Spark's `StateOperatorProgress`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateOperatorProgress {
+    /// The operator (`stateStoreSave` for an aggregation, as in Spark).
+    pub operator_name: String,
+    /// Keys held after the batch.
+    pub num_rows_total: u64,
+    /// Keys the batch changed or added.
+    pub num_rows_updated: u64,
+    /// Keys the batch removed (evicted by a watermark).
+    pub num_rows_removed: u64,
+    /// Input rows dropped because they were later than the watermark.
+    pub num_rows_dropped_by_watermark: u64,
+    /// The state's size in memory, as Arrow holds it.
+    pub memory_used_bytes: u64,
+    /// Milliseconds spent making the state durable.
+    pub commit_time_ms: u64,
 }
 
 /// Builds stages of one kind (the pipeline file names it: `[source].decode`).

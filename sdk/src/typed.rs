@@ -182,6 +182,11 @@ pub trait SinkConnector: Send + Sync + Debug + Clone + 'static {
 
     /// Builds the sink.
     fn build(&self, config: Self::Config, context: &ConnectorContext) -> Result<Box<dyn Sink>>;
+
+    /// The output modes the sink honours ([`crate::OutputMode`]); `append` unless it says more.
+    fn output_modes(&self) -> &'static [crate::OutputMode] {
+        &[crate::OutputMode::Append]
+    }
 }
 
 #[derive(Debug)]
@@ -265,6 +270,10 @@ impl<C: SinkConnector> SinkFactory for C {
 
     fn options(&self) -> Vec<OptionSpec> {
         SinkConnector::options(self)
+    }
+
+    fn output_modes(&self) -> &'static [crate::OutputMode] {
+        SinkConnector::output_modes(self)
     }
 
     fn prepare(&self, options: &Options) -> Result<Box<dyn PreparedSink>> {

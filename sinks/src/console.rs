@@ -290,6 +290,11 @@ impl SinkConnector for ConsoleSinkFactory {
         "console"
     }
 
+    /// Every mode, as Spark's console sink: each batch's rows are printed as they come.
+    fn output_modes(&self) -> &'static [tributary_sdk::OutputMode] {
+        &tributary_sdk::OutputMode::ALL
+    }
+
     fn options(&self) -> Vec<OptionSpec> {
         decl::specs(&[&FORMAT, &NUM_ROWS, &TRUNCATE])
     }

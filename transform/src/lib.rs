@@ -4,10 +4,14 @@
 //! The stream is the table `source` (its schema is the source's, after decoding: a decoded
 //! `value` struct is addressable as `value.field` or `value['field']`). Static tables declared
 //! with `[[transform.table]]` (Parquet, CSV, Delta) are read once at start and joined as
-//! broadcast tables. Only stateless operators are allowed (see `allowlist`): projections,
+//! broadcast tables. Stateless operators run on each part (see `allowlist`): projections,
 //! casts, filters, UNNEST, UNION ALL of the stream with itself, and joins of the stream with
-//! static tables that preserve the stream's rows; aggregations, windows, DISTINCT, ORDER BY,
-//! LIMIT and stream-stream joins are refused at start with the operator named.
+//! static tables that preserve the stream's rows. An aggregation at the top of the query
+//! (`GROUP BY` with `count`, `sum`, `min`, `max`, `avg`, `bool_and`, `bool_or`, and `HAVING`)
+//! keeps its groups as state across batches, saved with each batch's commit, and emits in
+//! Spark's `update` or `complete` output mode (`[transform] outputMode`; see `stateful`).
+//! Windows, DISTINCT, ORDER BY, LIMIT, aggregations elsewhere in the query and stream-stream
+//! joins are refused at start with the operator named.
 //! `CAST(binary AS STRING)` never fails, as in Spark: invalid UTF-8 becomes U+FFFD.
 //!
 //! ```no_run
@@ -28,6 +32,7 @@ mod error;
 mod lossy_cast;
 mod source_table;
 mod spec;
+mod stateful;
 mod static_tables;
 mod transform;
 

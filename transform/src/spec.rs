@@ -2,7 +2,7 @@
 //! may join), and the checks that need no I/O and no schema ([`TransformSpec::validate`]).
 
 use serde::{Deserialize, Serialize};
-use tributary_sdk::{Error, ErrorCode, Result};
+use tributary_sdk::{Error, ErrorCode, OutputMode, Result};
 
 use crate::error::sql_error;
 use crate::SOURCE_TABLE;
@@ -26,6 +26,15 @@ pub struct TransformSpec {
     /// Static tables the query may join with, loaded once at start.
     #[serde(default, rename = "table")]
     pub tables: Vec<StaticTable>,
+    /// Spark's `outputMode` (`append`, `update`, `complete`): what an aggregation emits each
+    /// batch. Unset means `append`, Spark's default, which an aggregation without a watermark
+    /// refuses.
+    #[serde(
+        default,
+        rename = "outputMode",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub output_mode: Option<OutputMode>,
 }
 
 /// A static table (`[[transform.table]]`), loaded once at start and joined as a broadcast table.
@@ -70,7 +79,14 @@ impl TransformSpec {
         TransformSpec {
             sql: sql.into(),
             tables: Vec::new(),
+            output_mode: None,
         }
+    }
+
+    /// Sets Spark's `outputMode`.
+    pub fn with_output_mode(mut self, mode: OutputMode) -> Self {
+        self.output_mode = Some(mode);
+        self
     }
 
     /// Adds a static table.

@@ -25,13 +25,14 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
 use futures::StreamExt;
-use tributary_sdk::{Error, ErrorCode, Result, Stage};
+use tributary_sdk::{Error, ErrorCode, Result, Stage, StageState};
 
 use crate::allowlist::{check_logical, check_physical};
 use crate::error::{execution_error, sql_error};
 use crate::lossy_cast::LossyBinaryCast;
 use crate::source_table::{BatchSlot, SourceTable, STREAM_SIZE_HINT};
 use crate::spec::TransformSpec;
+use crate::stateful::{self, Aggregation};
 use crate::static_tables;
 use crate::SOURCE_TABLE;
 
@@ -46,9 +47,33 @@ pub struct SqlTransform {
 struct Planned {
     input: SchemaRef,
     output: SchemaRef,
-    plan: Arc<dyn ExecutionPlan>,
-    task: Arc<TaskContext>,
-    partitions: usize,
+    kind: Kind,
+}
+
+/// What the query is.
+enum Kind {
+    /// Executed again for each part.
+    Stateless {
+        plan: Arc<dyn ExecutionPlan>,
+        task: Arc<TaskContext>,
+    },
+    /// An aggregation keeping state across batches ([`crate::stateful`]).
+    Aggregating(Box<Aggregation>),
+}
+
+/// The query as planned by [`SqlTransform::build`].
+enum Built {
+    Stateless(Arc<dyn ExecutionPlan>),
+    Aggregating(Box<Aggregation>),
+}
+
+impl Built {
+    fn schema(&self) -> SchemaRef {
+        match self {
+            Built::Stateless(p) => p.schema(),
+            Built::Aggregating(a) => a.output_schema(),
+        }
+    }
 }
 
 impl fmt::Debug for SqlTransform {
@@ -81,21 +106,32 @@ impl SqlTransform {
     /// executing anything; returns the output schema. SQL errors carry their position, stateful
     /// operators are refused ([`crate`] docs). Reads the static tables' metadata (schemas).
     pub async fn plan(&self, input: SchemaRef) -> Result<SchemaRef> {
-        let (plan, _) = self.build(input, false).await?;
-        Ok(plan.schema())
+        let (built, _) = self.build(input, false).await?;
+        Ok(built.schema())
+    }
+
+    /// Whether the opened query keeps state across batches (an aggregation).
+    pub fn is_stateful(&self) -> bool {
+        matches!(
+            self.planned.as_ref().map(|p| &p.kind),
+            Some(Kind::Aggregating(_))
+        )
     }
 
     /// The physical plan, indented (after [`Stage::open`]); for logs and tests.
     pub fn explain(&self) -> Option<String> {
-        self.planned.as_ref().map(|p| {
-            datafusion::physical_plan::displayable(p.plan.as_ref())
-                .indent(false)
-                .to_string()
+        self.planned.as_ref().and_then(|p| match &p.kind {
+            Kind::Stateless { plan, .. } => Some(
+                datafusion::physical_plan::displayable(plan.as_ref())
+                    .indent(false)
+                    .to_string(),
+            ),
+            Kind::Aggregating(a) => Some(format!("{a:?}")),
         })
     }
 
-    fn planned(&self, batch: &RecordBatch) -> Result<&Planned> {
-        let planned = self.planned.as_ref().ok_or_else(|| {
+    fn planned(&mut self, batch: &RecordBatch) -> Result<&mut Planned> {
+        let planned = self.planned.as_mut().ok_or_else(|| {
             Error::new(
                 ErrorCode::Internal,
                 "the SQL transform was applied before it was opened",
@@ -115,11 +151,7 @@ impl SqlTransform {
     }
 
     /// A session, the tables, the query planned and checked.
-    async fn build(
-        &self,
-        input: SchemaRef,
-        load: bool,
-    ) -> Result<(Arc<dyn ExecutionPlan>, SessionContext)> {
+    async fn build(&self, input: SchemaRef, load: bool) -> Result<(Built, SessionContext)> {
         let ctx = SessionContext::new_with_config(session_config());
         ctx.add_analyzer_rule(Arc::new(LossyBinaryCast::new()));
         ctx.register_table(
@@ -140,13 +172,16 @@ impl SqlTransform {
             .await
             .map_err(|e| sql_error(&e, sql))?;
         let logical: &LogicalPlan = frame.logical_plan();
+        if let Some(agg) = stateful::plan(&ctx, logical, self.spec.output_mode, sql).await? {
+            return Ok((Built::Aggregating(Box::new(agg)), ctx));
+        }
         check_logical(logical)?;
         let plan = frame
             .create_physical_plan()
             .await
             .map_err(|e| sql_error(&e, sql))?;
         check_physical(&plan)?;
-        Ok((plan, ctx))
+        Ok((Built::Stateless(plan), ctx))
     }
 }
 
@@ -176,22 +211,25 @@ fn session_config() -> SessionConfig {
     config
 }
 
-/// Executes every output partition of the plan on the batch in the slot and concatenates.
-async fn execute(planned: &Planned) -> Result<RecordBatch> {
+/// Executes every output partition of `plan` (on what its slots hold) and concatenates.
+pub(crate) async fn collect(
+    plan: &Arc<dyn ExecutionPlan>,
+    task: &Arc<TaskContext>,
+    output: &SchemaRef,
+) -> Result<RecordBatch> {
     let mut batches = Vec::new();
-    for partition in 0..planned.partitions {
-        let mut stream = planned
-            .plan
-            .execute(partition, Arc::clone(&planned.task))
+    for partition in 0..plan.output_partitioning().partition_count() {
+        let mut stream = plan
+            .execute(partition, Arc::clone(task))
             .map_err(|e| execution_error(&e))?;
         while let Some(batch) = stream.next().await {
             batches.push(batch.map_err(|e| execution_error(&e))?);
         }
     }
     match batches.len() {
-        0 => Ok(RecordBatch::new_empty(Arc::clone(&planned.output))),
+        0 => Ok(RecordBatch::new_empty(Arc::clone(output))),
         1 => Ok(batches.swap_remove(0)),
-        _ => concat_batches(&planned.output, &batches).map_err(|e| {
+        _ => concat_batches(output, &batches).map_err(|e| {
             Error::new(
                 ErrorCode::Internal,
                 format!("[transform] concatenating the query's output: {e}"),
@@ -208,32 +246,52 @@ fn internal(e: &dyn fmt::Display) -> Error {
 impl Stage for SqlTransform {
     async fn open(&mut self, input: SchemaRef) -> Result<SchemaRef> {
         self.planned = None;
-        let (plan, ctx) = self.build(Arc::clone(&input), true).await?;
-        let planned = Planned {
-            input,
-            output: plan.schema(),
-            partitions: plan.output_partitioning().partition_count(),
-            task: ctx.task_ctx(),
-            plan,
+        let (built, ctx) = self.build(Arc::clone(&input), true).await?;
+        let output = built.schema();
+        let kind = match built {
+            Built::Stateless(plan) => {
+                let task = ctx.task_ctx();
+                // Collects and hashes the broadcast sides of the joins now (an empty batch).
+                self.slot.set(RecordBatch::new_empty(Arc::clone(&input)));
+                let primed = collect(&plan, &task, &output).await;
+                self.slot.clear();
+                primed?;
+                Kind::Stateless { plan, task }
+            }
+            Built::Aggregating(mut agg) => {
+                agg.prime().await?;
+                Kind::Aggregating(agg)
+            }
         };
-        // Collects and hashes the broadcast sides of the joins now (an empty stream batch).
-        self.slot
-            .set(RecordBatch::new_empty(Arc::clone(&planned.input)));
-        let primed = execute(&planned).await;
-        self.slot.clear();
-        primed?;
-        let output = Arc::clone(&planned.output);
-        self.planned = Some(planned);
+        self.planned = Some(Planned {
+            input,
+            output: Arc::clone(&output),
+            kind,
+        });
         Ok(output)
     }
 
     async fn apply(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let slot = self.slot.clone();
         let planned = self.planned(batch)?;
-        self.slot.set(batch.clone());
+        slot.set(batch.clone());
         // Awaited on the host's runtime: DataFusion's cooperative yielding (tokio's task
         // budget) returns to the scheduler instead of spinning a blocked thread.
-        let out = execute(planned).await;
-        self.slot.clear();
+        let out = match &mut planned.kind {
+            Kind::Stateless { plan, task } => collect(plan, task, &planned.output).await,
+            Kind::Aggregating(agg) => agg
+                .absorb()
+                .await
+                .map(|()| RecordBatch::new_empty(Arc::clone(&planned.output))),
+        };
+        slot.clear();
         out
+    }
+
+    fn state(&mut self) -> Option<&mut dyn StageState> {
+        match self.planned.as_mut().map(|p| &mut p.kind) {
+            Some(Kind::Aggregating(agg)) => Some(agg.as_mut()),
+            _ => None,
+        }
     }
 }

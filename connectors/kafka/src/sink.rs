@@ -48,6 +48,12 @@ impl SinkConnector for KafkaSinkFactory {
         "kafka"
     }
 
+    /// Every mode, as Spark's Kafka sink: `update` writes one record per changed group
+    /// (keyed by the `key` column the query selects), `complete` every group every batch.
+    fn output_modes(&self) -> &'static [tributary_sdk::OutputMode] {
+        &tributary_sdk::OutputMode::ALL
+    }
+
     fn options(&self) -> Vec<OptionSpec> {
         sink_option_specs()
     }

@@ -15,7 +15,7 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use tributary_sdk::{Offset, Result};
+use tributary_sdk::{Error, ErrorCode, Offset, Result};
 
 use crate::config::StreamKeying;
 
@@ -78,6 +78,27 @@ pub struct KinesisOffsets {
 }
 
 impl KinesisOffsets {
+    /// Refuses a restart whose query names its streams the other way (`streamName` against
+    /// `streamARN`) than the checkpoint: the same stream would be read twice and counted lost.
+    pub fn check_keying(&self, keying: StreamKeying) -> Result<()> {
+        if self.keying == keying {
+            return Ok(());
+        }
+        let (was, now) = (self.keying.option(), keying.option());
+        Err(Error::new(
+            ErrorCode::CheckpointIncompatible,
+            format!(
+                "the checkpoint names its streams with '{was}' but the query now uses '{now}'; \
+                 switching between streamName and streamARN on an existing checkpoint is refused: \
+                 the same stream under its other form would be read again from its oldest record \
+                 (duplicates) and the old form would count as removed (loss). Go back to '{was}' \
+                 or start a new checkpoint."
+            ),
+        )
+        .with_context("option", now)
+        .with_context("conflicts_with", was))
+    }
+
     /// No stream yet.
     pub fn new(keying: StreamKeying) -> Self {
         KinesisOffsets {

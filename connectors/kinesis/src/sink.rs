@@ -56,6 +56,12 @@ impl SinkConnector for KinesisSinkFactory {
         "kinesis"
     }
 
+    /// Every mode: `update` writes one record per changed group (its partition key from the
+    /// columns the query selects), `complete` every group every batch.
+    fn output_modes(&self) -> &'static [tributary_sdk::OutputMode] {
+        &tributary_sdk::OutputMode::ALL
+    }
+
     fn options(&self) -> Vec<OptionSpec> {
         sink_option_specs()
     }

@@ -30,7 +30,7 @@ use tributary_sdk::{
 };
 
 use crate::client::LazyClient;
-use crate::config::{SourceConfig, StreamKeying};
+use crate::config::SourceConfig;
 use crate::metrics::KinesisMetrics;
 use crate::offsets::{KinesisOffsets, ShardPosition};
 use crate::partitions::{input_partitions, ranges_of, shard_ranges, ShardRange};
@@ -151,22 +151,7 @@ impl KinesisSource {
     /// Applies the restart rules once: same keying, removed streams are data loss, added
     /// streams start at their oldest record.
     async fn check_restart(&mut self, client: &Client, next: &mut KinesisOffsets) -> Result<()> {
-        let keying = self.config.streams.keying;
-        if next.keying != keying {
-            let (was, now) = (next.keying.option(), keying.option());
-            return Err(Error::new(
-                ErrorCode::CheckpointIncompatible,
-                format!(
-                    "the checkpoint names its streams with '{was}' but the query now uses '{now}'; \
-                     switching between streamName and streamARN on an existing checkpoint is refused: \
-                     the same stream under its other form would be read again from its oldest record \
-                     (duplicates) and the old form would count as removed (loss). Go back to '{was}' \
-                     or start a new checkpoint."
-                ),
-            )
-            .with_context("option", now)
-            .with_context("conflicts_with", was));
-        }
+        next.check_keying(self.config.streams.keying)?;
         let wanted: Vec<String> = self.config.streams.ids.clone();
         let removed: Vec<String> = next
             .streams
@@ -793,9 +778,4 @@ impl tributary_sdk::StreamingSource for KinesisSource {
             _ => crate::efo::streaming::end_offset(start, delivered),
         }
     }
-}
-
-/// The stream keying of an offset (for tools).
-pub fn offset_keying(offset: &Offset) -> Result<StreamKeying> {
-    Ok(KinesisOffsets::from_offset(offset)?.keying)
 }

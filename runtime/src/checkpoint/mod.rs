@@ -154,6 +154,11 @@ impl Checkpoint {
         self.dir.join("sources").join("0")
     }
 
+    /// Where the stages keep their state: `state/<position of the stage>/<batch>.arrow`.
+    pub fn stage_state_dir(&self) -> PathBuf {
+        self.dir.join("state")
+    }
+
     /// Reads `metadata.json`, if present.
     pub fn metadata(&self) -> Result<Option<CheckpointMetadata>> {
         let p = self.dir.join("metadata.json");

@@ -22,7 +22,7 @@ use std::fmt;
 use std::fs;
 use std::path::Path;
 
-use tributary_sdk::{Error, ErrorCode, Result, SinkLedger};
+use tributary_sdk::{Error, ErrorCode, LoggedBatch, Result, SinkLedger};
 
 use super::{CommitEntry, OffsetEntry};
 
@@ -57,6 +57,9 @@ pub struct LogSummary {
     pub last_planned: Option<u64>,
     /// The last batch id in `commits/`.
     pub last_committed: Option<u64>,
+    /// The offsets log with each batch's commit state, as read by the inspection (complete
+    /// only when nothing is damaged), so that nothing parses the log a second time.
+    pub batches: Vec<LoggedBatch>,
 }
 
 /// The findings of one inspection.
@@ -216,12 +219,24 @@ pub fn inspect(dir: &Path) -> Result<Inspection> {
     }
     out.logs.last_planned = offsets.last().copied();
     out.logs.last_committed = commits.last().copied();
-    check_offsets(dir, offsets, damages)?;
+    let entries = check_offsets(dir, offsets, damages)?;
     check_commits(dir, offsets, commits, damages)?;
+    let committed: std::collections::BTreeSet<u64> = commits.iter().copied().collect();
+    out.logs.batches = entries
+        .into_iter()
+        .map(|o| LoggedBatch {
+            committed: committed.contains(&o.batch_id),
+            batch_id: o.batch_id,
+            start: o.start,
+            end: o.end,
+        })
+        .collect();
     Ok(out)
 }
 
-fn check_offsets(dir: &Path, ids: &[u64], damages: &mut Vec<Damage>) -> Result<()> {
+/// Checks the offsets log and returns the entries it could parse, in batch order.
+fn check_offsets(dir: &Path, ids: &[u64], damages: &mut Vec<Damage>) -> Result<Vec<OffsetEntry>> {
+    let mut entries: Vec<OffsetEntry> = Vec::with_capacity(ids.len());
     if let Some(hole) = first_hole(ids) {
         damages.push(Damage {
             part: format!("offsets/{hole}"),
@@ -231,10 +246,11 @@ fn check_offsets(dir: &Path, ids: &[u64], damages: &mut Vec<Damage>) -> Result<(
             ),
         });
     }
-    let mut previous: Option<OffsetEntry> = None;
+    // Whether the last entry of `entries` is the previous id's (no unparsable entry between).
+    let mut follows = false;
     for &id in ids {
         let Some(entry) = read_entry::<OffsetEntry>(dir, "offsets", id, damages)? else {
-            previous = None;
+            follows = false;
             continue;
         };
         if entry.batch_id != id {
@@ -246,7 +262,7 @@ fn check_offsets(dir: &Path, ids: &[u64], damages: &mut Vec<Damage>) -> Result<(
                 ),
             });
         }
-        if let Some(prev) = &previous {
+        if let Some(prev) = entries.last().filter(|_| follows) {
             if prev.batch_id.checked_add(1) == Some(id) && prev.end != entry.start {
                 damages.push(Damage {
                     part: format!("offsets/{id}"),
@@ -259,9 +275,10 @@ fn check_offsets(dir: &Path, ids: &[u64], damages: &mut Vec<Damage>) -> Result<(
                 });
             }
         }
-        previous = Some(entry);
+        follows = true;
+        entries.push(entry);
     }
-    Ok(())
+    Ok(entries)
 }
 
 fn check_commits(

@@ -88,6 +88,7 @@ pub(crate) fn prepare(spec: &PipelineSpec, registry: &Registry) -> Result<Prepar
     for (name, options) in &spec.sinks {
         sinks.push((name.clone(), registry.sink(name)?.prepare(options)?));
     }
+    sinks_take_output_mode(spec, registry)?;
     one_sink_per_path(spec)?;
     Ok(Prepared {
         source,
@@ -176,4 +177,31 @@ fn one_sink_per_path(spec: &PipelineSpec) -> Result<()> {
 /// are valid for this source. Returns what the source reads.
 pub fn validate(spec: &PipelineSpec, registry: &Registry) -> Result<SourceDescription> {
     Ok(prepare(spec, registry)?.description().clone())
+}
+
+/// Every sink honours the query's output mode (`[transform] outputMode`), as Spark checks
+/// `outputMode` against the sink before the query starts.
+fn sinks_take_output_mode(spec: &PipelineSpec, registry: &Registry) -> Result<()> {
+    let Some(mode) = spec.stages.iter().find_map(|s| match s {
+        StageSpec::Sql(section) => crate::transform::output_mode(section),
+        StageSpec::Registered { .. } => None,
+    }) else {
+        return Ok(());
+    };
+    for (name, _) in &spec.sinks {
+        let modes = registry.sink(name)?.output_modes();
+        if !modes.contains(&mode) {
+            let accepted: Vec<&str> = modes.iter().map(|m| m.as_str()).collect();
+            return Err(Error::new(
+                ErrorCode::InvalidPipeline,
+                format!(
+                    "sink '{name}' does not support outputMode '{mode}' (it supports: {}); choose another sink or output mode",
+                    accepted.join(", ")
+                ),
+            )
+            .with_context("option", "transform.outputMode")
+            .with_context("sink", name));
+        }
+    }
+    Ok(())
 }

@@ -82,6 +82,15 @@ pub(crate) async fn push(
     let t = Instant::now();
     let part = stages.apply(part, &mut moved.stages).await?;
     moved.read += t.elapsed();
+    if part.num_rows() == 0 && stages.is_stateful() {
+        // A stateful stage absorbs its parts and emits at the batch's end.
+        return Ok(Vec::new());
+    }
+    write(sinks, part, moved).await
+}
+
+/// One part after the stages into every sink (counted in `moved`).
+async fn write(sinks: &mut SinkSet, part: RecordBatch, moved: &mut Moved) -> Result<Vec<Ack>> {
     moved.rows += part.num_rows() as u64;
     moved.bytes += arrow_bytes(&part);
     let t = Instant::now();
@@ -116,6 +125,13 @@ pub(crate) async fn pump(
         moved.write += t.elapsed();
     }
     drop(parts);
+    // What stateful stages emit for the whole batch (nothing for a stateless chain).
+    let t = Instant::now();
+    let emitted = stages.end_batch(&mut moved.stages).await?;
+    moved.read += t.elapsed();
+    for part in emitted {
+        in_flight.extend(write(sinks, part, &mut moved).await?);
+    }
     let t = Instant::now();
     while let Some(done) = in_flight.next().await {
         done?;

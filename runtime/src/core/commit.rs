@@ -3,15 +3,18 @@
 //! 1. [`log`]: `offsets/<n>` = `[start, end)` is written atomically — before the batch is read
 //!    (micro-batches) or once its end is known (real-time long batches).
 //! 2. [`commit`]: every sink publishes batch `n` ([`SinkSet::commit`], idempotent per batch
-//!    id), then `commits/<n>` is written, then the source is told `end` is durable.
+//!    id), then the stateful stages save state version `n`, then `commits/<n>` is written, then
+//!    the source is told `end` is durable.
 //!
-//! A crash between the two replays batch `n` with exactly the logged range.
+//! A crash between the two replays batch `n` with exactly the logged range, from state version
+//! `n - 1`.
 
 use std::time::{Duration, Instant};
 
 use tributary_sdk::{Offset, Result, Source, StagedOutput};
 
 use super::sinks::SinkSet;
+use super::stages::StageChain;
 use crate::checkpoint::Checkpoint;
 
 /// Where the commit's time went.
@@ -19,7 +22,7 @@ use crate::checkpoint::Checkpoint;
 pub(crate) struct CommitTimes {
     /// Publishing the batch in the sinks.
     pub sinks: Duration,
-    /// Writing `commits/<n>`.
+    /// Saving the stages' state and writing `commits/<n>`.
     pub wal: Duration,
 }
 
@@ -35,11 +38,13 @@ pub(crate) fn log(
     Ok(t.elapsed())
 }
 
-/// Step 2: sinks publish, `commits/<n>`, the source commits.
+/// Step 2: sinks publish, the stages' state is saved, `commits/<n>`, the source commits.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn commit(
     checkpoint: &Checkpoint,
     source: &mut dyn Source,
     sinks: &mut SinkSet,
+    stages: &mut StageChain,
     batch_id: u64,
     end: &Offset,
     rows: u64,
@@ -49,6 +54,9 @@ pub(crate) async fn commit(
     sinks.commit(batch_id, outputs).await?;
     let sink_time = t.elapsed();
     let t = Instant::now();
+    if stages.is_stateful() {
+        stages.save(&checkpoint.stage_state_dir(), batch_id).await?;
+    }
     checkpoint.write_commit(batch_id, rows)?;
     let wal = t.elapsed();
     source.commit(end).await?;

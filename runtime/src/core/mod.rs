@@ -112,7 +112,7 @@ impl Pipeline {
         let logs = verify::inspect(&spec.checkpoint)?.into_result(&spec.checkpoint)?;
         let checkpoint = Checkpoint::open(&spec.checkpoint)?;
         let meta = checkpoint.bind(&description.identity)?;
-        verify_source_state(&checkpoint, registry, &spec.source)?;
+        verify_source_state(&checkpoint, registry, &spec.source, &logs.batches)?;
         let source_ctx = ConnectorContext {
             state_dir: Some(checkpoint.source_state_dir()),
             secrets: secrets.clone(),
@@ -200,6 +200,11 @@ impl Pipeline {
 
     async fn run_inner(&mut self) -> Result<RunSummary> {
         let schema = self.stages.open(self.source.schema()).await?;
+        if self.stages.is_stateful() {
+            self.refuse_state_elsewhere()?;
+            let dir = self.checkpoint.stage_state_dir();
+            self.stages.restore(&dir, self.logs.last_committed).await?;
+        }
         self.sinks.open(&schema).await?;
         self.verify_sinks().await?;
         let mut summary = RunSummary::default();
@@ -247,6 +252,27 @@ impl Pipeline {
 }
 
 impl Pipeline {
+    /// A query with state runs with micro-batch triggers on this process only (so far).
+    fn refuse_state_elsewhere(&self) -> Result<()> {
+        let refuse = |what: &str, option: &str| {
+            Err(tributary_sdk::Error::new(
+                tributary_sdk::ErrorCode::InvalidPipeline,
+                format!(
+                    "the [transform] query keeps state across batches (an aggregation), which {what} does not support yet; run it with a micro-batch trigger (processingTime, availableNow, once) on the embedded engine"
+                ),
+            )
+            .with_context("option", option))
+        };
+        if matches!(self.trigger, Trigger::RealTime { .. }) {
+            return refuse("the realTime trigger", "trigger");
+        }
+        #[cfg(feature = "ballista")]
+        if self.distributed.is_some() {
+            return refuse("the Ballista engine", "engine.kind");
+        }
+        Ok(())
+    }
+
     /// Opens the stages and sinks, checks each sink's own record against the checkpoint and
     /// stops everything (`tributary checkpoint verify --pipeline`).
     pub async fn verify_only(&mut self) -> Result<()> {
@@ -287,28 +313,28 @@ pub fn check_checkpoint(
     registry: &Registry,
     source: &tributary_sdk::SourceIdentity,
 ) -> Result<()> {
-    verify::inspect(&spec.checkpoint)?.into_result(&spec.checkpoint)?;
+    let logs = verify::inspect(&spec.checkpoint)?.into_result(&spec.checkpoint)?;
     let Ok(checkpoint) = Checkpoint::open_existing(&spec.checkpoint) else {
         return Ok(());
     };
     checkpoint.check_source(source)?;
-    verify_source_state(&checkpoint, registry, &spec.source)
+    verify_source_state(&checkpoint, registry, &spec.source, &logs.batches)
 }
 
-/// The source's own state against the checkpoint's logs (see
+/// The source's own state against the checkpoint's logs, as the inspection read them (see
 /// [`tributary_sdk::SourceFactory::verify_state`]).
 pub(crate) fn verify_source_state(
     checkpoint: &Checkpoint,
     registry: &Registry,
     connector: &str,
+    batches: &[tributary_sdk::LoggedBatch],
 ) -> Result<()> {
-    let batches = checkpoint.logged_batches()?;
     let state_dir = checkpoint.source_state_dir();
     registry
         .source(connector)?
         .verify_state(&tributary_sdk::StateRequest {
             state_dir: &state_dir,
-            batches: &batches,
+            batches,
         })
 }
 

@@ -125,6 +125,7 @@ impl Pipeline {
             interim: report.interim,
             tasks: report.tasks,
             scheduling_ms: report.scheduling_ms,
+            state_operators: self.stages.state_progress(),
         };
         for l in &mut self.listeners {
             l.on_progress(&event);

@@ -1,13 +1,16 @@
 //! The one stage loop: a pipeline's ordered stages applied to every part of every batch.
 //!
 //! Every driver — micro-batch, real-time, an executor's task — sends each part through
-//! [`StageChain::apply`], and nowhere else does a part meet a stage.
+//! [`StageChain::apply`], and nowhere else does a part meet a stage. Stages with state
+//! ([`tributary_sdk::StageState`]) are restored, ended and saved here too, each in its own
+//! directory `state/<position in the chain>` of the checkpoint.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
-use tributary_sdk::{Result, SourceMetrics, Stage};
+use tributary_sdk::{Result, SourceMetrics, Stage, StateOperatorProgress};
 
 /// A pipeline's stages in order (decode, SQL, what a product adds), opened once per run.
 #[derive(Debug, Default)]
@@ -15,6 +18,8 @@ pub(crate) struct StageChain {
     /// Each stage with the name its progress durations carry (`decode`, `sql`, ...).
     stages: Vec<(String, Box<dyn Stage>)>,
     output: Option<SchemaRef>,
+    /// Whether a stage keeps state (known once open).
+    stateful: bool,
 }
 
 impl StageChain {
@@ -23,6 +28,7 @@ impl StageChain {
         StageChain {
             stages,
             output: None,
+            stateful: false,
         }
     }
 
@@ -34,6 +40,7 @@ impl StageChain {
             schema = stage.open(schema).await?;
         }
         self.output = Some(schema.clone());
+        self.stateful = self.stages.iter_mut().any(|(_, s)| s.state().is_some());
         Ok(schema)
     }
 
@@ -73,5 +80,73 @@ impl StageChain {
             m.extend(stage.metrics());
         }
         m
+    }
+
+    /// Whether a stage keeps state across batches (after [`StageChain::open`]).
+    pub(crate) fn is_stateful(&self) -> bool {
+        self.stateful
+    }
+
+    /// Loads every stateful stage's state as of batch `version` (`None`: nothing committed).
+    pub(crate) async fn restore(&mut self, dir: &Path, version: Option<u64>) -> Result<()> {
+        for (i, (_, stage)) in self.stages.iter_mut().enumerate() {
+            if let Some(state) = stage.state() {
+                state.restore(&dir.join(i.to_string()), version).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The batch's parts were all applied: what the stateful stages emit, each through the
+    /// stages after it (time added to `spent`, indexed like the chain).
+    pub(crate) async fn end_batch(
+        &mut self,
+        spent: &mut Vec<Duration>,
+    ) -> Result<Vec<RecordBatch>> {
+        if !self.stateful {
+            return Ok(Vec::new());
+        }
+        if spent.len() < self.stages.len() {
+            spent.resize(self.stages.len(), Duration::ZERO);
+        }
+        let mut emitted = Vec::new();
+        for i in 0..self.stages.len() {
+            let t = Instant::now();
+            let out = match self.stages[i].1.state() {
+                Some(state) => state.end_batch().await?,
+                None => None,
+            };
+            spent[i] += t.elapsed();
+            let Some(mut part) = out else {
+                continue;
+            };
+            for j in i + 1..self.stages.len() {
+                let t = Instant::now();
+                part = self.stages[j].1.apply(&part).await?;
+                spent[j] += t.elapsed();
+            }
+            if part.num_rows() > 0 {
+                emitted.push(part);
+            }
+        }
+        Ok(emitted)
+    }
+
+    /// Makes every stateful stage's state after batch `version` durable.
+    pub(crate) async fn save(&mut self, dir: &Path, version: u64) -> Result<()> {
+        for (i, (_, stage)) in self.stages.iter_mut().enumerate() {
+            if let Some(state) = stage.state() {
+                state.save(&dir.join(i.to_string()), version).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Spark's `stateOperators` of the last batch, one per stateful stage.
+    pub(crate) fn state_progress(&mut self) -> Vec<StateOperatorProgress> {
+        self.stages
+            .iter_mut()
+            .filter_map(|(_, s)| s.state().map(|st| st.progress()))
+            .collect()
     }
 }

@@ -114,6 +114,7 @@ impl Pipeline {
             &self.checkpoint,
             self.source.as_mut(),
             &mut self.sinks,
+            &mut self.stages,
             batch_id,
             end,
             rows,

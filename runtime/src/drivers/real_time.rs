@@ -327,6 +327,7 @@ impl Pipeline {
             &self.checkpoint,
             self.source.as_mut(),
             &mut self.sinks,
+            &mut self.stages,
             long.batch_id,
             &end,
             long.moved.rows,

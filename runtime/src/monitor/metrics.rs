@@ -510,6 +510,7 @@ mod tests {
             interim,
             tasks: Vec::new(),
             scheduling_ms: None,
+            state_operators: Vec::new(),
         }
     }
 

@@ -120,6 +120,14 @@ impl TaskHandler for RuntimeTaskHandler {
         let mut stages = built.stages;
         let mut sinks = SinkSet::new(built.sinks, WriteMode::Partition)?;
         let schema = stages.open(source.schema()).await?;
+        if stages.is_stateful() {
+            // The driver refuses such a pipeline before any job; an executor never merges state.
+            return Err(tributary_sdk::Error::new(
+                tributary_sdk::ErrorCode::InvalidPipeline,
+                "a [transform] query with state (an aggregation) cannot run as a distributed task",
+            )
+            .with_context("option", "engine.kind"));
+        }
         sinks.begin(job.batch_id, partition.index, &schema).await?;
         let moved = {
             let parts = source.read_partition(partition).await?;

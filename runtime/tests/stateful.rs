@@ -1,0 +1,172 @@
+//! Aggregations with state in the checkpoint, through the `tributary` binary: files → a
+//! `GROUP BY` in `update` mode → console (JSON lines). Every group's last emitted value equals
+//! the ground truth of every row read; a crash after the state was saved but before
+//! `commits/<n>` (the commit removed) replays batch `n` from version `n - 1` and the values stay
+//! exact; a later run continues from the saved state. Spark's refusals are checked at `check`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::*;
+
+/// The pipeline: files (one file per batch) → SQL aggregation → console JSON lines.
+fn pipeline(l: &Layout, sink: &str, trigger: &str, mode: &str) -> std::path::PathBuf {
+    let text = format!(
+        r#"
+name = "agg"
+checkpoint = "{ck}"
+[source]
+connector = "files"
+options = {{ path = "{input}", "cloudFiles.format" = "json", schema = "id BIGINT, name STRING, amount DOUBLE", "cloudFiles.maxFilesPerTrigger" = "1" }}
+[transform]
+sql = "SELECT id % 5 AS bucket, count(*) AS n, sum(amount) AS total, max(id) AS hi FROM source GROUP BY id % 5"
+outputMode = "{mode}"
+[[sink]]
+connector = "{sink}"
+options = {{ {opts} }}
+[trigger]
+kind = "{trigger}"
+"#,
+        ck = l.checkpoint().display(),
+        input = l.input().display(),
+        opts = if sink == "parquet" {
+            format!("path = \"{}\"", l.output().display())
+        } else {
+            String::new()
+        },
+    );
+    let p = l.root.path().join("agg.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// bucket → (n, total, hi) over ids `0..end` (amount = id % 97 + 0.5, as `write_json_files`).
+fn truth(end: u64) -> BTreeMap<i64, (i64, f64, i64)> {
+    let mut m: BTreeMap<i64, (i64, f64, i64)> = BTreeMap::new();
+    for id in 0..end {
+        let e = m.entry((id % 5) as i64).or_insert((0, 0.0, 0));
+        e.0 += 1;
+        e.1 += (id % 97) as f64 + 0.5;
+        e.2 = e.2.max(id as i64);
+    }
+    m
+}
+
+/// The console's JSON lines, in order: (bucket, n, total, hi).
+fn emitted(stdout: &[u8]) -> Vec<(i64, i64, f64, i64)> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["bucket"].as_i64().unwrap(),
+                v["n"].as_i64().unwrap(),
+                v["total"].as_f64().unwrap(),
+                v["hi"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn last_values(rows: &[(i64, i64, f64, i64)], into: &mut BTreeMap<i64, (i64, f64, i64)>) {
+    for &(b, n, t, hi) in rows {
+        into.insert(b, (n, t, hi));
+    }
+}
+
+fn run(p: &Path, progress: &Path) -> std::process::Output {
+    let o = tributary()
+        .args([
+            "run",
+            p.to_str().unwrap(),
+            "--progress-json",
+            progress.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    o
+}
+
+#[test]
+fn a_group_by_in_update_mode_stays_exact_across_a_crash_and_a_restart() {
+    let l = Layout::new();
+    let end = write_json_files(&l.input(), "a", 3, 40, 0);
+    let p = pipeline(&l, "console", "availableNow", "update");
+    let progress = l.root.path().join("progress.jsonl");
+    let first = run(&p, &progress);
+    let rows = emitted(&first.stdout);
+    let mut values = BTreeMap::new();
+    last_values(&rows, &mut values);
+    assert_eq!(values, truth(end), "after the first run");
+    // one batch per file, each touching every bucket: update mode emits 5 groups per batch
+    assert_eq!(rows.len(), 15);
+    let events = progress_events(&progress);
+    assert_eq!(events.len(), 3);
+    let op = &events[2]["stateOperators"][0];
+    assert_eq!(op["operatorName"], "stateStoreSave");
+    assert_eq!(op["numRowsTotal"], 5);
+    assert_eq!(op["numRowsUpdated"], 5);
+    assert!(l.checkpoint().join("state/0/2.arrow").is_file());
+    assert!(
+        !l.checkpoint().join("state/0/0.arrow").exists(),
+        "old versions are removed"
+    );
+
+    // The process died after saving state version 2 but before commits/2: batch 2 replays
+    // from version 1 and emits what it emitted the first time.
+    std::fs::remove_file(l.checkpoint().join("commits/2")).unwrap();
+    let replay = run(&p, &progress);
+    let replayed = emitted(&replay.stdout);
+    assert_eq!(replayed.len(), 5);
+    for row in &replayed {
+        assert!(
+            rows[10..].contains(row),
+            "the replay emitted {row:?}, not in the first attempt's {:?}",
+            &rows[10..]
+        );
+    }
+
+    // More files: the next run continues from the saved state.
+    let end = write_json_files(&l.input(), "b", 2, 25, end);
+    let more = run(&p, &progress);
+    last_values(&emitted(&more.stdout), &mut values);
+    assert_eq!(values, truth(end), "after the restart");
+}
+
+#[test]
+fn a_sink_or_trigger_that_cannot_take_the_mode_is_refused_at_check() {
+    let l = Layout::new();
+    write_json_files(&l.input(), "a", 1, 10, 0);
+    let check = |p: &Path| {
+        let o = tributary()
+            .args(["check", p.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_one_clear_error(&o)
+    };
+    let err = check(&pipeline(&l, "parquet", "availableNow", "update"));
+    assert!(
+        err.contains("sink 'parquet' does not support outputMode 'update' (it supports: append)"),
+        "{err}"
+    );
+    let err = check(&pipeline(&l, "console", "availableNow", "upsert"));
+    assert!(err.contains("upsert") && err.contains("append"), "{err}");
+
+    // Spark's default (append) on an aggregation without a watermark fails at the run's start.
+    let p = pipeline(&l, "console", "availableNow", "append");
+    let o = tributary()
+        .args(["run", p.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = assert_one_clear_error(&o);
+    assert!(
+        err.contains("Append output mode not supported when there are streaming aggregations"),
+        "{err}"
+    );
+}

@@ -1,0 +1,224 @@
+//! Aggregations with state across batches (`SELECT k, count(*) FROM source GROUP BY k`), in
+//! Spark's `update` and `complete` output modes.
+//!
+//! A query whose top is an aggregation over a stateless query of `source` (optionally under
+//! projections, a `HAVING` filter and subquery aliases) is split into three plans, each planned
+//! once at start and executed again per batch like the stateless transform:
+//!
+//! 1. **partial**: the aggregation's partial values over each part of a batch ([`rewrite`]);
+//! 2. **merge**: the state (one row per group, as of the last committed batch) unioned with the
+//!    batch's partials, grouped again, with a flag telling which groups the batch touched;
+//! 3. **output**: the final values of the merged groups, the touched ones (`update`) or all
+//!    (`complete`), through whatever stood above the aggregation (projection, `HAVING`).
+//!
+//! The merged groups become the next state, saved with the batch's commit ([`store`]): a
+//! replayed batch starts from the state its first attempt started from, so it emits the same
+//! rows. Spark's rules apply: `append` (its default) is refused for an aggregation without a
+//! watermark, `complete` for a query without one.
+
+pub(crate) mod aggregation;
+pub(crate) mod rewrite;
+pub(crate) mod store;
+
+use std::sync::Arc;
+
+use arrow_schema::{Field, Schema, SchemaRef};
+use datafusion::dataframe::DataFrame;
+use datafusion::functions_aggregate::expr_fn::bool_or;
+use datafusion::logical_expr::{Aggregate, LogicalPlan};
+use datafusion::prelude::{col, lit, SessionContext};
+use tributary_sdk::{Error, ErrorCode, OutputMode, Result};
+
+use crate::allowlist::{check_logical, check_physical};
+use crate::error::sql_error;
+use crate::source_table::{BatchSlot, SourceTable};
+pub(crate) use aggregation::Aggregation;
+
+/// The option naming the output mode.
+pub(crate) const OUTPUT_MODE_OPTION: &str = "transform.outputMode";
+
+const STATE_TABLE: &str = "__tributary_state";
+const DELTA_TABLE: &str = "__tributary_delta";
+const MERGED_TABLE: &str = "__tributary_merged";
+const TOUCHED: &str = "__touched";
+
+/// The query's top aggregation, under the nodes above it (outermost first), when the query is
+/// one: projections, filters (`HAVING`) and subquery aliases over an `Aggregate`.
+fn top_aggregation(plan: &LogicalPlan) -> Option<(Vec<&LogicalPlan>, &Aggregate)> {
+    let mut upper = Vec::new();
+    let mut node = plan;
+    loop {
+        match node {
+            LogicalPlan::Aggregate(agg) => return Some((upper, agg)),
+            LogicalPlan::Projection(_) | LogicalPlan::Filter(_) | LogicalPlan::SubqueryAlias(_) => {
+                upper.push(node);
+                let inputs = node.inputs();
+                let [only] = inputs.as_slice() else {
+                    return None;
+                };
+                node = only;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Every field nullable: the state holds what the merge produced, whatever DataFusion declared.
+fn nullable(schema: &SchemaRef) -> SchemaRef {
+    Arc::new(Schema::new(
+        schema
+            .fields()
+            .iter()
+            .map(|f| Field::new(f.name(), f.data_type().clone(), true))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// Plans the query's aggregation when it has one at its top (see the module docs); `Ok(None)`
+/// for a query without (the caller checks it as a stateless query). Refuses Spark's invalid
+/// mode combinations.
+pub(crate) async fn plan(
+    ctx: &SessionContext,
+    logical: &LogicalPlan,
+    mode: Option<OutputMode>,
+    sql: &str,
+) -> Result<Option<Aggregation>> {
+    let Some((upper, agg)) = top_aggregation(logical) else {
+        if mode == Some(OutputMode::Complete) {
+            return Err(Error::new(
+                ErrorCode::InvalidPipeline,
+                "[transform] Complete output mode not supported when there are no streaming aggregations on streaming DataFrames/Datasets; use outputMode = \"append\" (or leave it out)",
+            )
+            .with_context("option", OUTPUT_MODE_OPTION));
+        }
+        return Ok(None);
+    };
+    // What feeds the aggregation must itself be a stateless query of the stream.
+    check_logical(&agg.input)?;
+    let df_err = |e: datafusion::error::DataFusionError| sql_error(&e, sql);
+    let state = ctx.state();
+    let input_plan = DataFrame::new(state.clone(), (*agg.input).clone())
+        .create_physical_plan()
+        .await
+        .map_err(df_err)?;
+    check_physical(&input_plan)?;
+    let mode = match mode {
+        Some(m @ (OutputMode::Update | OutputMode::Complete)) => m,
+        _ => {
+            return Err(Error::new(
+                ErrorCode::InvalidPipeline,
+                "[transform] Append output mode not supported when there are streaming aggregations on streaming DataFrames/DataSets without watermark; set outputMode = \"update\" (the changed groups every batch) or \"complete\" (every group every batch)",
+            )
+            .with_context("option", OUTPUT_MODE_OPTION));
+        }
+    };
+    let split = rewrite::split(agg)?;
+    let n_groups = split.groups.len();
+
+    // 1. partial
+    let (groups, partials) = split.partial_exprs();
+    let partial = DataFrame::new(state.clone(), (*agg.input).clone())
+        .aggregate(groups, partials)
+        .map_err(df_err)?
+        .create_physical_plan()
+        .await
+        .map_err(df_err)?;
+    let state_schema = nullable(&partial.schema());
+    let partial_types: Vec<_> = state_schema
+        .fields()
+        .iter()
+        .skip(n_groups)
+        .map(|f| f.data_type().clone())
+        .collect();
+
+    // 2. merge
+    let (state_slot, delta_slot, merged_slot) =
+        (BatchSlot::new(), BatchSlot::new(), BatchSlot::new());
+    register(ctx, STATE_TABLE, &state_schema, &state_slot)?;
+    register(ctx, DELTA_TABLE, &state_schema, &delta_slot)?;
+    let held = ctx
+        .table(STATE_TABLE)
+        .await
+        .and_then(|d| d.with_column(TOUCHED, lit(false)))
+        .map_err(df_err)?;
+    let fresh = ctx
+        .table(DELTA_TABLE)
+        .await
+        .and_then(|d| d.with_column(TOUCHED, lit(true)))
+        .map_err(df_err)?;
+    let (merge_groups, mut merged) = split.merge_exprs(&partial_types);
+    merged.push(bool_or(col(TOUCHED)).alias(TOUCHED));
+    let merge = held
+        .union(fresh)
+        .and_then(|d| d.aggregate(merge_groups, merged))
+        .map_err(df_err)?
+        .create_physical_plan()
+        .await
+        .map_err(df_err)?;
+    let merged_schema = nullable(&merge.schema());
+
+    // 3. output
+    register(ctx, MERGED_TABLE, &merged_schema, &merged_slot)?;
+    let mut out = ctx.table(MERGED_TABLE).await.map_err(df_err)?;
+    if mode == OutputMode::Update {
+        out = out.filter(col(TOUCHED)).map_err(df_err)?;
+    }
+    let final_types: Vec<_> = agg
+        .schema
+        .fields()
+        .iter()
+        .skip(n_groups)
+        .map(|f| f.data_type().clone())
+        .collect();
+    let mut select = Vec::new();
+    for i in 0..n_groups {
+        let (qualifier, field) = agg.schema.qualified_field(i);
+        select
+            .push(col(rewrite::group_column(i)).alias_qualified(qualifier.cloned(), field.name()));
+    }
+    for (k, e) in split.final_exprs(&final_types)?.into_iter().enumerate() {
+        let (qualifier, field) = agg.schema.qualified_field(n_groups + k);
+        select.push(e.alias_qualified(qualifier.cloned(), field.name()));
+    }
+    let mut rebuilt = out.select(select).map_err(df_err)?.into_unoptimized_plan();
+    for node in upper.iter().rev() {
+        rebuilt = node
+            .with_new_exprs(node.expressions(), vec![rebuilt])
+            .map_err(df_err)?;
+    }
+    let output = DataFrame::new(state, rebuilt)
+        .create_physical_plan()
+        .await
+        .map_err(df_err)?;
+    Ok(Some(Aggregation::new(
+        split,
+        mode,
+        aggregation::Plans {
+            partial,
+            merge,
+            output,
+            task: ctx.task_ctx(),
+        },
+        aggregation::Slots {
+            state: state_slot,
+            delta: delta_slot,
+            merged: merged_slot,
+        },
+        state_schema,
+        merged_schema,
+    )))
+}
+
+fn register(ctx: &SessionContext, name: &str, schema: &SchemaRef, slot: &BatchSlot) -> Result<()> {
+    ctx.register_table(
+        name,
+        Arc::new(SourceTable::new(Arc::clone(schema), slot.clone())),
+    )
+    .map(|_| ())
+    .map_err(|e| {
+        Error::new(
+            ErrorCode::Internal,
+            format!("[transform] registering {name}: {e}"),
+        )
+    })
+}

@@ -1,0 +1,249 @@
+//! An aggregation split into what state can hold: each aggregate function as its *partial*
+//! value over one batch, the *merge* of partials (state ∪ the batch's partials) and the *final*
+//! value read from the merged partials.
+//!
+//! | function | partial | merge | final |
+//! |---|---|---|---|
+//! | `count(x)` | `count(x)` | `sum` | the partial |
+//! | `sum(x)`, `min(x)`, `max(x)` | itself | itself | the partial |
+//! | `bool_and(x)`, `bool_or(x)` | itself | itself | the partial |
+//! | `avg(x)` | `sum(x)`, `count(x)` | `sum`, `sum` | `sum / count` (null when `count = 0`) |
+//!
+//! Every other aggregate function, `DISTINCT`, `FILTER (WHERE ...)`, an ordered aggregate and
+//! `GROUPING SETS` / `ROLLUP` / `CUBE` are refused naming them: their partial values cannot be
+//! merged from what one row per group holds.
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::functions_aggregate::expr_fn::{bool_and, bool_or, count, max, min, sum};
+use datafusion::logical_expr::expr::AggregateFunction;
+use datafusion::logical_expr::{Aggregate, Expr};
+use datafusion::prelude::{cast, col, lit, when};
+use tributary_sdk::{Error, ErrorCode, Result};
+
+use crate::error::SQL_OPTION;
+
+/// The functions whose partial values merge.
+pub(crate) const SUPPORTED: &str = "count, sum, min, max, avg, bool_and, bool_or";
+
+/// How one aggregate function is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Count,
+    Same,
+    Avg,
+}
+
+/// One aggregate function of the query, split.
+#[derive(Debug, Clone)]
+pub(crate) struct SplitAggregate {
+    kind: Kind,
+    /// The merge function's name (`sum`, `min`, ...), for each partial column.
+    merge: &'static str,
+    /// Partial expressions over the query's input, one per state column (two for `avg`).
+    pub(crate) partials: Vec<Expr>,
+}
+
+/// The grouping keys and aggregate functions of the query's aggregation, split.
+#[derive(Debug, Clone)]
+pub(crate) struct SplitAggregation {
+    /// The grouping expressions over the input.
+    pub(crate) groups: Vec<Expr>,
+    /// The aggregate functions.
+    pub(crate) aggregates: Vec<SplitAggregate>,
+    /// What the state of this query means (`GROUP BY ...; AGGREGATE ...`): a state written by
+    /// another query is refused with both.
+    pub(crate) signature: String,
+}
+
+/// The name of grouping column `i` in the state.
+pub(crate) fn group_column(i: usize) -> String {
+    format!("__g{i}")
+}
+
+/// The name of partial column `j` in the state.
+pub(crate) fn partial_column(j: usize) -> String {
+    format!("__p{j}")
+}
+
+/// Splits `agg` (see the module docs), or refuses it naming what cannot be kept.
+pub(crate) fn split(agg: &Aggregate) -> Result<SplitAggregation> {
+    for g in &agg.group_expr {
+        if matches!(g, Expr::GroupingSet(_)) {
+            return Err(refused(
+                "GROUPING SETS, ROLLUP and CUBE are not supported on a stream; group by plain columns or expressions",
+            ));
+        }
+    }
+    let mut aggregates = Vec::new();
+    for e in &agg.aggr_expr {
+        aggregates.push(split_one(e)?);
+    }
+    let groups: Vec<String> = agg
+        .group_expr
+        .iter()
+        .map(|e| e.human_display().to_string())
+        .collect();
+    let functions: Vec<String> = agg
+        .aggr_expr
+        .iter()
+        .map(|e| unalias(e).human_display().to_string())
+        .collect();
+    Ok(SplitAggregation {
+        groups: agg.group_expr.clone(),
+        aggregates,
+        signature: format!(
+            "GROUP BY [{}] AGGREGATE [{}]",
+            groups.join(", "),
+            functions.join(", ")
+        ),
+    })
+}
+
+fn unalias(e: &Expr) -> &Expr {
+    match e {
+        Expr::Alias(a) => unalias(&a.expr),
+        other => other,
+    }
+}
+
+fn split_one(e: &Expr) -> Result<SplitAggregate> {
+    let Expr::AggregateFunction(AggregateFunction { func, params }) = unalias(e) else {
+        return Err(refused(&format!(
+            "the aggregate expression {} is not supported on a stream",
+            e.human_display()
+        )));
+    };
+    let shown = unalias(e).human_display().to_string();
+    if params.distinct {
+        return Err(refused(&format!(
+            "{shown}: DISTINCT aggregates keep every distinct value and are not supported on a stream"
+        )));
+    }
+    if params.filter.is_some() {
+        return Err(refused(&format!(
+            "{shown}: FILTER (WHERE ...) on an aggregate is not supported on a stream; filter the rows in WHERE"
+        )));
+    }
+    if !params.order_by.is_empty() {
+        return Err(refused(&format!(
+            "{shown}: ordered aggregates (WITHIN GROUP / ORDER BY) are not supported on a stream"
+        )));
+    }
+    let name = func.name().to_ascii_lowercase();
+    let itself = unalias(e).clone();
+    let (kind, merge, partials) = match name.as_str() {
+        "count" => (Kind::Count, "sum", vec![itself]),
+        "sum" => (Kind::Same, "sum", vec![itself]),
+        "min" => (Kind::Same, "min", vec![itself]),
+        "max" => (Kind::Same, "max", vec![itself]),
+        "bool_and" => (Kind::Same, "bool_and", vec![itself]),
+        "bool_or" => (Kind::Same, "bool_or", vec![itself]),
+        "avg" | "mean" => {
+            let [arg] = params.args.as_slice() else {
+                return Err(refused(&format!("{shown}: avg takes one argument")));
+            };
+            (
+                Kind::Avg,
+                "sum",
+                vec![sum(arg.clone()), count(arg.clone())],
+            )
+        }
+        other => {
+            return Err(refused(&format!(
+                "the aggregate function {other} ({shown}) cannot be kept as state across batches (its partial values do not merge); supported: {SUPPORTED}"
+            )))
+        }
+    };
+    Ok(SplitAggregate {
+        kind,
+        merge,
+        partials,
+    })
+}
+
+impl SplitAggregation {
+    /// The aggregation over the batch: grouping columns `__g<i>`, partial columns `__p<j>`.
+    pub(crate) fn partial_exprs(&self) -> (Vec<Expr>, Vec<Expr>) {
+        let groups = self
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| g.clone().alias(group_column(i)))
+            .collect();
+        let partials = self
+            .aggregates
+            .iter()
+            .flat_map(|a| a.partials.iter().cloned())
+            .enumerate()
+            .map(|(j, p)| p.alias(partial_column(j)))
+            .collect();
+        (groups, partials)
+    }
+
+    /// The merge of state and batch partials, grouped by `__g<i>`; each merged column cast back
+    /// to its partial type (`types`, in partial-column order) so that the state keeps one schema.
+    pub(crate) fn merge_exprs(&self, types: &[DataType]) -> (Vec<Expr>, Vec<Expr>) {
+        let groups = (0..self.groups.len())
+            .map(|i| col(group_column(i)))
+            .collect();
+        let mut merged = Vec::new();
+        let mut j = 0;
+        for a in &self.aggregates {
+            for _ in &a.partials {
+                let c = col(partial_column(j));
+                let e = match a.merge {
+                    "min" => min(c),
+                    "max" => max(c),
+                    "bool_and" => bool_and(c),
+                    "bool_or" => bool_or(c),
+                    _ => sum(c),
+                };
+                let e = match types.get(j) {
+                    Some(t) => cast(e, t.clone()),
+                    None => e,
+                };
+                merged.push(e.alias(partial_column(j)));
+                j += 1;
+            }
+        }
+        (groups, merged)
+    }
+
+    /// The final value of each aggregate function from the merged partials, cast to `types`
+    /// (the aggregation's own output types, in function order).
+    pub(crate) fn final_exprs(&self, types: &[DataType]) -> Result<Vec<Expr>> {
+        let mut out = Vec::new();
+        let mut j = 0;
+        for (k, a) in self.aggregates.iter().enumerate() {
+            let e = match a.kind {
+                Kind::Count | Kind::Same => col(partial_column(j)),
+                Kind::Avg => {
+                    let (s, c) = (col(partial_column(j)), col(partial_column(j + 1)));
+                    when(
+                        c.clone().eq(lit(0i64)),
+                        lit(datafusion::scalar::ScalarValue::Float64(None)),
+                    )
+                    .otherwise(cast(s, DataType::Float64) / cast(c, DataType::Float64))
+                    .map_err(|e| {
+                        Error::new(
+                            ErrorCode::Internal,
+                            format!("[transform] avg's final value: {e}"),
+                        )
+                    })?
+                }
+            };
+            j += a.partials.len();
+            out.push(match types.get(k) {
+                Some(t) => cast(e, t.clone()),
+                None => e,
+            });
+        }
+        Ok(out)
+    }
+}
+
+fn refused(message: &str) -> Error {
+    Error::new(ErrorCode::InvalidPipeline, format!("[transform] {message}"))
+        .with_context("option", SQL_OPTION)
+        .with_context("operator", "aggregation")
+}

@@ -1,0 +1,146 @@
+//! State versions on disk: one Arrow IPC file per committed batch, `<dir>/<version>.arrow`,
+//! written atomically (temporary file, fsync, rename, directory fsync) and carrying the query's
+//! signature in its schema metadata, so that a changed query is refused instead of reading
+//! state of another shape.
+//!
+//! Each version is a full snapshot of the state (every group). Version `n` is written before
+//! `commits/<n>`; versions `n - 1` and `n` are kept (a crash before `commits/<n>` replays batch
+//! `n` from `n - 1`), older ones are removed.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{Schema, SchemaRef};
+use datafusion::arrow::ipc::reader::FileReader;
+use datafusion::arrow::ipc::writer::FileWriter;
+use tributary_sdk::{Error, ErrorCode, Result};
+
+/// The schema-metadata key holding the query's signature.
+const SIGNATURE: &str = "tributary.state.signature";
+
+fn version_path(dir: &Path, version: u64) -> PathBuf {
+    dir.join(format!("{version}.arrow"))
+}
+
+fn io(what: &str, path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorCode::Checkpoint,
+        format!("[transform] state: cannot {what} {}: {e}", path.display()),
+    )
+    .with_context("path", path.display())
+}
+
+/// Writes `state` as version `version` under `dir` and removes versions below `version - 1`.
+pub(crate) fn save(dir: &Path, version: u64, signature: &str, state: &RecordBatch) -> Result<()> {
+    fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
+    let mut metadata = HashMap::new();
+    metadata.insert(SIGNATURE.to_string(), signature.to_string());
+    let schema = Arc::new(Schema::new_with_metadata(
+        state.schema().fields().clone(),
+        metadata,
+    ));
+    let batch = RecordBatch::try_new(Arc::clone(&schema), state.columns().to_vec())
+        .map_err(|e| io("encode the state for", dir, e))?;
+    let target = version_path(dir, version);
+    let tmp = dir.join(format!(".{version}.arrow.tmp"));
+    {
+        let file = File::create(&tmp).map_err(|e| io("create", &tmp, e))?;
+        let mut writer =
+            FileWriter::try_new(BufWriter::new(file), &schema).map_err(|e| io("write", &tmp, e))?;
+        writer.write(&batch).map_err(|e| io("write", &tmp, e))?;
+        writer.finish().map_err(|e| io("write", &tmp, e))?;
+        let file = writer
+            .into_inner()
+            .map_err(|e| io("write", &tmp, e))?
+            .into_inner()
+            .map_err(|e| io("write", &tmp, e.error()))?;
+        file.sync_all().map_err(|e| io("sync", &tmp, e))?;
+    }
+    fs::rename(&tmp, &target).map_err(|e| io("rename", &target, e))?;
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    for old in versions(dir)? {
+        if old.saturating_add(1) < version {
+            let p = version_path(dir, old);
+            fs::remove_file(&p).map_err(|e| io("remove", &p, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// The versions present under `dir`, ascending.
+pub(crate) fn versions(dir: &Path) -> Result<Vec<u64>> {
+    let mut out = Vec::new();
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(io("list", dir, e)),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| io("list", dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(v) = name
+            .strip_suffix(".arrow")
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            out.push(v);
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// Reads version `version` from `dir`, checked against this query's `signature` and state
+/// `schema`.
+pub(crate) fn load(
+    dir: &Path,
+    version: u64,
+    signature: &str,
+    schema: &SchemaRef,
+) -> Result<RecordBatch> {
+    let path = version_path(dir, version);
+    let file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::new(
+                ErrorCode::CheckpointDamaged,
+                format!(
+                    "[transform] the aggregation's state for committed batch {version} is missing ({}): the checkpoint was made by a query without this aggregation, or its state was deleted; resuming would restart every group from zero. Restore the state directory or start a new checkpoint",
+                    path.display()
+                ),
+            )
+            .with_context("path", path.display()))
+        }
+        Err(e) => return Err(io("open", &path, e)),
+    };
+    let reader = FileReader::try_new(file, None).map_err(|e| io("read", &path, e))?;
+    let stored = reader
+        .schema()
+        .metadata()
+        .get(SIGNATURE)
+        .cloned()
+        .unwrap_or_default();
+    if stored != signature {
+        return Err(Error::new(
+            ErrorCode::CheckpointIncompatible,
+            format!(
+                "[transform] the checkpoint's aggregation state was written by another query: it holds {stored}, the query now computes {signature}; changing the grouping keys or aggregate functions of a stateful query needs a new checkpoint"
+            ),
+        )
+        .with_context("option", "transform.sql"));
+    }
+    let mut batches = Vec::new();
+    for b in reader {
+        let b = b.map_err(|e| io("read", &path, e))?;
+        batches.push(
+            RecordBatch::try_new(Arc::clone(schema), b.columns().to_vec())
+                .map_err(|e| io("decode", &path, e))?,
+        );
+    }
+    datafusion::arrow::compute::concat_batches(schema, &batches).map_err(|e| io("decode", &path, e))
+}
