@@ -170,3 +170,112 @@ fn a_sink_or_trigger_that_cannot_take_the_mode_is_refused_at_check() {
         "{err}"
     );
 }
+
+/// JSON lines at these seconds after 2026-01-01T00:00:00Z (`v` = the second).
+fn write_events(dir: &Path, name: &str, seconds: &[u64]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let text: String = seconds
+        .iter()
+        .map(|s| {
+            format!(
+                "{{\"ts\":\"2026-01-01T00:{:02}:{:02}Z\",\"v\":{s}}}\n",
+                s / 60,
+                s % 60
+            )
+        })
+        .collect();
+    let tmp = dir.join(format!(".{name}.tmp"));
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, dir.join(name)).unwrap();
+}
+
+/// (window start second of the hour, n, total) of every row in the Parquet output, sorted.
+fn windows_written(dir: &Path) -> Vec<(i64, i64, i64)> {
+    use arrow::array::{AsArray, StructArray};
+    use arrow::datatypes::{Int64Type, TimestampMicrosecondType};
+    let mut out = Vec::new();
+    for b in tributary_sinks::parquet::read_dir_batches(dir).unwrap() {
+        let w: &StructArray = b.column_by_name("window").unwrap().as_struct();
+        let start = arrow::compute::cast(
+            w.column_by_name("start").unwrap(),
+            &arrow::datatypes::DataType::Timestamp(
+                arrow::datatypes::TimeUnit::Microsecond,
+                Some("UTC".into()),
+            ),
+        )
+        .unwrap();
+        let start = start.as_primitive::<TimestampMicrosecondType>();
+        let n = b.column_by_name("n").unwrap().as_primitive::<Int64Type>();
+        let total = b
+            .column_by_name("total")
+            .unwrap()
+            .as_primitive::<Int64Type>();
+        for i in 0..b.num_rows() {
+            let since_hour = (start.value(i) / 1_000_000) % 3600;
+            out.push((since_hour, n.value(i), total.value(i)));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn windowed_counts_in_append_mode_reach_parquet_once_per_window_across_a_replay() {
+    let l = Layout::new();
+    let input = l.input();
+    // one file per batch; 30 in the third file is later than the watermark (100) and dropped
+    for (i, seconds) in [&[10u64, 20, 70][..], &[50, 130], &[30, 200], &[400]]
+        .iter()
+        .enumerate()
+    {
+        write_events(&input, &format!("e{i}.json"), seconds);
+    }
+    let text = format!(
+        r#"
+name = "windows"
+checkpoint = "{ck}"
+[source]
+connector = "files"
+options = {{ path = "{input}", "cloudFiles.format" = "json", schema = "ts TIMESTAMP, v BIGINT", "cloudFiles.maxFilesPerTrigger" = "1" }}
+[transform]
+sql = "SELECT window(ts, '1 minute') AS window, count(*) AS n, sum(v) AS total FROM source GROUP BY window(ts, '1 minute')"
+outputMode = "append"
+watermark = {{ eventTime = "ts", delayThreshold = "30 seconds" }}
+[[sink]]
+connector = "parquet"
+options = {{ path = "{out}" }}
+[trigger]
+kind = "availableNow"
+"#,
+        ck = l.checkpoint().display(),
+        input = input.display(),
+        out = l.output().display(),
+    );
+    let p = l.root.path().join("windows.toml");
+    std::fs::write(&p, text).unwrap();
+    let progress = l.root.path().join("progress.jsonl");
+    run(&p, &progress);
+    // watermark after the last batch: 400 - 30 = 370; [360,420) is still open
+    let want = vec![(0, 3, 80), (60, 1, 70), (120, 1, 130), (180, 1, 200)];
+    assert_eq!(windows_written(&l.output()), want);
+    let events = progress_events(&progress);
+    let dropped: i64 = events
+        .iter()
+        .map(|e| {
+            e["stateOperators"][0]["numRowsDroppedByWatermark"]
+                .as_i64()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(dropped, 1);
+    assert_eq!(
+        events[3]["stateOperators"][0]["watermark"],
+        "2026-01-01T00:06:10.000Z"
+    );
+
+    // a crash before commits/3: the replay decides from state version 2 and the Parquet sink
+    // keeps batch 3 once
+    std::fs::remove_file(l.checkpoint().join("commits/3")).unwrap();
+    run(&p, &progress);
+    assert_eq!(windows_written(&l.output()), want);
+}

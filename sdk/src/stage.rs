@@ -102,6 +102,10 @@ pub struct StateOperatorProgress {
     pub memory_used_bytes: u64,
     /// Milliseconds spent making the state durable.
     pub commit_time_ms: u64,
+    /// The watermark after the batch, when the query has one (Spark reports it in the
+    /// event's `eventTime.watermark`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watermark: Option<String>,
 }
 
 /// Builds stages of one kind (the pipeline file names it: `[source].decode`).

@@ -36,7 +36,7 @@ mod stateful;
 mod static_tables;
 mod transform;
 
-pub use spec::{StaticTable, TableFormat, TransformSpec};
+pub use spec::{StaticTable, TableFormat, TransformSpec, Watermark};
 pub use transform::SqlTransform;
 
 /// The name of the stream in the query.

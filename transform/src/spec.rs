@@ -35,6 +35,24 @@ pub struct TransformSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub output_mode: Option<OutputMode>,
+    /// Spark's `withWatermark(eventTime, delayThreshold)`, for an aggregation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark: Option<Watermark>,
+}
+
+/// `watermark = { eventTime = "ts", delayThreshold = "10 minutes" }`: Spark's
+/// `withWatermark`. The watermark is the latest event time seen minus the delay; rows at or
+/// before it are dropped (and counted), groups whose window ended at or before it are final:
+/// emitted in `append` mode and removed from the state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Watermark {
+    /// A TIMESTAMP column of `source`.
+    #[serde(rename = "eventTime")]
+    pub event_time: String,
+    /// How late a row may be (`10 minutes`, `30 seconds`).
+    #[serde(rename = "delayThreshold")]
+    pub delay_threshold: String,
 }
 
 /// A static table (`[[transform.table]]`), loaded once at start and joined as a broadcast table.
@@ -80,7 +98,21 @@ impl TransformSpec {
             sql: sql.into(),
             tables: Vec::new(),
             output_mode: None,
+            watermark: None,
         }
+    }
+
+    /// Sets Spark's `withWatermark(event_time, delay)`.
+    pub fn with_watermark(
+        mut self,
+        event_time: impl Into<String>,
+        delay: impl Into<String>,
+    ) -> Self {
+        self.watermark = Some(Watermark {
+            event_time: event_time.into(),
+            delay_threshold: delay.into(),
+        });
+        self
     }
 
     /// Sets Spark's `outputMode`.
@@ -148,6 +180,25 @@ impl TransformSpec {
                     ),
                     "path",
                 ));
+            }
+        }
+        if let Some(w) = &self.watermark {
+            if w.event_time.trim().is_empty() {
+                return Err(Error::new(
+                    ErrorCode::InvalidPipeline,
+                    "[transform] watermark.eventTime must name a TIMESTAMP column of source",
+                )
+                .with_context("option", "transform.watermark.eventTime"));
+            }
+            if crate::stateful::window::parse_interval(&w.delay_threshold).is_none() {
+                return Err(Error::new(
+                    ErrorCode::InvalidPipeline,
+                    format!(
+                        "[transform] watermark.delayThreshold '{}' is not an interval such as '10 seconds', '5 minutes' or '1 hour'",
+                        w.delay_threshold
+                    ),
+                )
+                .with_context("option", "transform.watermark.delayThreshold"));
             }
         }
         parse_one_query(&self.sql)

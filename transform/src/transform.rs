@@ -154,6 +154,7 @@ impl SqlTransform {
     async fn build(&self, input: SchemaRef, load: bool) -> Result<(Built, SessionContext)> {
         let ctx = SessionContext::new_with_config(session_config());
         ctx.add_analyzer_rule(Arc::new(LossyBinaryCast::new()));
+        ctx.register_udf(stateful::window::udf());
         ctx.register_table(
             SOURCE_TABLE,
             Arc::new(SourceTable::new(Arc::clone(&input), self.slot.clone())),
@@ -172,7 +173,7 @@ impl SqlTransform {
             .await
             .map_err(|e| sql_error(&e, sql))?;
         let logical: &LogicalPlan = frame.logical_plan();
-        if let Some(agg) = stateful::plan(&ctx, logical, self.spec.output_mode, sql).await? {
+        if let Some(agg) = stateful::plan(&ctx, logical, &input, &self.spec).await? {
             return Ok((Built::Aggregating(Box::new(agg)), ctx));
         }
         check_logical(logical)?;
@@ -274,13 +275,15 @@ impl Stage for SqlTransform {
     async fn apply(&mut self, batch: &RecordBatch) -> Result<RecordBatch> {
         let slot = self.slot.clone();
         let planned = self.planned(batch)?;
-        slot.set(batch.clone());
+        if matches!(planned.kind, Kind::Stateless { .. }) {
+            slot.set(batch.clone());
+        }
         // Awaited on the host's runtime: DataFusion's cooperative yielding (tokio's task
         // budget) returns to the scheduler instead of spinning a blocked thread.
         let out = match &mut planned.kind {
             Kind::Stateless { plan, task } => collect(plan, task, &planned.output).await,
             Kind::Aggregating(agg) => agg
-                .absorb()
+                .absorb(&slot, batch)
                 .await
                 .map(|()| RecordBatch::new_empty(Arc::clone(&planned.output))),
         };

@@ -13,7 +13,7 @@ use datafusion::execution::TaskContext;
 use datafusion::physical_plan::ExecutionPlan;
 use tributary_sdk::{Error, ErrorCode, OutputMode, Result, StageState, StateOperatorProgress};
 
-use super::rewrite::SplitAggregation;
+use super::rewrite::{Expiry, SplitAggregation};
 use super::store;
 use crate::source_table::BatchSlot;
 use crate::transform::collect;
@@ -29,6 +29,17 @@ pub(crate) struct Plans {
     pub(crate) task: Arc<TaskContext>,
 }
 
+/// The watermark of the query (`[transform] watermark`), checked.
+#[derive(Debug, Clone)]
+pub(crate) struct WatermarkSpec {
+    /// The event-time column's index in the stage's input.
+    pub(crate) column: usize,
+    /// `delayThreshold` in milliseconds.
+    pub(crate) delay_ms: i64,
+    /// Which grouping key finalises a group (none: late rows are dropped, nothing is evicted).
+    pub(crate) expiry: Option<Expiry>,
+}
+
 /// The tables the merge and output plans read.
 pub(crate) struct Slots {
     pub(crate) state: BatchSlot,
@@ -40,6 +51,15 @@ pub(crate) struct Slots {
 pub(crate) struct Aggregation {
     split: SplitAggregation,
     mode: OutputMode,
+    watermark: Option<WatermarkSpec>,
+    /// The watermark in effect for the current batch (epoch ms), as of the last commit.
+    watermark_ms: Option<i64>,
+    /// The latest event time of the current batch (epoch ms).
+    batch_max_ms: Option<i64>,
+    /// The watermark after the current batch, until it is saved.
+    next_watermark_ms: Option<i64>,
+    /// Rows of the current batch dropped as later than the watermark.
+    late: u64,
     plans: Plans,
     slots: Slots,
     state_schema: SchemaRef,
@@ -91,9 +111,11 @@ fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
 }
 
 impl Aggregation {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         split: SplitAggregation,
         mode: OutputMode,
+        watermark: Option<WatermarkSpec>,
         plans: Plans,
         slots: Slots,
         state_schema: SchemaRef,
@@ -103,6 +125,11 @@ impl Aggregation {
             state: RecordBatch::new_empty(Arc::clone(&state_schema)),
             split,
             mode,
+            watermark,
+            watermark_ms: None,
+            batch_max_ms: None,
+            next_watermark_ms: None,
+            late: 0,
             plans,
             slots,
             state_schema,
@@ -121,13 +148,78 @@ impl Aggregation {
         self.plans.output.schema()
     }
 
-    /// Takes the partial values of one part (the `source` slot holds the part).
-    pub(crate) async fn absorb(&mut self) -> Result<()> {
-        let p = collect(&self.plans.partial, &self.plans.task, &self.state_schema).await?;
+    /// Takes the partial values of one part, read through the transform's `source` slot;
+    /// under a watermark, rows at or before it are dropped first (counted) and the part's
+    /// latest event time is noted.
+    pub(crate) async fn absorb(&mut self, slot: &BatchSlot, part: &RecordBatch) -> Result<()> {
+        let part = match &self.watermark {
+            None => part.clone(),
+            Some(w) => {
+                let times = millis(part.column(w.column))?;
+                if let Some(max) = datafusion::arrow::compute::max(&times) {
+                    self.batch_max_ms = Some(self.batch_max_ms.map_or(max, |m| m.max(max)));
+                }
+                match self.watermark_ms {
+                    None => part.clone(),
+                    Some(wm) => {
+                        // Spark: a row is late when eventTime <= watermark; a null time is not.
+                        let keep: BooleanArray = times
+                            .iter()
+                            .map(|t| Some(t.is_none_or(|t| t > wm)))
+                            .collect();
+                        let kept = datafusion::arrow::compute::filter_record_batch(part, &keep)
+                            .map_err(|e| internal("dropping late rows", e))?;
+                        self.late += (part.num_rows() - kept.num_rows()) as u64;
+                        kept
+                    }
+                }
+            }
+        };
+        slot.set(part);
+        let p = collect(&self.plans.partial, &self.plans.task, &self.state_schema).await;
+        slot.clear();
+        let p = p?;
         if p.num_rows() > 0 {
             self.pending.push(as_schema(&self.state_schema, &p)?);
         }
         Ok(())
+    }
+
+    /// The watermark after this batch: the latest event time seen minus the delay, never
+    /// moving back.
+    fn advanced_watermark(&self) -> Option<i64> {
+        let w = self.watermark.as_ref()?;
+        let candidate = self.batch_max_ms.map(|m| m.saturating_sub(w.delay_ms));
+        match (self.watermark_ms, candidate) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Which rows of `state` are final under watermark `wm` (the expiry key ≤ `wm`).
+    fn expired(&self, state: &RecordBatch, wm: Option<i64>) -> Result<Option<BooleanArray>> {
+        let (Some(wm), Some(expiry)) = (wm, self.watermark.as_ref().and_then(|w| w.expiry)) else {
+            return Ok(None);
+        };
+        let key = match expiry {
+            Expiry::WindowEnd(i) => {
+                let column = state.column(i);
+                let s = column
+                    .as_any()
+                    .downcast_ref::<arrow_array::StructArray>()
+                    .ok_or_else(|| internal("the window key", "is not a struct"))?;
+                s.column_by_name("end")
+                    .cloned()
+                    .ok_or_else(|| internal("the window key", "has no end"))?
+            }
+            Expiry::Key(i) => Arc::clone(state.column(i)),
+        };
+        let key = millis(&key)?;
+        Ok(Some(
+            key.iter()
+                .map(|k| Some(k.is_some_and(|k| k <= wm)))
+                .collect(),
+        ))
     }
 
     /// Executes the start-up run of every plan on empty inputs (as the stateless transform
@@ -136,6 +228,7 @@ impl Aggregation {
         self.pending.clear();
         let out = self.end_batch().await;
         self.next = None;
+        self.next_watermark_ms = self.watermark_ms;
         self.progress = StateOperatorProgress {
             operator_name: "stateStoreSave".into(),
             ..Default::default()
@@ -149,10 +242,13 @@ impl StageState for Aggregation {
     async fn restore(&mut self, dir: &Path, version: Option<u64>) -> Result<()> {
         self.pending.clear();
         self.next = None;
-        self.state = match version {
-            None => RecordBatch::new_empty(Arc::clone(&self.state_schema)),
+        self.late = 0;
+        self.batch_max_ms = None;
+        (self.state, self.watermark_ms) = match version {
+            None => (RecordBatch::new_empty(Arc::clone(&self.state_schema)), None),
             Some(v) => store::load(dir, v, &self.split.signature, &self.state_schema)?,
         };
+        self.next_watermark_ms = self.watermark_ms;
         self.progress.num_rows_total = self.state.num_rows() as u64;
         Ok(())
     }
@@ -175,10 +271,45 @@ impl StageState for Aggregation {
         let columns = merged.columns()[..touched_col].to_vec();
         let next = RecordBatch::try_new(Arc::clone(&self.state_schema), columns)
             .map_err(|e| internal("the merged state", e))?;
+        let wm = self.advanced_watermark();
+        let expired = self.expired(&next, wm)?;
+        // append emits the groups the watermark finalised: they take the flag's place
+        let merged = match (&expired, self.mode) {
+            (Some(e), OutputMode::Append) => {
+                let mut columns = merged.columns().to_vec();
+                columns[touched_col] = Arc::new(e.clone());
+                RecordBatch::try_new(Arc::clone(&self.merged_schema), columns)
+                    .map_err(|e| internal("the finalised groups", e))?
+            }
+            (None, OutputMode::Append) => {
+                let mut columns = merged.columns().to_vec();
+                columns[touched_col] = Arc::new(BooleanArray::from(vec![false; merged.num_rows()]));
+                RecordBatch::try_new(Arc::clone(&self.merged_schema), columns)
+                    .map_err(|e| internal("the finalised groups", e))?
+            }
+            _ => merged,
+        };
         self.slots.merged.set(merged);
         let out = collect(&self.plans.output, &self.plans.task, &self.output_schema()).await;
         self.slots.merged.clear();
         let out = out?;
+        // finalised groups leave the state
+        let (next, removed) = match &expired {
+            Some(e) => {
+                let keep =
+                    datafusion::arrow::compute::not(e).map_err(|err| internal("evicting", err))?;
+                let kept = datafusion::arrow::compute::filter_record_batch(&next, &keep)
+                    .map_err(|err| internal("evicting", err))?;
+                let removed = (next.num_rows() - kept.num_rows()) as u64;
+                (kept, removed)
+            }
+            None => (next, 0),
+        };
+        self.next_watermark_ms = wm;
+        self.progress.num_rows_dropped_by_watermark = std::mem::take(&mut self.late);
+        self.progress.num_rows_removed = removed;
+        self.progress.watermark = wm.map(format_ms);
+        self.batch_max_ms = None;
         self.progress.num_rows_total = next.num_rows() as u64;
         self.progress.num_rows_updated = updated;
         self.progress.memory_used_bytes = next
@@ -194,13 +325,50 @@ impl StageState for Aggregation {
         let t = Instant::now();
         if let Some(next) = self.next.take() {
             self.state = next;
+            self.watermark_ms = self.next_watermark_ms;
         }
-        store::save(dir, version, &self.split.signature, &self.state)?;
+        store::save(
+            dir,
+            version,
+            &self.split.signature,
+            self.watermark_ms,
+            &self.state,
+        )?;
         self.progress.commit_time_ms = t.elapsed().as_millis() as u64;
         Ok(())
     }
 
     fn progress(&self) -> StateOperatorProgress {
         self.progress.clone()
+    }
+}
+
+/// A timestamp column as epoch milliseconds.
+fn millis(column: &arrow_array::ArrayRef) -> Result<arrow_array::Int64Array> {
+    use arrow_schema::{DataType, TimeUnit};
+    let tz = match column.data_type() {
+        DataType::Timestamp(_, tz) => tz.clone(),
+        other => {
+            return Err(internal(
+                "the event time",
+                format!("is {other}, not a timestamp"),
+            ))
+        }
+    };
+    let ms =
+        datafusion::arrow::compute::cast(column, &DataType::Timestamp(TimeUnit::Millisecond, tz))
+            .and_then(|c| datafusion::arrow::compute::cast(&c, &DataType::Int64))
+            .map_err(|e| internal("the event time", e))?;
+    ms.as_any()
+        .downcast_ref::<arrow_array::Int64Array>()
+        .cloned()
+        .ok_or_else(|| internal("the event time", "as milliseconds"))
+}
+
+/// Epoch milliseconds as a UTC timestamp (Spark's `eventTime.watermark`).
+fn format_ms(ms: i64) -> String {
+    match datafusion::arrow::temporal_conversions::timestamp_ms_to_datetime(ms) {
+        Some(t) => t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+        None => ms.to_string(),
     }
 }

@@ -19,6 +19,7 @@
 pub(crate) mod aggregation;
 pub(crate) mod rewrite;
 pub(crate) mod store;
+pub(crate) mod window;
 
 use std::sync::Arc;
 
@@ -28,6 +29,8 @@ use datafusion::functions_aggregate::expr_fn::bool_or;
 use datafusion::logical_expr::{Aggregate, LogicalPlan};
 use datafusion::prelude::{col, lit, SessionContext};
 use tributary_sdk::{Error, ErrorCode, OutputMode, Result};
+
+use crate::spec::TransformSpec;
 
 use crate::allowlist::{check_logical, check_physical};
 use crate::error::sql_error;
@@ -80,10 +83,18 @@ fn nullable(schema: &SchemaRef) -> SchemaRef {
 pub(crate) async fn plan(
     ctx: &SessionContext,
     logical: &LogicalPlan,
-    mode: Option<OutputMode>,
-    sql: &str,
+    input: &SchemaRef,
+    spec: &TransformSpec,
 ) -> Result<Option<Aggregation>> {
+    let (mode, sql) = (spec.output_mode, spec.sql.as_str());
     let Some((upper, agg)) = top_aggregation(logical) else {
+        if spec.watermark.is_some() {
+            return Err(Error::new(
+                ErrorCode::InvalidPipeline,
+                "[transform] watermark is set but the query has no aggregation, so it would be ignored; remove it or aggregate (GROUP BY window(eventTime, ...))",
+            )
+            .with_context("option", "transform.watermark"));
+        }
         if mode == Some(OutputMode::Complete) {
             return Err(Error::new(
                 ErrorCode::InvalidPipeline,
@@ -102,17 +113,24 @@ pub(crate) async fn plan(
         .await
         .map_err(df_err)?;
     check_physical(&input_plan)?;
-    let mode = match mode {
-        Some(m @ (OutputMode::Update | OutputMode::Complete)) => m,
-        _ => {
+    let split = rewrite::split(agg)?;
+    let watermark = match &spec.watermark {
+        None => None,
+        Some(w) => Some(watermark(input, w, &split, mode)?),
+    };
+    let mode = match mode.unwrap_or_default() {
+        OutputMode::Append if watermark.as_ref().is_some_and(|w| w.expiry.is_some()) => {
+            OutputMode::Append
+        }
+        OutputMode::Append => {
             return Err(Error::new(
                 ErrorCode::InvalidPipeline,
-                "[transform] Append output mode not supported when there are streaming aggregations on streaming DataFrames/DataSets without watermark; set outputMode = \"update\" (the changed groups every batch) or \"complete\" (every group every batch)",
+                "[transform] Append output mode not supported when there are streaming aggregations on streaming DataFrames/DataSets without watermark; set outputMode = \"update\" (the changed groups every batch) or \"complete\" (every group every batch), or set a watermark and group by window(eventTime, ...)",
             )
             .with_context("option", OUTPUT_MODE_OPTION));
         }
+        m => m,
     };
-    let split = rewrite::split(agg)?;
     let n_groups = split.groups.len();
 
     // 1. partial
@@ -160,7 +178,9 @@ pub(crate) async fn plan(
     // 3. output
     register(ctx, MERGED_TABLE, &merged_schema, &merged_slot)?;
     let mut out = ctx.table(MERGED_TABLE).await.map_err(df_err)?;
-    if mode == OutputMode::Update {
+    if mode != OutputMode::Complete {
+        // update: the groups the batch touched; append: the groups the watermark finalised
+        // (the flag is set to that before the output runs).
         out = out.filter(col(TOUCHED)).map_err(df_err)?;
     }
     let final_types: Vec<_> = agg
@@ -193,6 +213,7 @@ pub(crate) async fn plan(
     Ok(Some(Aggregation::new(
         split,
         mode,
+        watermark,
         aggregation::Plans {
             partial,
             merge,
@@ -220,5 +241,63 @@ fn register(ctx: &SessionContext, name: &str, schema: &SchemaRef, slot: &BatchSl
             ErrorCode::Internal,
             format!("[transform] registering {name}: {e}"),
         )
+    })
+}
+
+/// The watermark of `spec`, checked: its column is a TIMESTAMP of `source`, and a grouping key
+/// tells when a group is final (else only `update` may use it, to drop late rows and evict
+/// nothing, which Spark allows; `complete` keeps every group, so a watermark there is refused
+/// as ignored).
+fn watermark(
+    input: &SchemaRef,
+    w: &crate::spec::Watermark,
+    split: &rewrite::SplitAggregation,
+    mode: Option<OutputMode>,
+) -> Result<aggregation::WatermarkSpec> {
+    let option = |o: &str| format!("transform.watermark.{o}");
+    let Some((column, field)) = input.column_with_name(&w.event_time) else {
+        let names: Vec<&str> = input.fields().iter().map(|f| f.name().as_str()).collect();
+        return Err(Error::new(
+            ErrorCode::InvalidPipeline,
+            format!(
+                "[transform] watermark.eventTime '{}' is not a column of source (columns: {})",
+                w.event_time,
+                names.join(", ")
+            ),
+        )
+        .with_context("option", option("eventTime")));
+    };
+    if !matches!(field.data_type(), arrow_schema::DataType::Timestamp(_, _)) {
+        return Err(Error::new(
+            ErrorCode::InvalidPipeline,
+            format!(
+                "[transform] watermark.eventTime '{}' is {}, not a TIMESTAMP",
+                w.event_time,
+                field.data_type()
+            ),
+        )
+        .with_context("option", option("eventTime")));
+    }
+    if mode == Some(OutputMode::Complete) {
+        return Err(Error::new(
+            ErrorCode::InvalidPipeline,
+            "[transform] a watermark has no effect in complete mode (every group is kept and emitted every batch), so it would be ignored; use outputMode = \"append\" or \"update\", or remove the watermark",
+        )
+        .with_context("option", "transform.watermark"));
+    }
+    let delay = window::parse_interval(&w.delay_threshold).ok_or_else(|| {
+        Error::new(
+            ErrorCode::InvalidPipeline,
+            format!(
+                "[transform] watermark.delayThreshold '{}' is not an interval such as '10 seconds'",
+                w.delay_threshold
+            ),
+        )
+        .with_context("option", option("delayThreshold"))
+    })?;
+    Ok(aggregation::WatermarkSpec {
+        column,
+        delay_ms: delay.as_millis().min(i64::MAX as u128) as i64,
+        expiry: split.expiry(&w.event_time),
     })
 }

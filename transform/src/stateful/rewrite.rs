@@ -55,6 +55,35 @@ pub(crate) struct SplitAggregation {
     pub(crate) signature: String,
 }
 
+/// How a group is known to be final once the watermark passes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Expiry {
+    /// Grouping key `i` is `window(eventTime, ...)`: final once the window's end ≤ watermark.
+    WindowEnd(usize),
+    /// Grouping key `i` is the event-time column itself: final once it is ≤ watermark.
+    Key(usize),
+}
+
+impl SplitAggregation {
+    /// Which grouping key tells when a group is final under a watermark on `event_time`.
+    pub(crate) fn expiry(&self, event_time: &str) -> Option<Expiry> {
+        let is_event_time = |e: &Expr| matches!(e, Expr::Column(c) if c.name == event_time);
+        self.groups
+            .iter()
+            .enumerate()
+            .find_map(|(i, g)| match unalias(g) {
+                Expr::ScalarFunction(f)
+                    if f.func.name() == super::window::WINDOW
+                        && f.args.first().is_some_and(|a| is_event_time(a)) =>
+                {
+                    Some(Expiry::WindowEnd(i))
+                }
+                e if is_event_time(e) => Some(Expiry::Key(i)),
+                _ => None,
+            })
+    }
+}
+
 /// The name of grouping column `i` in the state.
 pub(crate) fn group_column(i: usize) -> String {
     format!("__g{i}")

@@ -21,6 +21,8 @@ use tributary_sdk::{Error, ErrorCode, Result};
 
 /// The schema-metadata key holding the query's signature.
 const SIGNATURE: &str = "tributary.state.signature";
+/// The schema-metadata key holding the watermark (epoch milliseconds) after the version's batch.
+const WATERMARK: &str = "tributary.state.watermarkMs";
 
 fn version_path(dir: &Path, version: u64) -> PathBuf {
     dir.join(format!("{version}.arrow"))
@@ -35,10 +37,19 @@ fn io(what: &str, path: &Path, e: impl std::fmt::Display) -> Error {
 }
 
 /// Writes `state` as version `version` under `dir` and removes versions below `version - 1`.
-pub(crate) fn save(dir: &Path, version: u64, signature: &str, state: &RecordBatch) -> Result<()> {
+pub(crate) fn save(
+    dir: &Path,
+    version: u64,
+    signature: &str,
+    watermark_ms: Option<i64>,
+    state: &RecordBatch,
+) -> Result<()> {
     fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
     let mut metadata = HashMap::new();
     metadata.insert(SIGNATURE.to_string(), signature.to_string());
+    if let Some(w) = watermark_ms {
+        metadata.insert(WATERMARK.to_string(), w.to_string());
+    }
     let schema = Arc::new(Schema::new_with_metadata(
         state.schema().fields().clone(),
         metadata,
@@ -96,13 +107,13 @@ pub(crate) fn versions(dir: &Path) -> Result<Vec<u64>> {
 }
 
 /// Reads version `version` from `dir`, checked against this query's `signature` and state
-/// `schema`.
+/// `schema`; returns the state and the watermark saved with it.
 pub(crate) fn load(
     dir: &Path,
     version: u64,
     signature: &str,
     schema: &SchemaRef,
-) -> Result<RecordBatch> {
+) -> Result<(RecordBatch, Option<i64>)> {
     let path = version_path(dir, version);
     let file = match File::open(&path) {
         Ok(f) => f,
@@ -134,6 +145,11 @@ pub(crate) fn load(
         )
         .with_context("option", "transform.sql"));
     }
+    let watermark = reader
+        .schema()
+        .metadata()
+        .get(WATERMARK)
+        .and_then(|w| w.parse::<i64>().ok());
     let mut batches = Vec::new();
     for b in reader {
         let b = b.map_err(|e| io("read", &path, e))?;
@@ -142,5 +158,7 @@ pub(crate) fn load(
                 .map_err(|e| io("decode", &path, e))?,
         );
     }
-    datafusion::arrow::compute::concat_batches(schema, &batches).map_err(|e| io("decode", &path, e))
+    let state = datafusion::arrow::compute::concat_batches(schema, &batches)
+        .map_err(|e| io("decode", &path, e))?;
+    Ok((state, watermark))
 }

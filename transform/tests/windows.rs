@@ -1,0 +1,231 @@
+//! Event-time windows with a watermark: Spark's `window(ts, '1 minute')` and
+//! `withWatermark(ts, '30 seconds')` in append mode — a window is emitted once, when the
+//! watermark passes its end, and leaves the state; rows at or before the watermark are dropped
+//! and counted; the watermark is saved with the state, so a replayed batch decides the same.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    Array, Int64Array, RecordBatch, StringArray, StructArray, TimestampMillisecondArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use tributary_sdk::{ErrorCode, OutputMode, Stage};
+use tributary_transform::{SqlTransform, TransformSpec};
+
+const SQL: &str = "SELECT window(ts, '1 minute') AS window, count(*) AS n, sum(v) AS total FROM source GROUP BY window(ts, '1 minute')";
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new(
+            "ts",
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            true,
+        ),
+        Field::new("k", DataType::Utf8, true),
+        Field::new("v", DataType::Int64, true),
+    ]))
+}
+
+/// Rows at these seconds since the epoch, v = the second.
+fn rows(seconds: &[i64]) -> RecordBatch {
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(
+                TimestampMillisecondArray::from_iter_values(seconds.iter().map(|s| s * 1000))
+                    .with_timezone("UTC"),
+            ),
+            Arc::new(StringArray::from_iter_values(
+                seconds.iter().map(|s| format!("k{}", s % 2)),
+            )),
+            Arc::new(Int64Array::from_iter_values(seconds.iter().copied())),
+        ],
+    )
+    .unwrap()
+}
+
+fn spec(sql: &str, mode: Option<OutputMode>) -> TransformSpec {
+    let mut s = TransformSpec::new(sql).with_watermark("ts", "30 seconds");
+    if let Some(m) = mode {
+        s = s.with_output_mode(m);
+    }
+    s
+}
+
+async fn opened() -> SqlTransform {
+    let mut t = SqlTransform::new(spec(SQL, Some(OutputMode::Append))).unwrap();
+    t.open(schema()).await.unwrap();
+    t
+}
+
+/// (window start second, n, total) of what a batch emits.
+async fn run_batch(t: &mut SqlTransform, seconds: &[i64]) -> Vec<(i64, i64, i64)> {
+    assert_eq!(t.apply(&rows(seconds)).await.unwrap().num_rows(), 0);
+    let Some(out) = t.state().unwrap().end_batch().await.unwrap() else {
+        return Vec::new();
+    };
+    let w = out
+        .column_by_name("window")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<StructArray>()
+        .unwrap();
+    let start = w
+        .column_by_name("start")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<TimestampMillisecondArray>()
+        .unwrap();
+    let end = w
+        .column_by_name("end")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<TimestampMillisecondArray>()
+        .unwrap();
+    let n = out
+        .column_by_name("n")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
+    let total = out
+        .column_by_name("total")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
+    let mut v: Vec<_> = (0..out.num_rows())
+        .map(|i| {
+            assert_eq!(end.value(i) - start.value(i), 60_000, "a one-minute window");
+            (start.value(i) / 1000, n.value(i), total.value(i))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[tokio::test]
+async fn append_mode_emits_each_window_once_when_the_watermark_passes_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = opened().await;
+    t.state().unwrap().restore(dir.path(), None).await.unwrap();
+    // batch 0: windows [0,60) ×2 and [60,120) ×1; watermark 70 - 30 = 40: nothing final
+    assert_eq!(run_batch(&mut t, &[10, 20, 70]).await, vec![]);
+    t.state().unwrap().save(dir.path(), 0).await.unwrap();
+    // batch 1: 50 is on time (> 40); watermark 130 - 30 = 100 finalises [0,60)
+    assert_eq!(run_batch(&mut t, &[50, 130]).await, vec![(0, 3, 80)]);
+    let p = t.state().unwrap().progress();
+    assert_eq!((p.num_rows_removed, p.num_rows_total), (1, 2));
+    t.state().unwrap().save(dir.path(), 1).await.unwrap();
+    // batch 2: 30 is late (<= 100) and dropped; watermark 200 - 30 = 170 finalises [60,120)
+    let third = run_batch(&mut t, &[30, 200]).await;
+    assert_eq!(third, vec![(60, 1, 70)]);
+    let p = t.state().unwrap().progress();
+    assert_eq!(p.num_rows_dropped_by_watermark, 1);
+    assert!(
+        p.watermark
+            .as_deref()
+            .unwrap()
+            .contains("1970-01-01T00:02:50"),
+        "{p:?}"
+    );
+    assert_eq!(p.num_rows_total, 2, "[120,180) and [180,240) remain");
+
+    // A replay of batch 2 from version 1 decides the same (the watermark was saved with it).
+    let mut again = opened().await;
+    again
+        .state()
+        .unwrap()
+        .restore(dir.path(), Some(1))
+        .await
+        .unwrap();
+    assert_eq!(run_batch(&mut again, &[30, 200]).await, third);
+    assert_eq!(
+        again
+            .state()
+            .unwrap()
+            .progress()
+            .num_rows_dropped_by_watermark,
+        1
+    );
+}
+
+#[tokio::test]
+async fn update_mode_with_a_watermark_evicts_finished_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = SqlTransform::new(spec(SQL, Some(OutputMode::Update))).unwrap();
+    t.open(schema()).await.unwrap();
+    t.state().unwrap().restore(dir.path(), None).await.unwrap();
+    assert_eq!(
+        run_batch(&mut t, &[10, 70]).await,
+        vec![(0, 1, 10), (60, 1, 70)]
+    );
+    t.state().unwrap().save(dir.path(), 0).await.unwrap();
+    assert_eq!(
+        run_batch(&mut t, &[75, 200]).await,
+        vec![(60, 2, 145), (180, 1, 200)]
+    );
+    // watermark 170: [0,60) and [60,120) left the state
+    assert_eq!(t.state().unwrap().progress().num_rows_total, 1);
+}
+
+#[tokio::test]
+async fn spark_s_watermark_rules_are_refused_by_name() {
+    let refused = |s: TransformSpec| async move {
+        let mut t = SqlTransform::new(s).unwrap();
+        t.open(schema()).await.unwrap_err()
+    };
+    let e = refused(spec("SELECT k FROM source", None)).await;
+    assert!(
+        e.message()
+            .contains("no aggregation, so it would be ignored"),
+        "{e}"
+    );
+    assert_eq!(e.context_value("option"), Some("transform.watermark"));
+    let e = refused(spec(SQL, Some(OutputMode::Complete))).await;
+    assert!(e.message().contains("no effect in complete mode"), "{e}");
+    let e = refused(spec(
+        "SELECT k, count(*) FROM source GROUP BY k",
+        Some(OutputMode::Append),
+    ))
+    .await;
+    assert!(
+        e.message().contains("Append output mode not supported"),
+        "{e}"
+    );
+    let e = refused(
+        TransformSpec::new(SQL)
+            .with_watermark("when", "30 seconds")
+            .with_output_mode(OutputMode::Append),
+    )
+    .await;
+    assert!(
+        e.message().contains("'when' is not a column of source")
+            && e.message().contains("ts, k, v"),
+        "{e}"
+    );
+    let e = refused(
+        TransformSpec::new(SQL)
+            .with_watermark("k", "30 seconds")
+            .with_output_mode(OutputMode::Append),
+    )
+    .await;
+    assert!(e.message().contains("not a TIMESTAMP"), "{e}");
+    let e = refused(spec(
+        "SELECT window(ts, '1 minute', '10 seconds') AS w, count(*) FROM source GROUP BY window(ts, '1 minute', '10 seconds')",
+        Some(OutputMode::Append),
+    ))
+    .await;
+    assert!(
+        e.message().contains("sliding windows are not supported"),
+        "{e}"
+    );
+    let e = SqlTransform::new(TransformSpec::new(SQL).with_watermark("ts", "soon")).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidPipeline);
+    assert_eq!(
+        e.context_value("option"),
+        Some("transform.watermark.delayThreshold")
+    );
+}
