@@ -223,8 +223,10 @@ fn windows_written(dir: &Path) -> Vec<(i64, i64, i64)> {
 fn windowed_counts_in_append_mode_reach_parquet_once_per_window_across_a_replay() {
     let l = Layout::new();
     let input = l.input();
-    // one file per batch; 30 in the third file is later than the watermark (100) and dropped
-    for (i, seconds) in [&[10u64, 20, 70][..], &[50, 130], &[30, 200], &[400]]
+    // One file per batch. Spark's rules: 30 (third file) is older than the watermark but its
+    // window is still open under the late-rows watermark (40), so it counts; 100 (last file)
+    // falls in [60,120), final under 170 by then: dropped and counted.
+    for (i, seconds) in [&[10u64, 20, 70][..], &[50, 130], &[30, 200], &[400], &[100]]
         .iter()
         .enumerate()
     {
@@ -256,7 +258,7 @@ kind = "availableNow"
     let progress = l.root.path().join("progress.jsonl");
     run(&p, &progress);
     // watermark after the last batch: 400 - 30 = 370; [360,420) is still open
-    let want = vec![(0, 3, 80), (60, 1, 70), (120, 1, 130), (180, 1, 200)];
+    let want = vec![(0, 4, 110), (60, 1, 70), (120, 1, 130), (180, 1, 200)];
     assert_eq!(windows_written(&l.output()), want);
     let events = progress_events(&progress);
     let dropped: i64 = events
@@ -269,13 +271,136 @@ kind = "availableNow"
         .sum();
     assert_eq!(dropped, 1);
     assert_eq!(
+        events.len(),
+        5,
+        "five data batches, no no-data batch needed at the end"
+    );
+    assert_eq!(
         events[3]["stateOperators"][0]["watermark"],
         "2026-01-01T00:06:10.000Z"
     );
 
-    // a crash before commits/3: the replay decides from state version 2 and the Parquet sink
-    // keeps batch 3 once
-    std::fs::remove_file(l.checkpoint().join("commits/3")).unwrap();
+    // a crash before commits/4: the replay decides from state version 3 and the Parquet sink
+    // keeps batch 4 once
+    std::fs::remove_file(l.checkpoint().join("commits/4")).unwrap();
     run(&p, &progress);
     assert_eq!(windows_written(&l.output()), want);
+}
+
+/// The rows `scripts/spark/window_oracle.py` printed when Spark 4.3.0 (pyspark from PyPI,
+/// `local[2]`) ran the same query over `tests/data/spark_windows/in` (12 files, one per batch,
+/// a tenth of the rows up to 200 s late): `withWatermark("ts", "30 seconds")`,
+/// `groupBy(window("ts", "1 minute"), "k").agg(count, sum, min, max, avg)`, append mode.
+#[test]
+fn a_windowed_aggregation_with_late_rows_gives_spark_s_rows() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/spark_windows");
+    let l = Layout::new();
+    let input = l.input();
+    std::fs::create_dir_all(&input).unwrap();
+    let mut names: Vec<_> = std::fs::read_dir(data.join("in"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    // modification times in name order, as the Spark run had them (one file per batch)
+    for (i, name) in names.iter().enumerate() {
+        let to = input.join(name);
+        std::fs::copy(data.join("in").join(name), &to).unwrap();
+        let t =
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + 10 * i as u64);
+        std::fs::File::options()
+            .write(true)
+            .open(&to)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+    let text = format!(
+        r#"
+name = "oracle"
+checkpoint = "{ck}"
+[source]
+connector = "files"
+options = {{ path = "{input}", "cloudFiles.format" = "json", schema = "ts TIMESTAMP, k STRING, v BIGINT", "cloudFiles.maxFilesPerTrigger" = "1" }}
+[transform]
+sql = "SELECT window(ts, '1 minute') AS window, k, count(*) AS n, sum(v) AS total, min(v) AS lo, max(v) AS hi, avg(v) AS mean FROM source GROUP BY window(ts, '1 minute'), k"
+outputMode = "append"
+watermark = {{ eventTime = "ts", delayThreshold = "30 seconds" }}
+[[sink]]
+connector = "parquet"
+options = {{ path = "{out}" }}
+[trigger]
+kind = "availableNow"
+"#,
+        ck = l.checkpoint().display(),
+        input = input.display(),
+        out = l.output().display(),
+    );
+    let p = l.root.path().join("oracle.toml");
+    std::fs::write(&p, text).unwrap();
+    let progress = l.root.path().join("progress.jsonl");
+    run(&p, &progress);
+    // Spark ran 12 data batches and one no-data batch; so does this
+    assert_eq!(progress_events(&progress).len(), 13);
+
+    use arrow::array::{AsArray, StructArray};
+    use arrow::datatypes::{Float64Type, Int64Type, TimestampMicrosecondType};
+    let mut got = Vec::new();
+    for b in tributary_sinks::parquet::read_dir_batches(&l.output()).unwrap() {
+        let w: &StructArray = b.column_by_name("window").unwrap().as_struct();
+        let start = arrow::compute::cast(
+            w.column_by_name("start").unwrap(),
+            &arrow::datatypes::DataType::Timestamp(
+                arrow::datatypes::TimeUnit::Microsecond,
+                Some("UTC".into()),
+            ),
+        )
+        .unwrap();
+        let start = start.as_primitive::<TimestampMicrosecondType>();
+        let k = arrow::compute::cast(
+            b.column_by_name("k").unwrap(),
+            &arrow::datatypes::DataType::Utf8,
+        )
+        .unwrap();
+        let k = k.as_string::<i32>();
+        let int = |c: &str| {
+            b.column_by_name(c)
+                .unwrap()
+                .as_primitive::<Int64Type>()
+                .clone()
+        };
+        let (n, total, lo, hi) = (int("n"), int("total"), int("lo"), int("hi"));
+        let mean = b
+            .column_by_name("mean")
+            .unwrap()
+            .as_primitive::<Float64Type>()
+            .clone();
+        for i in 0..b.num_rows() {
+            got.push(serde_json::json!({
+                "start": start.value(i) / 1_000_000, "k": k.value(i), "n": n.value(i),
+                "total": total.value(i), "lo": lo.value(i), "hi": hi.value(i), "mean": mean.value(i),
+            }));
+        }
+    }
+    let key = |v: &serde_json::Value| {
+        (
+            v["start"].as_i64().unwrap(),
+            v["k"].as_str().unwrap().to_string(),
+        )
+    };
+    got.sort_by_key(key);
+    let want: Vec<serde_json::Value> =
+        std::fs::read_to_string(data.join("expected_spark_4.3.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    assert_eq!(got.len(), want.len(), "windows emitted");
+    for (g, w) in got.iter().zip(&want) {
+        for f in ["start", "k", "n", "total", "lo", "hi"] {
+            assert_eq!(g[f], w[f], "{f} of {w}");
+        }
+        let (gm, wm) = (g["mean"].as_f64().unwrap(), w["mean"].as_f64().unwrap());
+        assert!((gm - wm).abs() < 1e-9, "mean of {w}: {gm}");
+    }
 }

@@ -82,6 +82,13 @@ pub trait StageState: Send {
 
     /// Spark's `stateOperators` entry for the last batch.
     fn progress(&self) -> StateOperatorProgress;
+
+    /// Whether a batch without input would change the state or the output (Spark's
+    /// `noDataMicroBatches`: the watermark moved, so groups may now be final). The micro-batch
+    /// driver then runs such a batch when the source has nothing new.
+    fn needs_no_data_batch(&self) -> bool {
+        false
+    }
 }
 
 /// One stateful operator's part of a progress event (Spark's `StateOperatorProgress`).

@@ -108,22 +108,30 @@ async fn run_batch(t: &mut SqlTransform, seconds: &[i64]) -> Vec<(i64, i64, i64)
 
 #[tokio::test]
 async fn append_mode_emits_each_window_once_when_the_watermark_passes_its_end() {
+    // Spark's two watermarks: batch n drops input of windows final under the watermark of
+    // batch n - 2 and evicts (emits) windows final under that of batch n - 1.
     let dir = tempfile::tempdir().unwrap();
     let mut t = opened().await;
     t.state().unwrap().restore(dir.path(), None).await.unwrap();
-    // batch 0: windows [0,60) ×2 and [60,120) ×1; watermark 70 - 30 = 40: nothing final
+    // batch 0: windows [0,60) ×2 and [60,120) ×1; watermark becomes 70 - 30 = 40
     assert_eq!(run_batch(&mut t, &[10, 20, 70]).await, vec![]);
     t.state().unwrap().save(dir.path(), 0).await.unwrap();
-    // batch 1: 50 is on time (> 40); watermark 130 - 30 = 100 finalises [0,60)
-    assert_eq!(run_batch(&mut t, &[50, 130]).await, vec![(0, 3, 80)]);
-    let p = t.state().unwrap().progress();
-    assert_eq!((p.num_rows_removed, p.num_rows_total), (1, 2));
+    // batch 1: evicts under 40: nothing; watermark becomes 130 - 30 = 100
+    assert_eq!(run_batch(&mut t, &[50, 130]).await, vec![]);
     t.state().unwrap().save(dir.path(), 1).await.unwrap();
-    // batch 2: 30 is late (<= 100) and dropped; watermark 200 - 30 = 170 finalises [60,120)
+    // batch 2: 30 is older than the watermark but its window is open under 40, so it counts;
+    // evicts under 100: [0,60) with 10, 20, 50, 30
     let third = run_batch(&mut t, &[30, 200]).await;
-    assert_eq!(third, vec![(60, 1, 70)]);
+    assert_eq!(third, vec![(0, 4, 110)]);
     let p = t.state().unwrap().progress();
-    assert_eq!(p.num_rows_dropped_by_watermark, 1);
+    assert_eq!(
+        (
+            p.num_rows_removed,
+            p.num_rows_total,
+            p.num_rows_dropped_by_watermark
+        ),
+        (1, 3, 0)
+    );
     assert!(
         p.watermark
             .as_deref()
@@ -131,25 +139,28 @@ async fn append_mode_emits_each_window_once_when_the_watermark_passes_its_end() 
             .contains("1970-01-01T00:02:50"),
         "{p:?}"
     );
-    assert_eq!(p.num_rows_total, 2, "[120,180) and [180,240) remain");
+    t.state().unwrap().save(dir.path(), 2).await.unwrap();
+    // no new input, but the watermark moved: Spark's no-data batch evicts under 170
+    assert!(t.state().unwrap().needs_no_data_batch());
+    assert_eq!(run_batch(&mut t, &[]).await, vec![(60, 1, 70)]);
+    t.state().unwrap().save(dir.path(), 3).await.unwrap();
+    assert!(!t.state().unwrap().needs_no_data_batch());
+    // batch 4: 100 belongs to [60,120), final under 170: late, dropped and counted
+    assert_eq!(run_batch(&mut t, &[100, 230]).await, vec![]);
+    assert_eq!(
+        t.state().unwrap().progress().num_rows_dropped_by_watermark,
+        1
+    );
 
-    // A replay of batch 2 from version 1 decides the same (the watermark was saved with it).
+    // A replay of batch 2 from version 1 decides the same (the watermarks were saved with it).
     let mut again = opened().await;
     again
         .state()
         .unwrap()
-        .restore(dir.path(), Some(1))
+        .restore(dir.path(), Some(2))
         .await
         .unwrap();
-    assert_eq!(run_batch(&mut again, &[30, 200]).await, third);
-    assert_eq!(
-        again
-            .state()
-            .unwrap()
-            .progress()
-            .num_rows_dropped_by_watermark,
-        1
-    );
+    assert_eq!(run_batch(&mut again, &[]).await, vec![(60, 1, 70)]);
 }
 
 #[tokio::test]
@@ -167,7 +178,10 @@ async fn update_mode_with_a_watermark_evicts_finished_windows() {
         run_batch(&mut t, &[75, 200]).await,
         vec![(60, 2, 145), (180, 1, 200)]
     );
-    // watermark 170: [0,60) and [60,120) left the state
+    t.state().unwrap().save(dir.path(), 1).await.unwrap();
+    assert_eq!(t.state().unwrap().progress().num_rows_total, 3);
+    // the no-data batch evicts under 170: [0,60) and [60,120) leave the state, nothing changed
+    assert_eq!(run_batch(&mut t, &[]).await, vec![]);
     assert_eq!(t.state().unwrap().progress().num_rows_total, 1);
 }
 

@@ -142,6 +142,16 @@ impl StageChain {
         Ok(())
     }
 
+    /// Whether a stateful stage would change with a batch of no input (Spark's
+    /// `noDataMicroBatches`: a watermark moved).
+    pub(crate) fn needs_no_data_batch(&mut self) -> bool {
+        self.stateful
+            && self
+                .stages
+                .iter_mut()
+                .any(|(_, s)| s.state().is_some_and(|st| st.needs_no_data_batch()))
+    }
+
     /// Spark's `stateOperators` of the last batch, one per stateful stage.
     pub(crate) fn state_progress(&mut self) -> Vec<StateOperatorProgress> {
         self.stages

@@ -2,7 +2,9 @@
 //!
 //! For each batch `n`:
 //!
-//! 1. `end = source.latest_offset(start, limit)`; `end == start` means no new data.
+//! 1. `end = source.latest_offset(start, limit)`; `end == start` means no new data (then a
+//!    stateful stage whose watermark moved still gets a batch over the empty range, Spark's
+//!    no-data batch, so the groups it made final are emitted and evicted).
 //! 2. `offsets/<n> = {start, end}` is written atomically (the write-ahead log).
 //! 3. The range's parts go through the stages into every sink — here, or on a cluster's
 //!    executors (`[engine] kind = "ballista"`).
@@ -54,6 +56,20 @@ impl Pipeline {
             let t0 = Instant::now();
             let end = self.source.latest_offset(&start, &limit).await?;
             let latest_ms = t0.elapsed().as_millis() as u64;
+            if end == start && self.stages.needs_no_data_batch() {
+                // Spark's no-data batch: the watermark moved, so state may now be final; the
+                // batch is logged like any other, over an empty range.
+                let durations = Durations {
+                    latest_offset: latest_ms,
+                    ..Durations::default()
+                };
+                self.execute(batch_id, &start, &end, durations, false, &mut last_end)
+                    .await?;
+                summary.batches += 1;
+                summary.last_batch_id = Some(batch_id);
+                batch_id = next_id(batch_id)?;
+                continue;
+            }
             if end == start {
                 if self.trigger.is_bounded() {
                     return Ok(summary);

@@ -52,12 +52,14 @@ pub(crate) struct Aggregation {
     split: SplitAggregation,
     mode: OutputMode,
     watermark: Option<WatermarkSpec>,
-    /// The watermark in effect for the current batch (epoch ms), as of the last commit.
-    watermark_ms: Option<i64>,
+    /// The current batch's watermarks (epoch ms), as Spark's: rows (partial groups) of a
+    /// window already final under `.0` are late; groups final under `.1` are evicted. Batch `n`
+    /// uses the watermark computed after batch `n - 2` and `n - 1` respectively.
+    marks: store::Marks,
     /// The latest event time of the current batch (epoch ms).
     batch_max_ms: Option<i64>,
-    /// The watermark after the current batch, until it is saved.
-    next_watermark_ms: Option<i64>,
+    /// The watermarks for the next batch, until the current one is saved.
+    next_marks: store::Marks,
     /// Rows of the current batch dropped as later than the watermark.
     late: u64,
     plans: Plans,
@@ -126,9 +128,9 @@ impl Aggregation {
             split,
             mode,
             watermark,
-            watermark_ms: None,
+            marks: (None, None),
             batch_max_ms: None,
-            next_watermark_ms: None,
+            next_marks: (None, None),
             late: 0,
             plans,
             slots,
@@ -148,39 +150,43 @@ impl Aggregation {
         self.plans.output.schema()
     }
 
-    /// Takes the partial values of one part, read through the transform's `source` slot;
-    /// under a watermark, rows at or before it are dropped first (counted) and the part's
-    /// latest event time is noted.
+    /// Takes the partial values of one part, read through the transform's `source` slot.
+    /// Under a watermark the part's latest event time is noted; late input is dropped and
+    /// counted as Spark does: partial groups whose window (or event-time key) is already final
+    /// under the late-rows watermark, or, when no grouping key carries the event time, rows at
+    /// or before it.
     pub(crate) async fn absorb(&mut self, slot: &BatchSlot, part: &RecordBatch) -> Result<()> {
-        let part = match &self.watermark {
-            None => part.clone(),
-            Some(w) => {
-                let times = millis(part.column(w.column))?;
-                if let Some(max) = datafusion::arrow::compute::max(&times) {
-                    self.batch_max_ms = Some(self.batch_max_ms.map_or(max, |m| m.max(max)));
-                }
-                match self.watermark_ms {
-                    None => part.clone(),
-                    Some(wm) => {
-                        // Spark: a row is late when eventTime <= watermark; a null time is not.
-                        let keep: BooleanArray = times
-                            .iter()
-                            .map(|t| Some(t.is_none_or(|t| t > wm)))
-                            .collect();
-                        let kept = datafusion::arrow::compute::filter_record_batch(part, &keep)
-                            .map_err(|e| internal("dropping late rows", e))?;
-                        self.late += (part.num_rows() - kept.num_rows()) as u64;
-                        kept
-                    }
-                }
+        let mut part = part.clone();
+        if let Some(w) = &self.watermark {
+            let times = millis(part.column(w.column))?;
+            if let Some(max) = datafusion::arrow::compute::max(&times) {
+                self.batch_max_ms = Some(self.batch_max_ms.map_or(max, |m| m.max(max)));
             }
-        };
+            if let (Some(late), None) = (self.marks.0, w.expiry) {
+                let keep: BooleanArray = times
+                    .iter()
+                    .map(|t| Some(t.is_none_or(|t| t > late)))
+                    .collect();
+                let kept = datafusion::arrow::compute::filter_record_batch(&part, &keep)
+                    .map_err(|e| internal("dropping late rows", e))?;
+                self.late += (part.num_rows() - kept.num_rows()) as u64;
+                part = kept;
+            }
+        }
         slot.set(part);
         let p = collect(&self.plans.partial, &self.plans.task, &self.state_schema).await;
         slot.clear();
-        let p = p?;
+        let mut p = as_schema(&self.state_schema, &p?)?;
+        if let Some(late) = self.expired(&p, self.marks.0)? {
+            let keep =
+                datafusion::arrow::compute::not(&late).map_err(|e| internal("late groups", e))?;
+            let kept = datafusion::arrow::compute::filter_record_batch(&p, &keep)
+                .map_err(|e| internal("dropping late groups", e))?;
+            self.late += (p.num_rows() - kept.num_rows()) as u64;
+            p = kept;
+        }
         if p.num_rows() > 0 {
-            self.pending.push(as_schema(&self.state_schema, &p)?);
+            self.pending.push(p);
         }
         Ok(())
     }
@@ -190,7 +196,7 @@ impl Aggregation {
     fn advanced_watermark(&self) -> Option<i64> {
         let w = self.watermark.as_ref()?;
         let candidate = self.batch_max_ms.map(|m| m.saturating_sub(w.delay_ms));
-        match (self.watermark_ms, candidate) {
+        match (self.marks.1, candidate) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         }
@@ -228,7 +234,7 @@ impl Aggregation {
         self.pending.clear();
         let out = self.end_batch().await;
         self.next = None;
-        self.next_watermark_ms = self.watermark_ms;
+        self.next_marks = self.marks;
         self.progress = StateOperatorProgress {
             operator_name: "stateStoreSave".into(),
             ..Default::default()
@@ -244,11 +250,14 @@ impl StageState for Aggregation {
         self.next = None;
         self.late = 0;
         self.batch_max_ms = None;
-        (self.state, self.watermark_ms) = match version {
-            None => (RecordBatch::new_empty(Arc::clone(&self.state_schema)), None),
+        (self.state, self.marks) = match version {
+            None => (
+                RecordBatch::new_empty(Arc::clone(&self.state_schema)),
+                (None, None),
+            ),
             Some(v) => store::load(dir, v, &self.split.signature, &self.state_schema)?,
         };
-        self.next_watermark_ms = self.watermark_ms;
+        self.next_marks = self.marks;
         self.progress.num_rows_total = self.state.num_rows() as u64;
         Ok(())
     }
@@ -272,7 +281,7 @@ impl StageState for Aggregation {
         let next = RecordBatch::try_new(Arc::clone(&self.state_schema), columns)
             .map_err(|e| internal("the merged state", e))?;
         let wm = self.advanced_watermark();
-        let expired = self.expired(&next, wm)?;
+        let expired = self.expired(&next, self.marks.1)?;
         // append emits the groups the watermark finalised: they take the flag's place
         let merged = match (&expired, self.mode) {
             (Some(e), OutputMode::Append) => {
@@ -305,7 +314,7 @@ impl StageState for Aggregation {
             }
             None => (next, 0),
         };
-        self.next_watermark_ms = wm;
+        self.next_marks = (self.marks.1, wm);
         self.progress.num_rows_dropped_by_watermark = std::mem::take(&mut self.late);
         self.progress.num_rows_removed = removed;
         self.progress.watermark = wm.map(format_ms);
@@ -325,21 +334,21 @@ impl StageState for Aggregation {
         let t = Instant::now();
         if let Some(next) = self.next.take() {
             self.state = next;
-            self.watermark_ms = self.next_watermark_ms;
+            self.marks = self.next_marks;
         }
-        store::save(
-            dir,
-            version,
-            &self.split.signature,
-            self.watermark_ms,
-            &self.state,
-        )?;
+        store::save(dir, version, &self.split.signature, self.marks, &self.state)?;
         self.progress.commit_time_ms = t.elapsed().as_millis() as u64;
         Ok(())
     }
 
     fn progress(&self) -> StateOperatorProgress {
         self.progress.clone()
+    }
+
+    fn needs_no_data_batch(&self) -> bool {
+        // Spark's noDataMicroBatches: the watermark moved in the last batch, so a batch
+        // without input would evict (and in append mode emit) with it.
+        self.watermark.is_some() && self.marks.0 != self.marks.1 && self.state.num_rows() > 0
     }
 }
 

@@ -21,8 +21,13 @@ use tributary_sdk::{Error, ErrorCode, Result};
 
 /// The schema-metadata key holding the query's signature.
 const SIGNATURE: &str = "tributary.state.signature";
-/// The schema-metadata key holding the watermark (epoch milliseconds) after the version's batch.
+/// The schema-metadata keys holding the watermarks (epoch milliseconds) the next batch uses:
+/// for eviction, and for late rows (Spark's two watermarks of a batch).
 const WATERMARK: &str = "tributary.state.watermarkMs";
+const LATE_WATERMARK: &str = "tributary.state.lateWatermarkMs";
+
+/// The watermarks saved with a version: `(late rows, eviction)`.
+pub(crate) type Marks = (Option<i64>, Option<i64>);
 
 fn version_path(dir: &Path, version: u64) -> PathBuf {
     dir.join(format!("{version}.arrow"))
@@ -41,13 +46,16 @@ pub(crate) fn save(
     dir: &Path,
     version: u64,
     signature: &str,
-    watermark_ms: Option<i64>,
+    marks: Marks,
     state: &RecordBatch,
 ) -> Result<()> {
     fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
     let mut metadata = HashMap::new();
     metadata.insert(SIGNATURE.to_string(), signature.to_string());
-    if let Some(w) = watermark_ms {
+    if let Some(w) = marks.0 {
+        metadata.insert(LATE_WATERMARK.to_string(), w.to_string());
+    }
+    if let Some(w) = marks.1 {
         metadata.insert(WATERMARK.to_string(), w.to_string());
     }
     let schema = Arc::new(Schema::new_with_metadata(
@@ -107,13 +115,13 @@ pub(crate) fn versions(dir: &Path) -> Result<Vec<u64>> {
 }
 
 /// Reads version `version` from `dir`, checked against this query's `signature` and state
-/// `schema`; returns the state and the watermark saved with it.
+/// `schema`; returns the state and the watermarks saved with it.
 pub(crate) fn load(
     dir: &Path,
     version: u64,
     signature: &str,
     schema: &SchemaRef,
-) -> Result<(RecordBatch, Option<i64>)> {
+) -> Result<(RecordBatch, Marks)> {
     let path = version_path(dir, version);
     let file = match File::open(&path) {
         Ok(f) => f,
@@ -145,11 +153,14 @@ pub(crate) fn load(
         )
         .with_context("option", "transform.sql"));
     }
-    let watermark = reader
-        .schema()
-        .metadata()
-        .get(WATERMARK)
-        .and_then(|w| w.parse::<i64>().ok());
+    let mark = |k: &str| {
+        reader
+            .schema()
+            .metadata()
+            .get(k)
+            .and_then(|w| w.parse::<i64>().ok())
+    };
+    let marks = (mark(LATE_WATERMARK), mark(WATERMARK));
     let mut batches = Vec::new();
     for b in reader {
         let b = b.map_err(|e| io("read", &path, e))?;
@@ -160,5 +171,5 @@ pub(crate) fn load(
     }
     let state = datafusion::arrow::compute::concat_batches(schema, &batches)
         .map_err(|e| io("decode", &path, e))?;
-    Ok((state, watermark))
+    Ok((state, marks))
 }
