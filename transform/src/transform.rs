@@ -120,13 +120,11 @@ impl SqlTransform {
 
     /// The physical plan, indented (after [`Stage::open`]); for logs and tests.
     pub fn explain(&self) -> Option<String> {
-        self.planned.as_ref().and_then(|p| match &p.kind {
-            Kind::Stateless { plan, .. } => Some(
-                datafusion::physical_plan::displayable(plan.as_ref())
-                    .indent(false)
-                    .to_string(),
-            ),
-            Kind::Aggregating(a) => Some(format!("{a:?}")),
+        self.planned.as_ref().map(|p| match &p.kind {
+            Kind::Stateless { plan, .. } => datafusion::physical_plan::displayable(plan.as_ref())
+                .indent(false)
+                .to_string(),
+            Kind::Aggregating(a) => format!("{a:?}"),
         })
     }
 

@@ -74,7 +74,7 @@ impl SplitAggregation {
             .find_map(|(i, g)| match unalias(g) {
                 Expr::ScalarFunction(f)
                     if f.func.name() == super::window::WINDOW
-                        && f.args.first().is_some_and(|a| is_event_time(a)) =>
+                        && f.args.first().is_some_and(&is_event_time) =>
                 {
                     Some(Expiry::WindowEnd(i))
                 }
