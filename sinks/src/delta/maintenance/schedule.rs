@@ -17,7 +17,9 @@
 //!
 //! One run (compaction, then vacuum) is bounded by `maintenanceTimeout` (default 2 minutes):
 //! past it the run is dropped, its commit not made (the files it wrote stay unreferenced until
-//! a full vacuum) and the next batch goes on. A run starts at most once per `minNumFiles`
+//! a full vacuum) and the next batch goes on. (deltalake rewrites each bin in a spawned task;
+//! a bin already being rewritten finishes in the background, uncommitted, so for a moment it
+//! shares the machine with ingestion.) A run starts at most once per `minNumFiles`
 //! small files written, whatever its outcome (a failed, abandoned or fruitless run is not
 //! retried on the next batch), and rewrites only files below the target, in bins of at most the
 //! target. A failed run never fails the batch, which is already committed: it is logged and

@@ -95,7 +95,8 @@ pub async fn active_files(path: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-/// The Parquet files on disk under the table (relative paths).
+/// The files on disk under the table outside `_delta_log/` (relative paths): data files and
+/// anything an interrupted write left (an object store's staging files included).
 pub fn files_on_disk(path: &Path) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let mut stack = vec![path.to_path_buf()];
@@ -107,7 +108,7 @@ pub fn files_on_disk(path: &Path) -> BTreeSet<String> {
                 if !p.ends_with("_delta_log") {
                     stack.push(p);
                 }
-            } else if p.extension().is_some_and(|x| x == "parquet") {
+            } else {
                 out.insert(p.strip_prefix(path).unwrap().to_string_lossy().into_owned());
             }
         }
