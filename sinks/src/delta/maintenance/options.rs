@@ -323,9 +323,9 @@ pub fn check_table_retention(
         ErrorCode::ConflictingOptions,
         format!(
             "option '{option}' is '{}' but the Delta table at {location} keeps {} (its \
-             '{option}' property, or Delta's default); deltalake applies the table's value on \
-             every commit, so the option would be ignored: remove the option, or set the table \
-             property to the same value (ALTER TABLE ... SET TBLPROPERTIES)",
+             '{option}' property, or Delta's default); Delta writers, deltalake included, apply \
+             the table's value, so the option would be ignored: remove the option, or set the \
+             table property to the same value (ALTER TABLE ... SET TBLPROPERTIES)",
             wanted.text,
             humantime_secs(table_value)
         ),
@@ -336,11 +336,12 @@ pub fn check_table_retention(
 
 fn humantime_secs(d: Duration) -> String {
     let s = d.as_secs();
-    if s % 86_400 == 0 {
-        format!("{} days", s / 86_400)
-    } else if s % 3600 == 0 {
-        format!("{} hours", s / 3600)
+    let (n, unit) = if s % 86_400 == 0 && s > 0 {
+        (s / 86_400, "day")
+    } else if s % 3600 == 0 && s > 0 {
+        (s / 3600, "hour")
     } else {
-        format!("{s} seconds")
-    }
+        (s, "second")
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
 }
