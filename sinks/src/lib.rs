@@ -12,7 +12,9 @@
 //! - `delta` (feature `delta`): Delta Lake tables on deltalake 1.1, one commit per micro-batch
 //!   with a `txn` action keyed by the checkpoint id and batch id (exactly-once), plus the backfill
 //!   MERGE of named streams. On a distributed engine, executors write data files and the driver
-//!   commits them in one transaction per batch.
+//!   commits them in one transaction per batch. Table maintenance beside ingestion
+//!   (auto-compaction, vacuum, expired-log clean-up) and as manual commands lives in
+//!   `delta::maintenance`.
 //!
 //! ## Example
 //!

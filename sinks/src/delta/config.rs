@@ -13,6 +13,8 @@ use tributary_sdk::options::conflicting;
 use tributary_sdk::options::decl::{self, DeclaredOption, Defaulted, Flag, OneOf, OptionDecl};
 use tributary_sdk::{Error, ErrorCode, OptionSpec, ParsedOptions, Result};
 
+use super::maintenance::options as maint;
+use super::maintenance::MaintenanceConfig;
 pub use super::s3_commit::ALLOW_UNSAFE_RENAME;
 use super::s3_commit::{check_storage, is_s3};
 
@@ -79,6 +81,9 @@ pub struct DeltaConfig {
     /// S3 only: commit by unlocked rename (a single writer on a store without conditional put;
     /// see [`super::s3_commit`]).
     pub allow_unsafe_rename: bool,
+    /// Table maintenance beside ingestion: auto-compaction, vacuum, log retention (see
+    /// [`super::maintenance::options`]).
+    pub maintenance: MaintenanceConfig,
 }
 
 impl fmt::Debug for DeltaConfig {
@@ -92,6 +97,7 @@ impl fmt::Debug for DeltaConfig {
             .field("compression", &self.compression)
             .field("storage", &self.storage.keys().collect::<Vec<_>>())
             .field("allow_unsafe_rename", &self.allow_unsafe_rename)
+            .field("maintenance", &self.maintenance)
             .finish()
     }
 }
@@ -108,6 +114,7 @@ impl DeltaConfig {
             compression: DeltaCompression::Snappy,
             storage: BTreeMap::new(),
             allow_unsafe_rename: false,
+            maintenance: MaintenanceConfig::default(),
         }
     }
 }
@@ -134,7 +141,7 @@ const ALLOW_UNSAFE_RENAME_DECL: OptionDecl<Flag, Defaulted> = decl::flag(
 
 /// Every option of the `delta` sink.
 pub fn option_specs() -> Vec<OptionSpec> {
-    vec![
+    let mut specs = vec![
         OptionSpec::string(
             PATH,
             "Table location: a local directory or an object-store URL (file://, and s3://, gs://, \
@@ -157,8 +164,9 @@ pub fn option_specs() -> Vec<OptionSpec> {
             CHECKPOINT_INTERVAL,
             1,
             i64::from(u32::MAX),
-            "Write a Delta log checkpoint every N commits; set as delta.checkpointInterval on a \
-             new table. Default: the table's delta.checkpointInterval (100).",
+            "Write a Delta log checkpoint every N commits (expired log entries are deleted after \
+             each); set as delta.checkpointInterval on a new table. Default: the table's \
+             delta.checkpointInterval (100).",
         ),
         COMPRESSION_DECL.spec(),
         OptionSpec::prefix(
@@ -169,7 +177,9 @@ pub fn option_specs() -> Vec<OptionSpec> {
         )
         .sensitive(),
         ALLOW_UNSAFE_RENAME_DECL.spec(),
-    ]
+    ];
+    specs.extend(maint::option_specs());
+    specs
 }
 
 /// Parses validated options (no I/O).
@@ -246,9 +256,8 @@ pub fn parse(p: &ParsedOptions) -> Result<DeltaConfig> {
             NonZeroU64::new(n).ok_or_else(|| invalid(TARGET_FILE_SIZE, "a size above 0", "0"))?,
         ),
     };
-    let checkpoint_interval = p
-        .i64(CHECKPOINT_INTERVAL)?
-        .map(|n| u64::try_from(n).unwrap_or(1));
+    let checkpoint_interval = maint::checkpoint_interval(p, CHECKPOINT_INTERVAL)?;
+    let maintenance = maint::parse(p)?;
     let compression = match COMPRESSION_DECL.get(p)? {
         "zstd" => DeltaCompression::Zstd,
         "none" => DeltaCompression::None,
@@ -263,6 +272,7 @@ pub fn parse(p: &ParsedOptions) -> Result<DeltaConfig> {
         compression,
         storage,
         allow_unsafe_rename,
+        maintenance,
     })
 }
 

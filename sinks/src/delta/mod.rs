@@ -14,6 +14,9 @@
 //!   batch's `txn` (files of failed task attempts stay unreferenced until `VACUUM`).
 //! - S3 tables (feature `delta-s3`) commit with S3 conditional put; configurations that would
 //!   commit without it are refused unless `allowUnsafeRename` is set (see [`s3_commit`]).
+//! - [`maintenance`]: auto-compaction, vacuum and log clean-up beside ingestion
+//!   (`delta.autoOptimize.autoCompact`, `autoVacuum`, `delta.logRetentionDuration`, ...), and
+//!   the same steps as public functions for a manual `optimize` / `vacuum` / `checkpoint`.
 //! - [`merge_backfill`]: the one-time, idempotent backfill MERGE of a named stream's ingestion
 //!   table (insert the backfill rows the table lacks, with `record_source = 'backfill'`).
 //!
@@ -40,6 +43,7 @@ mod conform;
 pub mod conformance;
 mod connector;
 pub mod error;
+pub mod maintenance;
 pub mod merge;
 pub mod s3_commit;
 pub mod schema;

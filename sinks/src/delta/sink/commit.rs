@@ -15,12 +15,13 @@ use std::time::Duration;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
-use deltalake::checkpoints::create_checkpoint;
+use deltalake::checkpoints::{cleanup_metadata, create_checkpoint};
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties, TableReference};
 use deltalake::kernel::{Action, Add, MetadataExt, StructType, Transaction};
 use deltalake::operations::write::SchemaMode;
 use deltalake::protocol::{DeltaOperation, SaveMode};
-use deltalake::{DeltaTable, TableProperty};
+use deltalake::table::config::TablePropertiesExt;
+use deltalake::DeltaTable;
 use tributary_sdk::{Error, ErrorCode, Result};
 
 use super::DeltaSink;
@@ -116,6 +117,7 @@ impl DeltaSink {
                     self.committed = Some(version);
                     self.checked_schema = None;
                     self.stats.commits += 1;
+                    self.maintain().await;
                     return Ok(Committed::Now);
                 }
                 Err(Failure::Conflict(e)) if attempt < self.max_attempts => {
@@ -158,7 +160,8 @@ impl DeltaSink {
             .ok_or_else(|| Error::new(ErrorCode::Internal, "delta sink written before open"))?;
         let exists = table.version().is_some();
         let mut properties = CommitProperties::default()
-            .with_create_checkpoint(self.own_checkpoint_interval.is_none());
+            .with_create_checkpoint(self.own_checkpoint_interval.is_none())
+            .with_cleanup_expired_logs(Some(false));
         if let Some(app) = &self.app_id {
             properties = properties.with_application_transaction(Transaction::new(app, version));
         }
@@ -178,26 +181,55 @@ impl DeltaSink {
             write = write.with_target_file_size(Some(size));
         }
         if !exists {
-            if let Some(n) = self.config.checkpoint_interval {
-                write = write.with_configuration([(
-                    CHECKPOINT_INTERVAL_PROPERTY.to_string(),
-                    Some(n.to_string()),
-                )]);
+            let configuration = self.new_table_properties();
+            if !configuration.is_empty() {
+                write =
+                    write.with_configuration(configuration.into_iter().map(|(k, v)| (k, Some(v))));
             }
         }
         Ok(write.await.map_err(classify))
     }
 
-    /// Writes a log checkpoint when the sink, not deltalake, owns the interval.
-    async fn after_commit(&mut self, table: &DeltaTable) -> Result<()> {
-        let (Some(n), Some(version)) = (self.own_checkpoint_interval, table.version()) else {
+    /// The table properties a new table is created with.
+    fn new_table_properties(&self) -> Vec<(String, String)> {
+        let mut properties = self.config.maintenance.table_properties();
+        if let Some(n) = self.config.checkpoint_interval {
+            properties.push((CHECKPOINT_INTERVAL_PROPERTY.to_string(), n.to_string()));
+        }
+        properties
+    }
+
+    /// Writes a log checkpoint when the sink, not deltalake, owns the interval; after a
+    /// checkpoint (deltalake's or the sink's) deletes the log entries older than the table's
+    /// `delta.logRetentionDuration` (see [`crate::delta::maintenance::schedule`]).
+    pub(super) async fn after_commit(&mut self, table: &DeltaTable) -> Result<()> {
+        let Some(version) = table.version() else {
             return Ok(());
         };
-        if (version + 1) % n == 0 {
-            create_checkpoint(table, None)
-                .await
-                .map_err(|e| to_error("checkpoint", self.location(), e))?;
-            self.stats.checkpoints += 1;
+        let Ok(state) = table.snapshot() else {
+            return Ok(());
+        };
+        let checkpointed = match self.own_checkpoint_interval {
+            Some(n) if (version + 1) % n == 0 => {
+                create_checkpoint(table, None)
+                    .await
+                    .map_err(|e| to_error("checkpoint", self.location(), e))?;
+                self.stats.checkpoints += 1;
+                true
+            }
+            Some(_) => false,
+            None => (version + 1) % state.table_config().checkpoint_interval().get() == 0,
+        };
+        if checkpointed && state.table_config().enable_expired_log_cleanup() {
+            match cleanup_metadata(table, None).await {
+                Ok(n) => self.stats.log_files_removed += u64::try_from(n).unwrap_or(0),
+                // The batch is committed; the next checkpoint cleans up again.
+                Err(e) => tracing::warn!(
+                    path = %self.location(),
+                    error = %e,
+                    "delta sink: deleting expired log files failed"
+                ),
+            }
         }
         Ok(())
     }
@@ -216,7 +248,8 @@ impl DeltaSink {
             .clone()
             .ok_or_else(|| Error::new(ErrorCode::Internal, "delta sink written before open"))?;
         let mut properties = CommitProperties::default()
-            .with_create_checkpoint(self.own_checkpoint_interval.is_none());
+            .with_create_checkpoint(self.own_checkpoint_interval.is_none())
+            .with_cleanup_expired_logs(Some(false));
         if let Some(app) = &self.app_id {
             properties = properties.with_application_transaction(Transaction::new(app, version));
         }
@@ -229,12 +262,11 @@ impl DeltaSink {
                 .with_partition_columns(partitions.to_vec())
                 .with_actions(actions)
                 .with_commit_properties(properties);
-            if let Some(n) = self.config.checkpoint_interval {
-                create = create.with_configuration_property(
-                    TableProperty::CheckpointInterval,
-                    Some(n.to_string()),
-                );
-            }
+            create = create.with_configuration(
+                self.new_table_properties()
+                    .into_iter()
+                    .map(|(k, v)| (k, Some(v))),
+            );
             return match create.await {
                 Ok(created) => Ok(Ok(created)),
                 Err(e) => {

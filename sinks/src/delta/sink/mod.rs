@@ -46,11 +46,13 @@ use url::Url;
 
 use super::config::{DeltaCompression, DeltaConfig, PARTITION_BY};
 use super::error::to_error;
+use super::maintenance::schedule::{check_table, AutoCompact};
 use super::s3_commit::UNSAFE_RENAME_KEY;
 use super::schema::{check_batch_schema, SchemaChange};
 use super::table::{load_table, table_url};
 
 mod commit;
+mod maintain;
 mod parts;
 mod stager;
 
@@ -68,6 +70,23 @@ pub struct DeltaSinkStats {
     /// Log checkpoints written by the sink itself (`checkpointInterval` differing from the
     /// table's property).
     pub checkpoints: u64,
+    /// Auto-compactions that committed (`OPTIMIZE` commits).
+    pub compactions: u64,
+    /// Small files those compactions replaced.
+    pub files_compacted: u64,
+    /// Files those compactions wrote.
+    pub compacted_files_written: u64,
+    /// Data files deleted by `autoVacuum`.
+    pub files_vacuumed: u64,
+    /// Expired log files deleted after checkpoints.
+    pub log_files_removed: u64,
+    /// Maintenance runs that failed or were abandoned at `maintenanceTimeout` (the batch was
+    /// committed regardless).
+    pub maintenance_failures: u64,
+    /// Time spent in maintenance runs (compaction and vacuum) in total.
+    pub maintenance_time: std::time::Duration,
+    /// The longest maintenance run.
+    pub longest_maintenance: std::time::Duration,
 }
 
 /// Writes micro-batches to a Delta table, exactly once per batch id.
@@ -83,6 +102,8 @@ pub struct DeltaSink {
     committed: Option<i64>,
     /// Checkpoint every N commits ourselves (the option differs from the table property).
     own_checkpoint_interval: Option<u64>,
+    /// Auto-compaction, when on (resolved against the loaded table).
+    auto_compact: Option<AutoCompact>,
     /// The batch schema last checked against the table schema, and whether writing it
     /// evolves the table schema.
     checked_schema: Option<(SchemaRef, bool)>,
@@ -134,6 +155,7 @@ impl DeltaSink {
             stale: true,
             committed: None,
             own_checkpoint_interval: None,
+            auto_compact: None,
             checked_schema: None,
             writer_properties: WriterProperties::builder()
                 .set_compression(compression)
@@ -184,7 +206,14 @@ impl DeltaSink {
         self.committed = None;
         self.own_checkpoint_interval = None;
         self.checked_schema = None;
-        if let Ok(state) = table.snapshot() {
+        let state = table.snapshot().ok();
+        if let Some(state) = state {
+            check_table(&self.config.maintenance, state, self.location())?;
+        }
+        let previous = self.auto_compact.take();
+        self.auto_compact = AutoCompact::resolve(&self.config.maintenance, state)
+            .map(|auto| auto.keeping_schedule(previous.as_ref()));
+        if let Some(state) = state {
             let partitions = state.metadata().partition_columns();
             if !self.config.partition_by.is_empty() && partitions != self.config.partition_by {
                 return Err(Error::new(
