@@ -36,6 +36,8 @@
 pub mod checkpoint;
 pub mod conformance;
 pub mod core;
+#[cfg(feature = "delta")]
+pub mod delta_cli;
 pub mod drivers;
 pub mod engine;
 pub mod latency;

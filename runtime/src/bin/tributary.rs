@@ -156,6 +156,14 @@ enum Command {
     ///
     /// Example: tributary streams create orders.toml && tributary streams run main.sales.orders
     Streams(tributary_runtime::streams::cli::StreamsArgs),
+    /// Delta table maintenance by hand: compact small files, vacuum unreferenced ones, write a
+    /// log checkpoint (what the Delta sink runs beside ingestion with
+    /// delta.autoOptimize.autoCompact and autoVacuum).
+    ///
+    /// Example: tributary delta optimize /lake/orders --target-size 128mb
+    #[cfg(feature = "delta")]
+    #[command(subcommand)]
+    Delta(tributary_runtime::delta_cli::DeltaCommand),
     /// A connector's administrative subcommands (listing or deregistering Kinesis enhanced
     /// fan-out consumers, tearing down file notification queues, ...). Without a command,
     /// lists the connector's commands.
@@ -408,6 +416,8 @@ fn run(cli: Cli) -> Result<(), Error> {
             rt.block_on(tributary_ballista::run_executor(options, handler))
         }
         Command::Streams(args) => tributary_runtime::streams::cli::dispatch(args),
+        #[cfg(feature = "delta")]
+        Command::Delta(command) => tributary_runtime::delta_cli::run(command),
         Command::Connector {
             connector,
             args,
