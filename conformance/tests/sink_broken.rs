@@ -127,6 +127,10 @@ impl SinkFactory for Broken {
         JsonLinesSinkFactory.name()
     }
 
+    fn output_modes(&self) -> &'static [tributary_sdk::OutputMode] {
+        JsonLinesSinkFactory.output_modes()
+    }
+
     fn options(&self) -> Vec<OptionSpec> {
         let mut specs = JsonLinesSinkFactory.options();
         specs.push(OptionSpec::string(TOKEN, "An API token (unused).").sensitive());

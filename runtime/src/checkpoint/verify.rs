@@ -511,6 +511,7 @@ mod tests {
             has_metadata: true,
             last_planned: Some(4),
             last_committed: Some(3),
+            batches: Vec::new(),
         };
         let ledger = |owner: Option<&str>, last_batch| SinkLedger {
             owner: owner.map(str::to_string),

@@ -120,10 +120,10 @@ impl StageChain {
             let Some(mut part) = out else {
                 continue;
             };
-            for j in i + 1..self.stages.len() {
+            for ((_, later), time) in self.stages.iter_mut().zip(spent.iter_mut()).skip(i + 1) {
                 let t = Instant::now();
-                part = self.stages[j].1.apply(&part).await?;
-                spent[j] += t.elapsed();
+                part = later.apply(&part).await?;
+                *time += t.elapsed();
             }
             if part.num_rows() > 0 {
                 emitted.push(part);
