@@ -189,30 +189,64 @@ fn write_events(dir: &Path, name: &str, seconds: &[u64]) {
     std::fs::rename(&tmp, dir.join(name)).unwrap();
 }
 
+/// A files → windowed aggregation (append mode, watermark 30 s on `ts`) → Parquet pipeline, one
+/// file per batch; `schema` is the files' DDL and `sql` the query.
+fn window_pipeline(l: &Layout, schema: &str, sql: &str) -> std::path::PathBuf {
+    let text = format!(
+        r#"
+name = "windows"
+checkpoint = "{ck}"
+[source]
+connector = "files"
+options = {{ path = "{input}", "cloudFiles.format" = "json", schema = "{schema}", "cloudFiles.maxFilesPerTrigger" = "1" }}
+[transform]
+sql = "{sql}"
+outputMode = "append"
+watermark = {{ eventTime = "ts", delayThreshold = "30 seconds" }}
+[[sink]]
+connector = "parquet"
+options = {{ path = "{out}" }}
+[trigger]
+kind = "availableNow"
+"#,
+        ck = l.checkpoint().display(),
+        input = l.input().display(),
+        out = l.output().display(),
+    );
+    let p = l.root.path().join("windows.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Each row's window start, in seconds since the epoch.
+fn window_starts(b: &arrow::array::RecordBatch) -> Vec<i64> {
+    use arrow::array::{AsArray, StructArray};
+    use arrow::datatypes::{DataType, TimeUnit, TimestampMicrosecondType};
+    let w: &StructArray = b.column_by_name("window").unwrap().as_struct();
+    let start = arrow::compute::cast(
+        w.column_by_name("start").unwrap(),
+        &DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+    )
+    .unwrap();
+    let start = start.as_primitive::<TimestampMicrosecondType>();
+    (0..b.num_rows())
+        .map(|i| start.value(i) / 1_000_000)
+        .collect()
+}
+
 /// (window start second of the hour, n, total) of every row in the Parquet output, sorted.
 fn windows_written(dir: &Path) -> Vec<(i64, i64, i64)> {
-    use arrow::array::{AsArray, StructArray};
-    use arrow::datatypes::{Int64Type, TimestampMicrosecondType};
+    use arrow::array::AsArray;
+    use arrow::datatypes::Int64Type;
     let mut out = Vec::new();
     for b in tributary_sinks::parquet::read_dir_batches(dir).unwrap() {
-        let w: &StructArray = b.column_by_name("window").unwrap().as_struct();
-        let start = arrow::compute::cast(
-            w.column_by_name("start").unwrap(),
-            &arrow::datatypes::DataType::Timestamp(
-                arrow::datatypes::TimeUnit::Microsecond,
-                Some("UTC".into()),
-            ),
-        )
-        .unwrap();
-        let start = start.as_primitive::<TimestampMicrosecondType>();
         let n = b.column_by_name("n").unwrap().as_primitive::<Int64Type>();
         let total = b
             .column_by_name("total")
             .unwrap()
             .as_primitive::<Int64Type>();
-        for i in 0..b.num_rows() {
-            let since_hour = (start.value(i) / 1_000_000) % 3600;
-            out.push((since_hour, n.value(i), total.value(i)));
+        for (i, start) in window_starts(&b).into_iter().enumerate() {
+            out.push((start % 3600, n.value(i), total.value(i)));
         }
     }
     out.sort();
@@ -232,29 +266,11 @@ fn windowed_counts_in_append_mode_reach_parquet_once_per_window_across_a_replay(
     {
         write_events(&input, &format!("e{i}.json"), seconds);
     }
-    let text = format!(
-        r#"
-name = "windows"
-checkpoint = "{ck}"
-[source]
-connector = "files"
-options = {{ path = "{input}", "cloudFiles.format" = "json", schema = "ts TIMESTAMP, v BIGINT", "cloudFiles.maxFilesPerTrigger" = "1" }}
-[transform]
-sql = "SELECT window(ts, '1 minute') AS window, count(*) AS n, sum(v) AS total FROM source GROUP BY window(ts, '1 minute')"
-outputMode = "append"
-watermark = {{ eventTime = "ts", delayThreshold = "30 seconds" }}
-[[sink]]
-connector = "parquet"
-options = {{ path = "{out}" }}
-[trigger]
-kind = "availableNow"
-"#,
-        ck = l.checkpoint().display(),
-        input = input.display(),
-        out = l.output().display(),
+    let p = window_pipeline(
+        &l,
+        "ts TIMESTAMP, v BIGINT",
+        "SELECT window(ts, '1 minute') AS window, count(*) AS n, sum(v) AS total FROM source GROUP BY window(ts, '1 minute')",
     );
-    let p = l.root.path().join("windows.toml");
-    std::fs::write(&p, text).unwrap();
     let progress = l.root.path().join("progress.jsonl");
     run(&p, &progress);
     // watermark after the last batch: 400 - 30 = 370; [360,420) is still open
@@ -315,48 +331,21 @@ fn a_windowed_aggregation_with_late_rows_gives_spark_s_rows() {
             .set_modified(t)
             .unwrap();
     }
-    let text = format!(
-        r#"
-name = "oracle"
-checkpoint = "{ck}"
-[source]
-connector = "files"
-options = {{ path = "{input}", "cloudFiles.format" = "json", schema = "ts TIMESTAMP, k STRING, v BIGINT", "cloudFiles.maxFilesPerTrigger" = "1" }}
-[transform]
-sql = "SELECT window(ts, '1 minute') AS window, k, count(*) AS n, sum(v) AS total, min(v) AS lo, max(v) AS hi, avg(v) AS mean FROM source GROUP BY window(ts, '1 minute'), k"
-outputMode = "append"
-watermark = {{ eventTime = "ts", delayThreshold = "30 seconds" }}
-[[sink]]
-connector = "parquet"
-options = {{ path = "{out}" }}
-[trigger]
-kind = "availableNow"
-"#,
-        ck = l.checkpoint().display(),
-        input = input.display(),
-        out = l.output().display(),
+    let p = window_pipeline(
+        &l,
+        "ts TIMESTAMP, k STRING, v BIGINT",
+        "SELECT window(ts, '1 minute') AS window, k, count(*) AS n, sum(v) AS total, min(v) AS lo, max(v) AS hi, avg(v) AS mean FROM source GROUP BY window(ts, '1 minute'), k",
     );
-    let p = l.root.path().join("oracle.toml");
-    std::fs::write(&p, text).unwrap();
     let progress = l.root.path().join("progress.jsonl");
     run(&p, &progress);
     // Spark ran 12 data batches and one no-data batch; so does this
     assert_eq!(progress_events(&progress).len(), 13);
 
-    use arrow::array::{AsArray, StructArray};
-    use arrow::datatypes::{Float64Type, Int64Type, TimestampMicrosecondType};
+    use arrow::array::AsArray;
+    use arrow::datatypes::{Float64Type, Int64Type};
     let mut got = Vec::new();
     for b in tributary_sinks::parquet::read_dir_batches(&l.output()).unwrap() {
-        let w: &StructArray = b.column_by_name("window").unwrap().as_struct();
-        let start = arrow::compute::cast(
-            w.column_by_name("start").unwrap(),
-            &arrow::datatypes::DataType::Timestamp(
-                arrow::datatypes::TimeUnit::Microsecond,
-                Some("UTC".into()),
-            ),
-        )
-        .unwrap();
-        let start = start.as_primitive::<TimestampMicrosecondType>();
+        let starts = window_starts(&b);
         let k = arrow::compute::cast(
             b.column_by_name("k").unwrap(),
             &arrow::datatypes::DataType::Utf8,
@@ -377,7 +366,7 @@ kind = "availableNow"
             .clone();
         for i in 0..b.num_rows() {
             got.push(serde_json::json!({
-                "start": start.value(i) / 1_000_000, "k": k.value(i), "n": n.value(i),
+                "start": starts[i], "k": k.value(i), "n": n.value(i),
                 "total": total.value(i), "lo": lo.value(i), "hi": hi.value(i), "mean": mean.value(i),
             }));
         }
