@@ -364,9 +364,9 @@ fn a_windowed_aggregation_with_late_rows_gives_spark_s_rows() {
             .unwrap()
             .as_primitive::<Float64Type>()
             .clone();
-        for i in 0..b.num_rows() {
+        for (i, start) in starts.iter().enumerate() {
             got.push(serde_json::json!({
-                "start": starts[i], "k": k.value(i), "n": n.value(i),
+                "start": start, "k": k.value(i), "n": n.value(i),
                 "total": total.value(i), "lo": lo.value(i), "hi": hi.value(i), "mean": mean.value(i),
             }));
         }
