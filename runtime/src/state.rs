@@ -58,3 +58,38 @@ pub fn offsets_log(batches: &[LoggedBatch]) -> StateReport {
         )),
     }
 }
+
+/// The stateful operators of a checkpoint (`tributary state --operators`): per stage, the
+/// newest saved version, its groups, bytes, watermark and the query it belongs to.
+#[cfg(feature = "sql")]
+pub fn operators_report(checkpoint: &Checkpoint) -> Result<StateReport> {
+    let operators = tributary_transform::describe_state(&checkpoint.stage_state_dir())?;
+    let columns = ["stage", "version", "rows", "bytes", "watermark", "query"];
+    let rows = operators
+        .iter()
+        .map(|o| {
+            let mut row = serde_json::Map::new();
+            row.insert("stage".into(), o.stage.clone().into());
+            row.insert("version".into(), o.version.into());
+            row.insert("rows".into(), o.rows.into());
+            row.insert("bytes".into(), o.bytes.into());
+            if let Some(w) = o
+                .watermark_ms
+                .and_then(chrono::DateTime::from_timestamp_millis)
+            {
+                row.insert(
+                    "watermark".into(),
+                    w.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+                        .into(),
+                );
+            }
+            row.insert("query".into(), o.signature.clone().into());
+            row
+        })
+        .collect();
+    Ok(StateReport {
+        columns: columns.iter().map(|c| c.to_string()).collect(),
+        rows,
+        summary: Some(format!("{} stateful operators", operators.len())),
+    })
+}

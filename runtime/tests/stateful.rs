@@ -301,6 +301,31 @@ fn windowed_counts_in_append_mode_reach_parquet_once_per_window_across_a_replay(
     std::fs::remove_file(l.checkpoint().join("commits/4")).unwrap();
     run(&p, &progress);
     assert_eq!(windows_written(&l.output()), want);
+
+    // the operator's state as `tributary state --operators` shows it: [360,420) is left
+    let o = tributary()
+        .args([
+            "state",
+            l.checkpoint().to_str().unwrap(),
+            "--operators",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ops: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(ops[0]["stage"], "0");
+    assert_eq!(ops[0]["version"], 4);
+    assert_eq!(ops[0]["rows"], 1);
+    assert_eq!(ops[0]["watermark"], "2026-01-01T00:06:10.000Z");
+    assert!(
+        ops[0]["query"]
+            .as_str()
+            .unwrap()
+            .contains("AGGREGATE [count(1), sum(source.v)]"),
+        "{ops}"
+    );
 }
 
 /// The rows `scripts/spark/window_oracle.py` printed when Spark 4.3.0 (pyspark from PyPI,

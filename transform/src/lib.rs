@@ -37,6 +37,7 @@ mod static_tables;
 mod transform;
 
 pub use spec::{StaticTable, TableFormat, TransformSpec, Watermark};
+pub use stateful::store::{describe as describe_state, OperatorState};
 pub use transform::SqlTransform;
 
 /// The name of the stream in the query.

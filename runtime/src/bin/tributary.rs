@@ -147,6 +147,9 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
         format: OutputFormat,
+        /// The stateful operators' state instead (aggregations: groups, bytes, watermark).
+        #[arg(long)]
+        operators: bool,
     },
     /// Check a checkpoint for damage, as `run` does before it resumes.
     #[command(subcommand)]
@@ -626,9 +629,14 @@ fn run(cli: Cli) -> Result<(), Error> {
             checkpoint,
             plugin_path,
             format,
+            operators,
         } => {
             let ck = Checkpoint::open_existing(&checkpoint)?;
-            let report = state::state_report(&ck, &Registry::with_plugins(&plugin_path)?)?;
+            let report = if operators {
+                operators_report(&ck)?
+            } else {
+                state::state_report(&ck, &Registry::with_plugins(&plugin_path)?)?
+            };
             match format {
                 OutputFormat::Table => print!("{}", report.to_table()),
                 OutputFormat::Json => println!(
@@ -643,6 +651,21 @@ fn run(cli: Cli) -> Result<(), Error> {
             Ok(())
         }
     }
+}
+
+/// `state --operators`.
+#[cfg(feature = "sql")]
+fn operators_report(ck: &Checkpoint) -> tributary_sdk::Result<tributary_sdk::StateReport> {
+    state::operators_report(ck)
+}
+
+/// `state --operators` in a build without SQL: no stateful operators exist.
+#[cfg(not(feature = "sql"))]
+fn operators_report(_ck: &Checkpoint) -> tributary_sdk::Result<tributary_sdk::StateReport> {
+    Err(Error::new(
+        tributary_sdk::ErrorCode::InvalidPipeline,
+        "--operators needs a build with SQL (feature sql): stateful operators are SQL",
+    ))
 }
 
 /// `check --explain`: the option tables of the pipeline's source, stages and sinks, from their

@@ -173,3 +173,65 @@ pub(crate) fn load(
         .map_err(|e| io("decode", &path, e))?;
     Ok((state, marks))
 }
+
+/// What the newest saved version of one stateful stage holds (`tributary state --operators`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorState {
+    /// The stage's position in the pipeline's stage list (its directory name).
+    pub stage: String,
+    /// The newest version (batch id) saved.
+    pub version: u64,
+    /// Groups held.
+    pub rows: u64,
+    /// The state's size in memory, as Arrow holds it.
+    pub bytes: u64,
+    /// The eviction watermark the next batch uses (epoch milliseconds), when there is one.
+    pub watermark_ms: Option<i64>,
+    /// The query's grouping keys and aggregate functions.
+    pub signature: String,
+}
+
+/// The newest saved version of every stateful stage under `dir` (`checkpoint/state`), in
+/// stage order; empty when the pipeline keeps no state.
+pub fn describe(dir: &Path) -> Result<Vec<OperatorState>> {
+    let mut stages: Vec<(u64, PathBuf)> = Vec::new();
+    match fs::read_dir(dir) {
+        Ok(entries) => {
+            for e in entries {
+                let e = e.map_err(|e| io("list", dir, e))?;
+                if let Ok(i) = e.file_name().to_string_lossy().parse::<u64>() {
+                    stages.push((i, e.path()));
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io("list", dir, e)),
+    }
+    stages.sort();
+    let mut out = Vec::new();
+    for (i, path) in stages {
+        let Some(&version) = versions(&path)?.last() else {
+            continue;
+        };
+        let file = version_path(&path, version);
+        let reader =
+            FileReader::try_new(File::open(&file).map_err(|e| io("open", &file, e))?, None)
+                .map_err(|e| io("read", &file, e))?;
+        let metadata = reader.schema().metadata().clone();
+        let (mut rows, mut bytes) = (0u64, 0u64);
+        for b in reader {
+            let b = b.map_err(|e| io("read", &file, e))?;
+            rows += b.num_rows() as u64;
+            bytes += b.get_array_memory_size() as u64;
+        }
+        out.push(OperatorState {
+            stage: i.to_string(),
+            version,
+            rows,
+            bytes,
+            watermark_ms: metadata.get(WATERMARK).and_then(|w| w.parse().ok()),
+            signature: metadata.get(SIGNATURE).cloned().unwrap_or_default(),
+        });
+    }
+    Ok(out)
+}
