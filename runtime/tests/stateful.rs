@@ -334,6 +334,22 @@ fn windowed_counts_in_append_mode_reach_parquet_once_per_window_across_a_replay(
 /// `groupBy(window("ts", "1 minute"), "k").agg(count, sum, min, max, avg)`, append mode.
 #[test]
 fn a_windowed_aggregation_with_late_rows_gives_spark_s_rows() {
+    same_rows_as_spark("window(ts, '1 minute')", "expected_spark_4.3.jsonl");
+}
+
+/// The same stream with `window("ts", "1 minute", "20 seconds")` (sliding windows): Spark's
+/// 204 windows.
+#[test]
+fn a_sliding_window_aggregation_with_late_rows_gives_spark_s_rows() {
+    same_rows_as_spark(
+        "window(ts, '1 minute', '20 seconds')",
+        "expected_sliding_20s_spark_4.3.jsonl",
+    );
+}
+
+/// Runs the oracle query with `window` as its window key over the checked-in input and
+/// compares every row with Spark's in `expected`.
+fn same_rows_as_spark(window: &str, expected: &str) {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/spark_windows");
     let l = Layout::new();
     let input = l.input();
@@ -359,7 +375,7 @@ fn a_windowed_aggregation_with_late_rows_gives_spark_s_rows() {
     let p = window_pipeline(
         &l,
         "ts TIMESTAMP, k STRING, v BIGINT",
-        "SELECT window(ts, '1 minute') AS window, k, count(*) AS n, sum(v) AS total, min(v) AS lo, max(v) AS hi, avg(v) AS mean FROM source GROUP BY window(ts, '1 minute'), k",
+        &format!("SELECT {window} AS window, k, count(*) AS n, sum(v) AS total, min(v) AS lo, max(v) AS hi, avg(v) AS mean FROM source GROUP BY {window}, k"),
     );
     let progress = l.root.path().join("progress.jsonl");
     run(&p, &progress);
@@ -403,12 +419,11 @@ fn a_windowed_aggregation_with_late_rows_gives_spark_s_rows() {
         )
     };
     got.sort_by_key(key);
-    let want: Vec<serde_json::Value> =
-        std::fs::read_to_string(data.join("expected_spark_4.3.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+    let want: Vec<serde_json::Value> = std::fs::read_to_string(data.join(expected))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(got.len(), want.len(), "windows emitted");
     for (g, w) in got.iter().zip(&want) {
         for f in ["start", "k", "n", "total", "lo", "hi"] {

@@ -7,7 +7,11 @@ modification times), applies `withWatermark("ts", DELAY)`, groups by
 the result rows as JSON lines sorted by window start and key:
 `{"start": <epoch s>, "k": ..., "n": ..., "total": ..., "lo": ..., "hi": ..., "mean": ...}`.
 
-    python3 window_oracle.py INPUT_DIR WORK_DIR [SIZE] [DELAY]
+    python3 window_oracle.py INPUT_DIR WORK_DIR [SIZE] [DELAY] [SLIDE]
+
+SLIDE makes the window sliding (`window("ts", SIZE, SLIDE)`); the checked-in expectations in
+`runtime/tests/data/spark_windows/` are this script's output with the defaults and with
+SLIDE="20 seconds".
 """
 
 import json
@@ -20,6 +24,7 @@ from pyspark.sql import functions as F
 inp, work = sys.argv[1], sys.argv[2]
 size = sys.argv[3] if len(sys.argv) > 3 else "1 minute"
 delay = sys.argv[4] if len(sys.argv) > 4 else "30 seconds"
+slide = sys.argv[5] if len(sys.argv) > 5 else None
 
 spark = (
     SparkSession.builder.master("local[2]")
@@ -37,7 +42,7 @@ stream = (
 )
 agg = (
     stream.withWatermark("ts", delay)
-    .groupBy(F.window("ts", size), "k")
+    .groupBy(F.window("ts", size, slide) if slide else F.window("ts", size), "k")
     .agg(
         F.count("*").alias("n"),
         F.sum("v").alias("total"),

@@ -228,18 +228,37 @@ async fn spark_s_watermark_rules_are_refused_by_name() {
     .await;
     assert!(e.message().contains("not a TIMESTAMP"), "{e}");
     let e = refused(spec(
-        "SELECT window(ts, '1 minute', '10 seconds') AS w, count(*) FROM source GROUP BY window(ts, '1 minute', '10 seconds')",
+        "SELECT window(ts, '1 minute', '10 seconds', '5 seconds') AS w, count(*) FROM source GROUP BY window(ts, '1 minute', '10 seconds', '5 seconds')",
         Some(OutputMode::Append),
     ))
     .await;
-    assert!(
-        e.message().contains("sliding windows are not supported"),
-        "{e}"
-    );
+    assert!(e.message().contains("startTime is not supported"), "{e}");
     let e = SqlTransform::new(TransformSpec::new(SQL).with_watermark("ts", "soon")).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidPipeline);
     assert_eq!(
         e.context_value("option"),
         Some("transform.watermark.delayThreshold")
     );
+}
+
+#[tokio::test]
+async fn a_sliding_window_counts_each_row_in_every_window_containing_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sql = "SELECT window(ts, '1 minute', '30 seconds') AS window, count(*) AS n, sum(v) AS total FROM source GROUP BY window(ts, '1 minute', '30 seconds')";
+    let mut t = SqlTransform::new(spec(sql, Some(OutputMode::Update))).unwrap();
+    t.open(schema()).await.unwrap();
+    t.state().unwrap().restore(dir.path(), None).await.unwrap();
+    // 10 is in [-30,30) and [0,60); 40 in [0,60) and [30,90); 70 in [30,90) and [60,120)
+    let out = run_batch(&mut t, &[10, 40, 70]).await;
+    assert_eq!(
+        out,
+        vec![(-30, 1, 10), (0, 2, 50), (30, 2, 110), (60, 1, 70)]
+    );
+    // a sliding window outside a GROUP BY is refused when the query opens
+    let mut s = SqlTransform::new(TransformSpec::new(
+        "SELECT window(ts, '1 minute', '30 seconds') AS w FROM source",
+    ))
+    .unwrap();
+    let e = s.open(schema()).await.unwrap_err();
+    assert!(e.message().contains("can only be a GROUP BY key"), "{e}");
 }

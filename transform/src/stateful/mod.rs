@@ -133,9 +133,23 @@ pub(crate) async fn plan(
     };
     let n_groups = split.groups.len();
 
+    // A sliding window key: each row is expanded into its windows, then grouped by each.
+    let mut split = split;
+    let mut input_df = DataFrame::new(state.clone(), (*agg.input).clone());
+    for i in 0..n_groups {
+        if let Some(args) = window::sliding_args(&split.groups[i]) {
+            let name = format!("__w{i}");
+            input_df = input_df
+                .with_column(&name, window::windows_udf().call(args))
+                .and_then(|d| d.unnest_columns(&[name.as_str()]))
+                .map_err(df_err)?;
+            split.groups[i] = col(name);
+        }
+    }
+
     // 1. partial
     let (groups, partials) = split.partial_exprs();
-    let partial = DataFrame::new(state.clone(), (*agg.input).clone())
+    let partial = input_df
         .aggregate(groups, partials)
         .map_err(df_err)?
         .create_physical_plan()
