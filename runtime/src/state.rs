@@ -64,12 +64,21 @@ pub fn offsets_log(batches: &[LoggedBatch]) -> StateReport {
 #[cfg(feature = "sql")]
 pub fn operators_report(checkpoint: &Checkpoint) -> Result<StateReport> {
     let operators = tributary_transform::describe_state(&checkpoint.stage_state_dir())?;
-    let columns = ["stage", "version", "rows", "bytes", "watermark", "query"];
+    let columns = [
+        "stage",
+        "operator",
+        "version",
+        "rows",
+        "bytes",
+        "watermark",
+        "query",
+    ];
     let rows = operators
         .iter()
         .map(|o| {
             let mut row = serde_json::Map::new();
             row.insert("stage".into(), o.stage.clone().into());
+            row.insert("operator".into(), o.operator.clone().into());
             row.insert("version".into(), o.version.into());
             row.insert("rows".into(), o.rows.into());
             row.insert("bytes".into(), o.bytes.into());

@@ -80,17 +80,7 @@ fn last_values(rows: &[(i64, i64, f64, i64)], into: &mut BTreeMap<i64, (i64, f64
 }
 
 fn run(p: &Path, progress: &Path) -> std::process::Output {
-    let o = tributary()
-        .args([
-            "run",
-            p.to_str().unwrap(),
-            "--progress-json",
-            progress.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    o
+    run_with_progress(p, progress)
 }
 
 #[test]
@@ -352,26 +342,7 @@ fn a_sliding_window_aggregation_with_late_rows_gives_spark_s_rows() {
 fn same_rows_as_spark(window: &str, expected: &str) {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/spark_windows");
     let l = Layout::new();
-    let input = l.input();
-    std::fs::create_dir_all(&input).unwrap();
-    let mut names: Vec<_> = std::fs::read_dir(data.join("in"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    names.sort();
-    // modification times in name order, as the Spark run had them (one file per batch)
-    for (i, name) in names.iter().enumerate() {
-        let to = input.join(name);
-        std::fs::copy(data.join("in").join(name), &to).unwrap();
-        let t =
-            std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + 10 * i as u64);
-        std::fs::File::options()
-            .write(true)
-            .open(&to)
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
-    }
+    copy_in_name_order(&data.join("in"), &l.input());
     let p = window_pipeline(
         &l,
         "ts TIMESTAMP, k STRING, v BIGINT",

@@ -80,8 +80,9 @@ pub trait StageState: Send {
     /// the previous versions intact); versions older than `version - 1` may be removed.
     async fn save(&mut self, dir: &Path, version: u64) -> Result<()>;
 
-    /// Spark's `stateOperators` entry for the last batch.
-    fn progress(&self) -> StateOperatorProgress;
+    /// Spark's `stateOperators` entries for the last batch, one per operator the stage holds
+    /// (a deduplication under an aggregation is two), in the order they process rows.
+    fn progress(&self) -> Vec<StateOperatorProgress>;
 
     /// Whether a batch without input would change the state or the output (Spark's
     /// `noDataMicroBatches`: the watermark moved, so groups may now be final). The micro-batch
@@ -95,7 +96,8 @@ pub trait StageState: Send {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StateOperatorProgress {
-    /// The operator (`stateStoreSave` for an aggregation, as in Spark).
+    /// The operator, as Spark names it: `stateStoreSave` (an aggregation), `dedupe`
+    /// (`dropDuplicates`), `dedupeWithinWatermark`.
     pub operator_name: String,
     /// Keys held after the batch.
     pub num_rows_total: u64,
@@ -113,6 +115,10 @@ pub struct StateOperatorProgress {
     /// event's `eventTime.watermark`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub watermark: Option<String>,
+    /// The operator's own counters, as Spark's `customMetrics` (`numDroppedDuplicateRows`
+    /// for a deduplication).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub custom_metrics: std::collections::BTreeMap<String, u64>,
 }
 
 /// Builds stages of one kind (the pipeline file names it: `[source].decode`).

@@ -129,8 +129,18 @@ fn reads_source(plan: &LogicalPlan) -> Result<bool> {
                 "window",
             ));
         }
-        LogicalPlan::Distinct(Distinct::All(_)) => return Err(stateful("DISTINCT", "distinct")),
-        LogicalPlan::Distinct(Distinct::On(_)) => return Err(stateful("DISTINCT ON", "distinct")),
+        LogicalPlan::Distinct(Distinct::All(_)) => {
+            return Err(stateful(
+                "DISTINCT (to drop repeated rows across batches use [transform] dropDuplicates = [columns], Spark's dropDuplicates)",
+                "distinct",
+            ))
+        }
+        LogicalPlan::Distinct(Distinct::On(_)) => {
+            return Err(stateful(
+                "DISTINCT ON (to keep the first row per key across batches use [transform] dropDuplicates = [columns])",
+                "distinct",
+            ))
+        }
         LogicalPlan::Sort(_) => {
             return Err(stateful(
                 "ORDER BY (a stream has no order across batches)",

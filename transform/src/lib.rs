@@ -9,9 +9,11 @@
 //! static tables that preserve the stream's rows. An aggregation at the top of the query
 //! (`GROUP BY` with `count`, `sum`, `min`, `max`, `avg`, `bool_and`, `bool_or`, and `HAVING`)
 //! keeps its groups as state across batches, saved with each batch's commit, and emits in
-//! Spark's `update` or `complete` output mode (`[transform] outputMode`; see `stateful`).
-//! Windows, DISTINCT, ORDER BY, LIMIT, aggregations elsewhere in the query and stream-stream
-//! joins are refused at start with the operator named.
+//! Spark's `update`, `complete` or (with a watermark and an event-time window) `append` output
+//! mode (`[transform] outputMode`; see `stateful`). `[transform] dropDuplicates` and
+//! `dropDuplicatesWithinWatermark` deduplicate the stream before the query, keys kept as state.
+//! Window functions, DISTINCT, ORDER BY, LIMIT, aggregations elsewhere in the query and
+//! stream-stream joins are refused at start with the operator named.
 //! `CAST(binary AS STRING)` never fails, as in Spark: invalid UTF-8 becomes U+FFFD.
 //!
 //! ```no_run

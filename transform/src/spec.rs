@@ -38,6 +38,26 @@ pub struct TransformSpec {
     /// Spark's `withWatermark(eventTime, delayThreshold)`, for an aggregation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watermark: Option<Watermark>,
+    /// Spark's `dropDuplicates(columns)`, applied to `source` before the query: a row whose
+    /// values in these columns were seen before (in this batch or an earlier one) is dropped.
+    /// An empty list means every column (Spark's `dropDuplicates()`). Without a watermark the
+    /// keys are kept forever; with one whose event-time column is among the columns, keys
+    /// older than the watermark are evicted and rows older than it dropped.
+    #[serde(
+        default,
+        rename = "dropDuplicates",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub drop_duplicates: Option<Vec<String>>,
+    /// Spark's `dropDuplicatesWithinWatermark(columns)`: a row is dropped when a row with the
+    /// same values arrived within the watermark's delay before it; needs a watermark, whose
+    /// column need not be among these.
+    #[serde(
+        default,
+        rename = "dropDuplicatesWithinWatermark",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub drop_duplicates_within_watermark: Option<Vec<String>>,
 }
 
 /// `watermark = { eventTime = "ts", delayThreshold = "10 minutes" }`: Spark's
@@ -99,7 +119,27 @@ impl TransformSpec {
             tables: Vec::new(),
             output_mode: None,
             watermark: None,
+            drop_duplicates: None,
+            drop_duplicates_within_watermark: None,
         }
+    }
+
+    /// Sets Spark's `dropDuplicates(columns)` (empty: every column).
+    pub fn with_drop_duplicates<S: Into<String>>(
+        mut self,
+        columns: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.drop_duplicates = Some(columns.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets Spark's `dropDuplicatesWithinWatermark(columns)` (empty: every column).
+    pub fn with_drop_duplicates_within_watermark<S: Into<String>>(
+        mut self,
+        columns: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.drop_duplicates_within_watermark = Some(columns.into_iter().map(Into::into).collect());
+        self
     }
 
     /// Sets Spark's `withWatermark(event_time, delay)`.
@@ -199,6 +239,35 @@ impl TransformSpec {
                     ),
                 )
                 .with_context("option", "transform.watermark.delayThreshold"));
+            }
+        }
+        if self.drop_duplicates.is_some() && self.drop_duplicates_within_watermark.is_some() {
+            return Err(Error::new(
+                ErrorCode::InvalidPipeline,
+                "[transform] dropDuplicates and dropDuplicatesWithinWatermark are both set; choose one (dropDuplicates keeps a key until the watermark passes its event time, dropDuplicatesWithinWatermark for the watermark's delay after its first row)",
+            )
+            .with_context("option", "transform.dropDuplicatesWithinWatermark"));
+        }
+        if self.drop_duplicates_within_watermark.is_some() && self.watermark.is_none() {
+            return Err(Error::new(
+                ErrorCode::InvalidPipeline,
+                "[transform] dropDuplicatesWithinWatermark is not supported on streaming DataFrames/DataSets without watermark; set watermark = { eventTime = \"...\", delayThreshold = \"...\" }, or use dropDuplicates",
+            )
+            .with_context("option", "transform.dropDuplicatesWithinWatermark"));
+        }
+        for (option, columns) in [
+            ("dropDuplicates", &self.drop_duplicates),
+            (
+                "dropDuplicatesWithinWatermark",
+                &self.drop_duplicates_within_watermark,
+            ),
+        ] {
+            if let Some(blank) = columns.iter().flatten().find(|c| c.trim().is_empty()) {
+                return Err(Error::new(
+                    ErrorCode::InvalidPipeline,
+                    format!("[transform] {option} holds an empty column name ('{blank}'); list columns of source, or leave the list empty for every column"),
+                )
+                .with_context("option", format!("transform.{option}")));
             }
         }
         parse_one_query(&self.sql)

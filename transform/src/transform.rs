@@ -32,7 +32,9 @@ use crate::error::{execution_error, sql_error};
 use crate::lossy_cast::LossyBinaryCast;
 use crate::source_table::{BatchSlot, SourceTable, STREAM_SIZE_HINT};
 use crate::spec::TransformSpec;
-use crate::stateful::{self, Aggregation};
+use crate::stateful::dedup::Dedup;
+use crate::stateful::query::{Body, StatefulQuery};
+use crate::stateful::{self};
 use crate::static_tables;
 use crate::SOURCE_TABLE;
 
@@ -57,21 +59,22 @@ enum Kind {
         plan: Arc<dyn ExecutionPlan>,
         task: Arc<TaskContext>,
     },
-    /// An aggregation keeping state across batches ([`crate::stateful`]).
-    Aggregating(Box<Aggregation>),
+    /// A query keeping state across batches: a deduplication, an aggregation, or both
+    /// ([`crate::stateful`]).
+    Stateful(Box<StatefulQuery>),
 }
 
 /// The query as planned by [`SqlTransform::build`].
-enum Built {
-    Stateless(Arc<dyn ExecutionPlan>),
-    Aggregating(Box<Aggregation>),
+struct Built {
+    dedup: Option<Dedup>,
+    body: Body,
 }
 
 impl Built {
     fn schema(&self) -> SchemaRef {
-        match self {
-            Built::Stateless(p) => p.schema(),
-            Built::Aggregating(a) => a.output_schema(),
+        match &self.body {
+            Body::Stateless { plan, .. } => plan.schema(),
+            Body::Aggregating(a) => a.output_schema(),
         }
     }
 }
@@ -110,11 +113,12 @@ impl SqlTransform {
         Ok(built.schema())
     }
 
-    /// Whether the opened query keeps state across batches (an aggregation).
+    /// Whether the opened query keeps state across batches (an aggregation, a
+    /// deduplication).
     pub fn is_stateful(&self) -> bool {
         matches!(
             self.planned.as_ref().map(|p| &p.kind),
-            Some(Kind::Aggregating(_))
+            Some(Kind::Stateful(_))
         )
     }
 
@@ -124,7 +128,7 @@ impl SqlTransform {
             Kind::Stateless { plan, .. } => datafusion::physical_plan::displayable(plan.as_ref())
                 .indent(false)
                 .to_string(),
-            Kind::Aggregating(a) => format!("{a:?}"),
+            Kind::Stateful(q) => format!("{q:?}"),
         })
     }
 
@@ -171,8 +175,10 @@ impl SqlTransform {
             .await
             .map_err(|e| sql_error(&e, sql))?;
         let logical: &LogicalPlan = frame.logical_plan();
+        let dedup = stateful::dedup::plan(&input, &self.spec)?;
         if let Some(agg) = stateful::plan(&ctx, logical, &input, &self.spec).await? {
-            return Ok((Built::Aggregating(Box::new(agg)), ctx));
+            let body = Body::Aggregating(Box::new(agg));
+            return Ok((Built { dedup, body }, ctx));
         }
         check_logical(logical)?;
         let plan = frame
@@ -180,7 +186,11 @@ impl SqlTransform {
             .await
             .map_err(|e| sql_error(&e, sql))?;
         check_physical(&plan)?;
-        Ok((Built::Stateless(plan), ctx))
+        let body = Body::Stateless {
+            plan,
+            task: ctx.task_ctx(),
+        };
+        Ok((Built { dedup, body }, ctx))
     }
 }
 
@@ -245,22 +255,20 @@ fn internal(e: &dyn fmt::Display) -> Error {
 impl Stage for SqlTransform {
     async fn open(&mut self, input: SchemaRef) -> Result<SchemaRef> {
         self.planned = None;
-        let (built, ctx) = self.build(Arc::clone(&input), true).await?;
+        let (built, _ctx) = self.build(Arc::clone(&input), true).await?;
         let output = built.schema();
-        let kind = match built {
-            Built::Stateless(plan) => {
-                let task = ctx.task_ctx();
-                // Collects and hashes the broadcast sides of the joins now (an empty batch).
-                self.slot.set(RecordBatch::new_empty(Arc::clone(&input)));
-                let primed = collect(&plan, &task, &output).await;
-                self.slot.clear();
-                primed?;
-                Kind::Stateless { plan, task }
-            }
-            Built::Aggregating(mut agg) => {
-                agg.prime().await?;
-                Kind::Aggregating(agg)
-            }
+        // Collects and hashes the broadcast sides of the joins now (an empty batch).
+        let mut query = StatefulQuery {
+            dedup: built.dedup,
+            body: built.body,
+        };
+        query.prime(&self.slot, &input, &output).await?;
+        let kind = match query {
+            StatefulQuery {
+                dedup: None,
+                body: Body::Stateless { plan, task },
+            } => Kind::Stateless { plan, task },
+            query => Kind::Stateful(Box::new(query)),
         };
         self.planned = Some(Planned {
             input,
@@ -280,10 +288,7 @@ impl Stage for SqlTransform {
         // budget) returns to the scheduler instead of spinning a blocked thread.
         let out = match &mut planned.kind {
             Kind::Stateless { plan, task } => collect(plan, task, &planned.output).await,
-            Kind::Aggregating(agg) => agg
-                .absorb(&slot, batch)
-                .await
-                .map(|()| RecordBatch::new_empty(Arc::clone(&planned.output))),
+            Kind::Stateful(query) => query.apply(&slot, batch, &planned.output).await,
         };
         slot.clear();
         out
@@ -291,7 +296,7 @@ impl Stage for SqlTransform {
 
     fn state(&mut self) -> Option<&mut dyn StageState> {
         match self.planned.as_mut().map(|p| &mut p.kind) {
-            Some(Kind::Aggregating(agg)) => Some(agg.as_mut()),
+            Some(Kind::Stateful(query)) => Some(query.as_mut()),
             _ => None,
         }
     }

@@ -161,7 +161,7 @@ async fn update_mode_emits_each_batch_s_changed_groups_with_their_running_values
             .save(dir.path(), id as u64)
             .await
             .unwrap();
-        let progress = t.state().unwrap().progress();
+        let progress = t.state().unwrap().progress().remove(0);
         assert_eq!(progress.num_rows_total, truth(&seen).len() as u64);
         assert_eq!(progress.num_rows_updated, want.len() as u64);
         assert_eq!(progress.operator_name, "stateStoreSave");

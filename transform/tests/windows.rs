@@ -123,7 +123,7 @@ async fn append_mode_emits_each_window_once_when_the_watermark_passes_its_end() 
     // evicts under 100: [0,60) with 10, 20, 50, 30
     let third = run_batch(&mut t, &[30, 200]).await;
     assert_eq!(third, vec![(0, 4, 110)]);
-    let p = t.state().unwrap().progress();
+    let p = t.state().unwrap().progress().remove(0);
     assert_eq!(
         (
             p.num_rows_removed,
@@ -148,7 +148,7 @@ async fn append_mode_emits_each_window_once_when_the_watermark_passes_its_end() 
     // batch 4: 100 belongs to [60,120), final under 170: late, dropped and counted
     assert_eq!(run_batch(&mut t, &[100, 230]).await, vec![]);
     assert_eq!(
-        t.state().unwrap().progress().num_rows_dropped_by_watermark,
+        t.state().unwrap().progress()[0].num_rows_dropped_by_watermark,
         1
     );
 
@@ -179,10 +179,10 @@ async fn update_mode_with_a_watermark_evicts_finished_windows() {
         vec![(60, 2, 145), (180, 1, 200)]
     );
     t.state().unwrap().save(dir.path(), 1).await.unwrap();
-    assert_eq!(t.state().unwrap().progress().num_rows_total, 3);
+    assert_eq!(t.state().unwrap().progress()[0].num_rows_total, 3);
     // the no-data batch evicts under 170: [0,60) and [60,120) leave the state, nothing changed
     assert_eq!(run_batch(&mut t, &[]).await, vec![]);
-    assert_eq!(t.state().unwrap().progress().num_rows_total, 1);
+    assert_eq!(t.state().unwrap().progress()[0].num_rows_total, 1);
 }
 
 #[tokio::test]
@@ -194,7 +194,7 @@ async fn spark_s_watermark_rules_are_refused_by_name() {
     let e = refused(spec("SELECT k FROM source", None)).await;
     assert!(
         e.message()
-            .contains("no aggregation, so it would be ignored"),
+            .contains("no aggregation and no dropDuplicates, so it would be ignored"),
         "{e}"
     );
     assert_eq!(e.context_value("option"), Some("transform.watermark"));

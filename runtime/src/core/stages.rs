@@ -152,11 +152,12 @@ impl StageChain {
                 .any(|(_, s)| s.state().is_some_and(|st| st.needs_no_data_batch()))
     }
 
-    /// Spark's `stateOperators` of the last batch, one per stateful stage.
+    /// Spark's `stateOperators` of the last batch, every stateful stage's in stage order.
     pub(crate) fn state_progress(&mut self) -> Vec<StateOperatorProgress> {
         self.stages
             .iter_mut()
             .filter_map(|(_, s)| s.state().map(|st| st.progress()))
+            .flatten()
             .collect()
     }
 }

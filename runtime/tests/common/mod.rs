@@ -120,3 +120,41 @@ pub fn assert_one_clear_error(o: &Output) -> String {
     assert_eq!(lines.len(), 1, "expected one error line, got: {err}");
     lines[0].to_string()
 }
+
+/// `tributary run PIPELINE --progress-json PROGRESS`, asserted to succeed.
+pub fn run_with_progress(pipeline: &Path, progress: &Path) -> Output {
+    let o = tributary()
+        .args([
+            "run",
+            pipeline.to_str().unwrap(),
+            "--progress-json",
+            progress.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    o
+}
+
+/// Copies the files of `from` into `to` with modification times in name order, 10 s apart, as
+/// a Spark oracle run had them (one file per batch with `maxFilesPerTrigger = 1`).
+pub fn copy_in_name_order(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    let mut names: Vec<_> = std::fs::read_dir(from)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    for (i, name) in names.iter().enumerate() {
+        let dst = to.join(name);
+        std::fs::copy(from.join(name), &dst).unwrap();
+        let t =
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + 10 * i as u64);
+        std::fs::File::options()
+            .write(true)
+            .open(&dst)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+}

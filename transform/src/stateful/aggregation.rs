@@ -13,6 +13,7 @@ use datafusion::execution::TaskContext;
 use datafusion::physical_plan::ExecutionPlan;
 use tributary_sdk::{Error, ErrorCode, OutputMode, Result, StageState, StateOperatorProgress};
 
+use super::clock::{format_ms, millis, Clock};
 use super::rewrite::{Expiry, SplitAggregation};
 use super::store;
 use crate::source_table::BatchSlot;
@@ -52,14 +53,9 @@ pub(crate) struct Aggregation {
     split: SplitAggregation,
     mode: OutputMode,
     watermark: Option<WatermarkSpec>,
-    /// The current batch's watermarks (epoch ms), as Spark's: rows (partial groups) of a
-    /// window already final under `.0` are late; groups final under `.1` are evicted. Batch `n`
-    /// uses the watermark computed after batch `n - 2` and `n - 1` respectively.
-    marks: store::Marks,
-    /// The latest event time of the current batch (epoch ms).
-    batch_max_ms: Option<i64>,
-    /// The watermarks for the next batch, until the current one is saved.
-    next_marks: store::Marks,
+    /// The watermarks ([`Clock`]): rows (partial groups) of a window already final under its
+    /// late-rows watermark are dropped; groups final under its eviction watermark are evicted.
+    clock: Clock,
     /// Rows of the current batch dropped as later than the watermark.
     late: u64,
     plans: Plans,
@@ -127,11 +123,9 @@ impl Aggregation {
             state: RecordBatch::new_empty(Arc::clone(&state_schema)),
             split,
             mode,
-            watermark,
-            marks: (None, None),
-            batch_max_ms: None,
-            next_marks: (None, None),
+            clock: Clock::new(watermark.as_ref().map_or(0, |w| w.delay_ms)),
             late: 0,
+            watermark,
             plans,
             slots,
             state_schema,
@@ -159,10 +153,8 @@ impl Aggregation {
         let mut part = part.clone();
         if let Some(w) = &self.watermark {
             let times = millis(part.column(w.column))?;
-            if let Some(max) = datafusion::arrow::compute::max(&times) {
-                self.batch_max_ms = Some(self.batch_max_ms.map_or(max, |m| m.max(max)));
-            }
-            if let (Some(late), None) = (self.marks.0, w.expiry) {
+            self.clock.observe_column(&times);
+            if let (Some(late), None) = (self.clock.late(), w.expiry) {
                 let keep: BooleanArray = times
                     .iter()
                     .map(|t| Some(t.is_none_or(|t| t > late)))
@@ -177,7 +169,7 @@ impl Aggregation {
         let p = collect(&self.plans.partial, &self.plans.task, &self.state_schema).await;
         slot.clear();
         let mut p = as_schema(&self.state_schema, &p?)?;
-        if let Some(late) = self.expired(&p, self.marks.0)? {
+        if let Some(late) = self.expired(&p, self.clock.late())? {
             let keep =
                 datafusion::arrow::compute::not(&late).map_err(|e| internal("late groups", e))?;
             let kept = datafusion::arrow::compute::filter_record_batch(&p, &keep)
@@ -191,15 +183,10 @@ impl Aggregation {
         Ok(())
     }
 
-    /// The watermark after this batch: the latest event time seen minus the delay, never
-    /// moving back.
-    fn advanced_watermark(&self) -> Option<i64> {
-        let w = self.watermark.as_ref()?;
-        let candidate = self.batch_max_ms.map(|m| m.saturating_sub(w.delay_ms));
-        match (self.marks.1, candidate) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        }
+    /// Notes the latest event time of a part whose rows an operator before this one removed
+    /// (a deduplication): the watermark is the whole input's, as in Spark.
+    pub(crate) fn observe(&mut self, max_ms: i64) {
+        self.clock.observe(max_ms);
     }
 
     /// Which rows of `state` are final under watermark `wm` (the expiry key ≤ `wm`).
@@ -234,7 +221,8 @@ impl Aggregation {
         self.pending.clear();
         let out = self.end_batch().await;
         self.next = None;
-        self.next_marks = self.marks;
+        let marks = self.clock.marks();
+        self.clock.restore(marks);
         self.progress = StateOperatorProgress {
             operator_name: "stateStoreSave".into(),
             ..Default::default()
@@ -249,15 +237,15 @@ impl StageState for Aggregation {
         self.pending.clear();
         self.next = None;
         self.late = 0;
-        self.batch_max_ms = None;
-        (self.state, self.marks) = match version {
+        let marks;
+        (self.state, marks) = match version {
             None => (
                 RecordBatch::new_empty(Arc::clone(&self.state_schema)),
                 (None, None),
             ),
             Some(v) => store::load(dir, v, &self.split.signature, &self.state_schema)?,
         };
-        self.next_marks = self.marks;
+        self.clock.restore(marks);
         self.progress.num_rows_total = self.state.num_rows() as u64;
         Ok(())
     }
@@ -280,8 +268,12 @@ impl StageState for Aggregation {
         let columns = merged.columns()[..touched_col].to_vec();
         let next = RecordBatch::try_new(Arc::clone(&self.state_schema), columns)
             .map_err(|e| internal("the merged state", e))?;
-        let wm = self.advanced_watermark();
-        let expired = self.expired(&next, self.marks.1)?;
+        let wm = self
+            .watermark
+            .is_some()
+            .then(|| self.clock.end_batch())
+            .flatten();
+        let expired = self.expired(&next, self.clock.eviction())?;
         // append emits the groups the watermark finalised: they take the flag's place
         let merged = match (&expired, self.mode) {
             (Some(e), OutputMode::Append) => {
@@ -314,11 +306,9 @@ impl StageState for Aggregation {
             }
             None => (next, 0),
         };
-        self.next_marks = (self.marks.1, wm);
         self.progress.num_rows_dropped_by_watermark = std::mem::take(&mut self.late);
         self.progress.num_rows_removed = removed;
         self.progress.watermark = wm.map(format_ms);
-        self.batch_max_ms = None;
         self.progress.num_rows_total = next.num_rows() as u64;
         self.progress.num_rows_updated = updated;
         self.progress.memory_used_bytes = next
@@ -334,50 +324,26 @@ impl StageState for Aggregation {
         let t = Instant::now();
         if let Some(next) = self.next.take() {
             self.state = next;
-            self.marks = self.next_marks;
+            self.clock.commit();
         }
-        store::save(dir, version, &self.split.signature, self.marks, &self.state)?;
+        store::save(
+            dir,
+            version,
+            &self.split.signature,
+            self.clock.marks(),
+            &self.state,
+        )?;
         self.progress.commit_time_ms = t.elapsed().as_millis() as u64;
         Ok(())
     }
 
-    fn progress(&self) -> StateOperatorProgress {
-        self.progress.clone()
+    fn progress(&self) -> Vec<StateOperatorProgress> {
+        vec![self.progress.clone()]
     }
 
     fn needs_no_data_batch(&self) -> bool {
         // Spark's noDataMicroBatches: the watermark moved in the last batch, so a batch
         // without input would evict (and in append mode emit) with it.
-        self.watermark.is_some() && self.marks.0 != self.marks.1 && self.state.num_rows() > 0
-    }
-}
-
-/// A timestamp column as epoch milliseconds.
-fn millis(column: &arrow_array::ArrayRef) -> Result<arrow_array::Int64Array> {
-    use arrow_schema::{DataType, TimeUnit};
-    let tz = match column.data_type() {
-        DataType::Timestamp(_, tz) => tz.clone(),
-        other => {
-            return Err(internal(
-                "the event time",
-                format!("is {other}, not a timestamp"),
-            ))
-        }
-    };
-    let ms =
-        datafusion::arrow::compute::cast(column, &DataType::Timestamp(TimeUnit::Millisecond, tz))
-            .and_then(|c| datafusion::arrow::compute::cast(&c, &DataType::Int64))
-            .map_err(|e| internal("the event time", e))?;
-    ms.as_any()
-        .downcast_ref::<arrow_array::Int64Array>()
-        .cloned()
-        .ok_or_else(|| internal("the event time", "as milliseconds"))
-}
-
-/// Epoch milliseconds as a UTC timestamp (Spark's `eventTime.watermark`).
-fn format_ms(ms: i64) -> String {
-    match datafusion::arrow::temporal_conversions::timestamp_ms_to_datetime(ms) {
-        Some(t) => t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
-        None => ms.to_string(),
+        self.watermark.is_some() && self.clock.moved() && self.state.num_rows() > 0
     }
 }

@@ -17,6 +17,9 @@
 //! watermark, `complete` for a query without one.
 
 pub(crate) mod aggregation;
+pub(crate) mod clock;
+pub(crate) mod dedup;
+pub(crate) mod query;
 pub(crate) mod rewrite;
 pub(crate) mod store;
 pub(crate) mod window;
@@ -87,11 +90,13 @@ pub(crate) async fn plan(
     spec: &TransformSpec,
 ) -> Result<Option<Aggregation>> {
     let (mode, sql) = (spec.output_mode, spec.sql.as_str());
+    let deduplicates =
+        spec.drop_duplicates.is_some() || spec.drop_duplicates_within_watermark.is_some();
     let Some((upper, agg)) = top_aggregation(logical) else {
-        if spec.watermark.is_some() {
+        if spec.watermark.is_some() && !deduplicates {
             return Err(Error::new(
                 ErrorCode::InvalidPipeline,
-                "[transform] watermark is set but the query has no aggregation, so it would be ignored; remove it or aggregate (GROUP BY window(eventTime, ...))",
+                "[transform] watermark is set but the query has no aggregation and no dropDuplicates, so it would be ignored; remove it, aggregate (GROUP BY window(eventTime, ...)) or deduplicate (dropDuplicates = [...])",
             )
             .with_context("option", "transform.watermark"));
         }
@@ -268,6 +273,33 @@ fn watermark(
     split: &rewrite::SplitAggregation,
     mode: Option<OutputMode>,
 ) -> Result<aggregation::WatermarkSpec> {
+    let column = watermark_column(input, w)?;
+    if mode == Some(OutputMode::Complete) {
+        return Err(Error::new(
+            ErrorCode::InvalidPipeline,
+            "[transform] a watermark has no effect in complete mode (every group is kept and emitted every batch), so it would be ignored; use outputMode = \"append\" or \"update\", or remove the watermark",
+        )
+        .with_context("option", "transform.watermark"));
+    }
+    let delay = window::parse_interval(&w.delay_threshold).ok_or_else(|| {
+        Error::new(
+            ErrorCode::InvalidPipeline,
+            format!(
+                "[transform] watermark.delayThreshold '{}' is not an interval such as '10 seconds'",
+                w.delay_threshold
+            ),
+        )
+        .with_context("option", "transform.watermark.delayThreshold")
+    })?;
+    Ok(aggregation::WatermarkSpec {
+        column,
+        delay_ms: delay.as_millis().min(i64::MAX as u128) as i64,
+        expiry: split.expiry(&w.event_time),
+    })
+}
+
+/// The index of the watermark's column in `input`, checked to be a TIMESTAMP.
+pub(crate) fn watermark_column(input: &SchemaRef, w: &crate::spec::Watermark) -> Result<usize> {
     let option = |o: &str| format!("transform.watermark.{o}");
     let Some((column, field)) = input.column_with_name(&w.event_time) else {
         let names: Vec<&str> = input.fields().iter().map(|f| f.name().as_str()).collect();
@@ -292,26 +324,5 @@ fn watermark(
         )
         .with_context("option", option("eventTime")));
     }
-    if mode == Some(OutputMode::Complete) {
-        return Err(Error::new(
-            ErrorCode::InvalidPipeline,
-            "[transform] a watermark has no effect in complete mode (every group is kept and emitted every batch), so it would be ignored; use outputMode = \"append\" or \"update\", or remove the watermark",
-        )
-        .with_context("option", "transform.watermark"));
-    }
-    let delay = window::parse_interval(&w.delay_threshold).ok_or_else(|| {
-        Error::new(
-            ErrorCode::InvalidPipeline,
-            format!(
-                "[transform] watermark.delayThreshold '{}' is not an interval such as '10 seconds'",
-                w.delay_threshold
-            ),
-        )
-        .with_context("option", option("delayThreshold"))
-    })?;
-    Ok(aggregation::WatermarkSpec {
-        column,
-        delay_ms: delay.as_millis().min(i64::MAX as u128) as i64,
-        expiry: split.expiry(&w.event_time),
-    })
+    Ok(column)
 }

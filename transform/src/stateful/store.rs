@@ -129,7 +129,7 @@ pub(crate) fn load(
             return Err(Error::new(
                 ErrorCode::CheckpointDamaged,
                 format!(
-                    "[transform] the aggregation's state for committed batch {version} is missing ({}): the checkpoint was made by a query without this aggregation, or its state was deleted; resuming would restart every group from zero. Restore the state directory or start a new checkpoint",
+                    "[transform] the state of {signature} for committed batch {version} is missing ({}): the checkpoint was made by a query without this operator, or its state was deleted; resuming would start it from nothing. Restore the state directory or start a new checkpoint",
                     path.display()
                 ),
             )
@@ -148,7 +148,7 @@ pub(crate) fn load(
         return Err(Error::new(
             ErrorCode::CheckpointIncompatible,
             format!(
-                "[transform] the checkpoint's aggregation state was written by another query: it holds {stored}, the query now computes {signature}; changing the grouping keys or aggregate functions of a stateful query needs a new checkpoint"
+                "[transform] the checkpoint's state was written by another query: it holds {stored}, the query now computes {signature}; changing the grouping keys, aggregate functions or deduplication columns of a stateful query needs a new checkpoint"
             ),
         )
         .with_context("option", "transform.sql"));
@@ -179,6 +179,9 @@ pub(crate) fn load(
 pub struct OperatorState {
     /// The stage's position in the pipeline's stage list (its directory name).
     pub stage: String,
+    /// The operator, as progress events name it (`dedupe`, `dedupeWithinWatermark`,
+    /// `stateStoreSave`).
+    pub operator: String,
     /// The newest version (batch id) saved.
     pub version: u64,
     /// Groups held.
@@ -209,7 +212,11 @@ pub fn describe(dir: &Path) -> Result<Vec<OperatorState>> {
     }
     stages.sort();
     let mut out = Vec::new();
-    for (i, path) in stages {
+    // per stage, its operators in the order rows meet them: a deduplication, an aggregation
+    let operators = stages
+        .into_iter()
+        .flat_map(|(i, path)| [(i, path.join("dedup")), (i, path)]);
+    for (i, path) in operators {
         let Some(&version) = versions(&path)?.last() else {
             continue;
         };
@@ -224,13 +231,22 @@ pub fn describe(dir: &Path) -> Result<Vec<OperatorState>> {
             rows += b.num_rows() as u64;
             bytes += b.get_array_memory_size() as u64;
         }
+        let signature = metadata.get(SIGNATURE).cloned().unwrap_or_default();
+        let operator = if signature.starts_with("DEDUP WITHIN WATERMARK") {
+            "dedupeWithinWatermark"
+        } else if signature.starts_with("DEDUP") {
+            "dedupe"
+        } else {
+            "stateStoreSave"
+        };
         out.push(OperatorState {
             stage: i.to_string(),
+            operator: operator.into(),
             version,
             rows,
             bytes,
             watermark_ms: metadata.get(WATERMARK).and_then(|w| w.parse().ok()),
-            signature: metadata.get(SIGNATURE).cloned().unwrap_or_default(),
+            signature,
         });
     }
     Ok(out)

@@ -1,0 +1,389 @@
+//! [`Dedup`]: Spark's `dropDuplicates(columns)` and `dropDuplicatesWithinWatermark(columns)` on
+//! the stream, before the query (`[transform] dropDuplicates = ["id"]`).
+//!
+//! A row passes when no row with the same values in the key columns passed before it, in this
+//! batch or an earlier one; the first one wins (row order within a batch). The keys seen are
+//! the state, each with the time (epoch microseconds) after which it may be forgotten:
+//!
+//! - `dropDuplicates` without a watermark, or with one whose event-time column is not a key:
+//!   never (the state grows with every new key; a warning says so at start, as Spark's
+//!   documentation does);
+//! - `dropDuplicates` whose keys include the watermark's event-time column: the key's event
+//!   time;
+//! - `dropDuplicatesWithinWatermark`: the first row's event time plus the delay.
+//!
+//! Under a watermark, rows at or before the late-rows watermark are dropped first and counted,
+//! and at the end of each batch the keys whose time is at or before the eviction watermark are
+//! removed ([`super::clock`]). Keys are compared in Arrow's row format
+//! ([`datafusion::arrow::row`]), so any key type the row format encodes works, nulls equal to
+//! nulls as in Spark. The state is saved as its key columns (not the row bytes, whose encoding
+//! Arrow does not promise to keep across versions) with the expiry as one more column.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow_array::{Array, ArrayRef, BooleanArray, Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::row::{RowConverter, SortField};
+use tributary_sdk::{Error, ErrorCode, Result, StateOperatorProgress};
+
+use super::clock::{format_ms, micros, Clock};
+use super::store;
+use crate::spec::TransformSpec;
+
+/// The state's column holding each key's expiry (epoch microseconds; `i64::MAX`: never).
+const EXPIRES: &str = "__expires_us";
+/// Spark's custom metric for the rows a deduplication dropped.
+const DROPPED_DUPLICATES: &str = "numDroppedDuplicateRows";
+
+/// When a key may be forgotten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expiry {
+    /// Never.
+    Never,
+    /// At its event time (the watermark's column is one of the keys).
+    EventTimeKey,
+    /// The first row's event time plus the delay (`dropDuplicatesWithinWatermark`).
+    AfterDelay,
+}
+
+/// The watermark a deduplication judges with.
+#[derive(Debug, Clone, Copy)]
+struct EventTime {
+    /// The event-time column's index in the input.
+    column: usize,
+    delay_us: i64,
+}
+
+/// A deduplication with its state.
+pub(crate) struct Dedup {
+    /// The key columns' indices in the input.
+    keys: Vec<usize>,
+    state_schema: SchemaRef,
+    signature: String,
+    converter: RowConverter,
+    expiry: Expiry,
+    event_time: Option<EventTime>,
+    clock: Clock,
+    /// Every key held, in the row format, with its expiry (epoch microseconds).
+    seen: HashMap<Box<[u8]>, i64>,
+    /// The earliest expiry held: eviction scans only when the watermark reaches it.
+    earliest: i64,
+    added: u64,
+    late: u64,
+    duplicates: u64,
+    progress: StateOperatorProgress,
+}
+
+impl std::fmt::Debug for Dedup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dedup")
+            .field("signature", &self.signature)
+            .field("keys", &self.seen.len())
+            .finish()
+    }
+}
+
+fn invalid(option: &str, message: String) -> Error {
+    Error::new(ErrorCode::InvalidPipeline, message)
+        .with_context("option", format!("transform.{option}"))
+}
+
+fn internal(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorCode::Internal,
+        format!("[transform] deduplication state: {what}: {e}"),
+    )
+}
+
+/// The deduplication `spec` asks for over a stream of schema `input`, checked: its columns
+/// exist and the row format encodes them; the watermark's column is a timestamp of `input`.
+pub(crate) fn plan(input: &SchemaRef, spec: &TransformSpec) -> Result<Option<Dedup>> {
+    let (option, columns, within) = match (
+        &spec.drop_duplicates,
+        &spec.drop_duplicates_within_watermark,
+    ) {
+        (Some(c), None) => ("dropDuplicates", c, false),
+        (None, Some(c)) => ("dropDuplicatesWithinWatermark", c, true),
+        (None, None) => return Ok(None),
+        (Some(_), Some(_)) => return Err(invalid(
+            "dropDuplicatesWithinWatermark",
+            "[transform] dropDuplicates and dropDuplicatesWithinWatermark are both set; choose one"
+                .into(),
+        )),
+    };
+    let names: Vec<&str> = input.fields().iter().map(|f| f.name().as_str()).collect();
+    let mut keys: Vec<usize> = Vec::new();
+    if columns.is_empty() {
+        keys = (0..input.fields().len()).collect();
+    }
+    for c in columns {
+        let Some((i, _)) = input.column_with_name(c) else {
+            return Err(invalid(
+                option,
+                format!(
+                    "[transform] {option}: '{c}' is not a column of source (columns: {})",
+                    names.join(", ")
+                ),
+            ));
+        };
+        if !keys.contains(&i) {
+            keys.push(i);
+        }
+    }
+    let fields: Vec<Field> = keys
+        .iter()
+        .map(|&i| {
+            let f = input.field(i);
+            Field::new(f.name(), f.data_type().clone(), true)
+        })
+        .collect();
+    let sort_fields: Vec<SortField> = fields
+        .iter()
+        .map(|f| SortField::new(f.data_type().clone()))
+        .collect();
+    let converter = RowConverter::new(sort_fields).map_err(|e| {
+        invalid(
+            option,
+            format!("[transform] {option}: a key column's type cannot be compared ({e}); deduplicate on columns of other types"),
+        )
+    })?;
+    let event_time = match &spec.watermark {
+        None => None,
+        Some(w) => {
+            let column = super::watermark_column(input, w)?;
+            let delay = super::window::parse_interval(&w.delay_threshold).ok_or_else(|| {
+                invalid(
+                    "watermark.delayThreshold",
+                    format!(
+                        "[transform] watermark.delayThreshold '{}' is not an interval such as '10 seconds'",
+                        w.delay_threshold
+                    ),
+                )
+            })?;
+            Some(EventTime {
+                column,
+                delay_us: delay.as_micros().min(i64::MAX as u128) as i64,
+            })
+        }
+    };
+    let expiry = match (within, event_time) {
+        (true, _) => Expiry::AfterDelay,
+        (false, Some(t)) if keys.contains(&t.column) => Expiry::EventTimeKey,
+        (false, _) => Expiry::Never,
+    };
+    if expiry == Expiry::Never {
+        tracing::warn!(
+            "[transform] dropDuplicates on ({}) keeps every key forever: state grows with each new key. Set a watermark and include its event-time column in the keys, or use dropDuplicatesWithinWatermark",
+            fields.iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let key_list = fields
+        .iter()
+        .map(|f| format!("{}: {}", f.name(), f.data_type()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let signature = match within {
+        false => format!("DEDUP [{key_list}]"),
+        true => format!("DEDUP WITHIN WATERMARK [{key_list}]"),
+    };
+    let mut state_fields = fields;
+    state_fields.push(Field::new(EXPIRES, DataType::Int64, false));
+    let name = if within {
+        "dedupeWithinWatermark"
+    } else {
+        "dedupe"
+    };
+    Ok(Some(Dedup {
+        keys,
+        state_schema: Arc::new(Schema::new(state_fields)),
+        signature,
+        converter,
+        expiry,
+        event_time,
+        clock: Clock::new(event_time.map_or(0, |t| t.delay_us / 1000)),
+        seen: HashMap::new(),
+        earliest: i64::MAX,
+        added: 0,
+        late: 0,
+        duplicates: 0,
+        progress: StateOperatorProgress {
+            operator_name: name.into(),
+            ..Default::default()
+        },
+    }))
+}
+
+impl Dedup {
+    /// The part without its late rows and duplicates; the part's latest event time (epoch ms)
+    /// when there is a watermark, for an operator after this one.
+    pub(crate) fn filter(&mut self, part: &RecordBatch) -> Result<(RecordBatch, Option<i64>)> {
+        let mut part = part.clone();
+        let mut times = None;
+        let mut max_ms = None;
+        if let Some(t) = self.event_time {
+            let mut us = micros(part.column(t.column))?;
+            // Spark's watermark is in milliseconds: the event time divided by 1000
+            max_ms = datafusion::arrow::compute::max(&us).map(|m| m / 1000);
+            if let Some(m) = max_ms {
+                self.clock.observe(m);
+            }
+            if let Some(late) = self.clock.late() {
+                let bound = late.saturating_mul(1000);
+                let keep: BooleanArray = us
+                    .iter()
+                    .map(|t| Some(t.is_none_or(|t| t > bound)))
+                    .collect();
+                if keep.false_count() > 0 {
+                    self.late += keep.false_count() as u64;
+                    part = filter(&part, &keep)?;
+                    us = datafusion::arrow::compute::filter(&us, &keep)
+                        .map_err(|e| internal("dropping late rows", e))?
+                        .as_any()
+                        .downcast_ref::<Int64Array>()
+                        .cloned()
+                        .ok_or_else(|| internal("dropping late rows", "event times"))?;
+                }
+            }
+            times = Some(us);
+        }
+        let columns: Vec<ArrayRef> = self
+            .keys
+            .iter()
+            .map(|&i| Arc::clone(part.column(i)))
+            .collect();
+        let rows = self
+            .converter
+            .convert_columns(&columns)
+            .map_err(|e| internal("encoding keys", e))?;
+        let delay = self.event_time.map_or(0, |t| t.delay_us);
+        let mut keep = Vec::with_capacity(rows.num_rows());
+        for (i, row) in rows.iter().enumerate() {
+            let bytes = row.as_ref();
+            if self.seen.contains_key(bytes) {
+                keep.push(false);
+                continue;
+            }
+            let t = times
+                .as_ref()
+                .and_then(|t| (!t.is_null(i)).then(|| t.value(i)));
+            // a null event time never expires a key, as Spark's `ts <= watermark` is null
+            let expires = match self.expiry {
+                Expiry::Never => i64::MAX,
+                Expiry::EventTimeKey => t.unwrap_or(i64::MAX),
+                Expiry::AfterDelay => t.unwrap_or(0).saturating_add(delay),
+            };
+            self.earliest = self.earliest.min(expires);
+            self.seen.insert(bytes.into(), expires);
+            self.added += 1;
+            keep.push(true);
+        }
+        let dropped = keep.iter().filter(|k| !**k).count();
+        self.duplicates += dropped as u64;
+        if dropped > 0 {
+            part = filter(&part, &BooleanArray::from(keep))?;
+        }
+        Ok((part, max_ms))
+    }
+
+    /// Ends the batch: evicts the keys the eviction watermark passed, fills the progress.
+    pub(crate) fn end_batch(&mut self) {
+        let wm = self
+            .event_time
+            .is_some()
+            .then(|| self.clock.end_batch())
+            .flatten();
+        let mut removed = 0u64;
+        if let Some(evict) = self.clock.eviction() {
+            let bound = evict.saturating_mul(1000);
+            if self.expiry != Expiry::Never && self.earliest <= bound {
+                let before = self.seen.len();
+                self.seen.retain(|_, e| *e > bound);
+                removed = (before - self.seen.len()) as u64;
+                self.earliest = self.seen.values().copied().min().unwrap_or(i64::MAX);
+            }
+        }
+        self.progress.num_rows_total = self.seen.len() as u64;
+        self.progress.num_rows_updated = std::mem::take(&mut self.added);
+        self.progress.num_rows_removed = removed;
+        self.progress.num_rows_dropped_by_watermark = std::mem::take(&mut self.late);
+        self.progress.custom_metrics.insert(
+            DROPPED_DUPLICATES.into(),
+            std::mem::take(&mut self.duplicates),
+        );
+        // keys in the row format plus their expiry, roughly as held
+        self.progress.memory_used_bytes = self.seen.keys().map(|k| (k.len() + 8 + 16) as u64).sum();
+        self.progress.watermark = wm.map(format_ms);
+    }
+
+    /// Starts from the state saved as `version` under `dir` (`None`: empty).
+    pub(crate) fn restore(&mut self, dir: &Path, version: Option<u64>) -> Result<()> {
+        self.seen.clear();
+        self.earliest = i64::MAX;
+        (self.added, self.late, self.duplicates) = (0, 0, 0);
+        let Some(v) = version else {
+            self.clock.restore((None, None));
+            return Ok(());
+        };
+        let (state, marks) = store::load(dir, v, &self.signature, &self.state_schema)?;
+        self.clock.restore(marks);
+        let n = self.keys.len();
+        let rows = self
+            .converter
+            .convert_columns(&state.columns()[..n])
+            .map_err(|e| internal("decoding keys", e))?;
+        let expires = state
+            .column(n)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .ok_or_else(|| internal("decoding", "the expiry column is not Int64"))?;
+        self.seen.reserve(rows.num_rows());
+        for (i, row) in rows.iter().enumerate() {
+            let e = expires.value(i);
+            self.earliest = self.earliest.min(e);
+            self.seen.insert(row.as_ref().into(), e);
+        }
+        self.progress.num_rows_total = self.seen.len() as u64;
+        Ok(())
+    }
+
+    /// Makes the state after batch `version` durable under `dir`.
+    pub(crate) fn save(&mut self, dir: &Path, version: u64) -> Result<()> {
+        let t = Instant::now();
+        self.clock.commit();
+        let parser = self.converter.parser();
+        let mut rows = Vec::with_capacity(self.seen.len());
+        let mut expires = Vec::with_capacity(self.seen.len());
+        for (k, e) in &self.seen {
+            rows.push(parser.parse(k));
+            expires.push(*e);
+        }
+        let mut columns = self
+            .converter
+            .convert_rows(rows)
+            .map_err(|e| internal("decoding keys", e))?;
+        columns.push(Arc::new(Int64Array::from(expires)));
+        let state = RecordBatch::try_new(Arc::clone(&self.state_schema), columns)
+            .map_err(|e| internal("the saved keys", e))?;
+        store::save(dir, version, &self.signature, self.clock.marks(), &state)?;
+        self.progress.commit_time_ms = t.elapsed().as_millis() as u64;
+        Ok(())
+    }
+
+    pub(crate) fn progress(&self) -> StateOperatorProgress {
+        self.progress.clone()
+    }
+
+    /// Spark's `noDataMicroBatches` for a deduplication: the watermark moved and keys may
+    /// expire with it.
+    pub(crate) fn needs_no_data_batch(&self) -> bool {
+        self.event_time.is_some() && self.clock.moved() && !self.seen.is_empty()
+    }
+}
+
+fn filter(part: &RecordBatch, keep: &BooleanArray) -> Result<RecordBatch> {
+    datafusion::arrow::compute::filter_record_batch(part, keep)
+        .map_err(|e| internal("dropping rows", e))
+}
