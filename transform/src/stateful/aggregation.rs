@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use arrow_array::{Array, BooleanArray, RecordBatch};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::SchemaRef;
 use async_trait::async_trait;
 use datafusion::arrow::compute::concat_batches;
@@ -15,7 +15,7 @@ use tributary_sdk::{Error, ErrorCode, OutputMode, Result, StageState, StateOpera
 
 use super::clock::{format_ms, millis, Clock};
 use super::rewrite::{Expiry, SplitAggregation};
-use super::store;
+use super::store::{self, changelog};
 use crate::source_table::BatchSlot;
 use crate::transform::collect;
 
@@ -66,6 +66,8 @@ pub(crate) struct Aggregation {
     state: RecordBatch,
     /// The state after the current batch, until it is saved.
     next: Option<RecordBatch>,
+    /// What the current batch changed in the state, until it is saved.
+    changes: Option<RecordBatch>,
     /// The current batch's partial values, one entry per part.
     pending: Vec<RecordBatch>,
     progress: StateOperatorProgress,
@@ -131,6 +133,7 @@ impl Aggregation {
             state_schema,
             merged_schema,
             next: None,
+            changes: None,
             pending: Vec::new(),
             progress: StateOperatorProgress {
                 operator_name: "stateStoreSave".into(),
@@ -221,6 +224,7 @@ impl Aggregation {
         self.pending.clear();
         let out = self.end_batch().await;
         self.next = None;
+        self.changes = None;
         let marks = self.clock.marks();
         self.clock.restore(marks);
         self.progress = StateOperatorProgress {
@@ -236,6 +240,7 @@ impl StageState for Aggregation {
     async fn restore(&mut self, dir: &Path, version: Option<u64>) -> Result<()> {
         self.pending.clear();
         self.next = None;
+        self.changes = None;
         self.late = 0;
         let marks;
         (self.state, marks) = match version {
@@ -265,6 +270,12 @@ impl StageState for Aggregation {
             .downcast_ref::<BooleanArray>()
             .map(|b| b.true_count() as u64)
             .unwrap_or(0);
+        let touched = merged
+            .column(touched_col)
+            .as_any()
+            .downcast_ref::<BooleanArray>()
+            .cloned()
+            .ok_or_else(|| internal("the touched flags", "are not booleans"))?;
         let columns = merged.columns()[..touched_col].to_vec();
         let next = RecordBatch::try_new(Arc::clone(&self.state_schema), columns)
             .map_err(|e| internal("the merged state", e))?;
@@ -294,6 +305,26 @@ impl StageState for Aggregation {
         let out = collect(&self.plans.output, &self.plans.task, &self.output_schema()).await;
         self.slots.merged.clear();
         let out = out?;
+        // the changelog: touched groups upserted, finalised ones deleted
+        let n_keys = self.split.groups.len();
+        let (upserts, deleted) = match &expired {
+            Some(e) => {
+                let kept = datafusion::arrow::compute::not(e)
+                    .map_err(|err| internal("the changelog", err))?;
+                let up = datafusion::arrow::compute::and(&touched, &kept)
+                    .map_err(|err| internal("the changelog", err))?;
+                let keys: Vec<ArrayRef> = next.columns()[..n_keys]
+                    .iter()
+                    .map(|c| datafusion::arrow::compute::filter(c, e))
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(|err| internal("the changelog", err))?;
+                (up, keys)
+            }
+            None => (touched, Vec::new()),
+        };
+        let upserts = datafusion::arrow::compute::filter_record_batch(&next, &upserts)
+            .map_err(|err| internal("the changelog", err))?;
+        self.changes = Some(changelog::changes(&self.state_schema, &upserts, &deleted)?);
         // finalised groups leave the state
         let (next, removed) = match &expired {
             Some(e) => {
@@ -326,12 +357,19 @@ impl StageState for Aggregation {
             self.state = next;
             self.clock.commit();
         }
+        let header = store::Header {
+            signature: &self.split.signature,
+            keys: self.split.groups.len(),
+            marks: self.clock.marks(),
+        };
+        let state = &self.state;
         store::save(
             dir,
             version,
-            &self.split.signature,
-            self.clock.marks(),
-            &self.state,
+            &header,
+            self.changes.take(),
+            state.num_rows(),
+            || Ok(state.clone()),
         )?;
         self.progress.commit_time_ms = t.elapsed().as_millis() as u64;
         Ok(())

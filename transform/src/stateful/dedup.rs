@@ -30,7 +30,7 @@ use datafusion::arrow::row::{RowConverter, SortField};
 use tributary_sdk::{Error, ErrorCode, Result, StateOperatorProgress};
 
 use super::clock::{format_ms, micros, Clock};
-use super::store;
+use super::store::{self, changelog};
 use crate::spec::TransformSpec;
 
 /// The state's column holding each key's expiry (epoch microseconds; `i64::MAX`: never).
@@ -71,7 +71,9 @@ pub(crate) struct Dedup {
     seen: HashMap<Box<[u8]>, i64>,
     /// The earliest expiry held: eviction scans only when the watermark reaches it.
     earliest: i64,
-    added: u64,
+    /// Keys the current batch added and removed, for its changelog.
+    added: Vec<Box<[u8]>>,
+    removed: Vec<Box<[u8]>>,
     late: u64,
     duplicates: u64,
     progress: StateOperatorProgress,
@@ -206,7 +208,8 @@ pub(crate) fn plan(input: &SchemaRef, spec: &TransformSpec) -> Result<Option<Ded
         clock: Clock::new(event_time.map_or(0, |t| t.delay_us / 1000)),
         seen: HashMap::new(),
         earliest: i64::MAX,
-        added: 0,
+        added: Vec::new(),
+        removed: Vec::new(),
         late: 0,
         duplicates: 0,
         progress: StateOperatorProgress {
@@ -277,7 +280,7 @@ impl Dedup {
             };
             self.earliest = self.earliest.min(expires);
             self.seen.insert(bytes.into(), expires);
-            self.added += 1;
+            self.added.push(bytes.into());
             keep.push(true);
         }
         let dropped = keep.iter().filter(|k| !**k).count();
@@ -295,19 +298,24 @@ impl Dedup {
             .is_some()
             .then(|| self.clock.end_batch())
             .flatten();
-        let mut removed = 0u64;
+        self.removed.clear();
         if let Some(evict) = self.clock.eviction() {
             let bound = evict.saturating_mul(1000);
             if self.expiry != Expiry::Never && self.earliest <= bound {
-                let before = self.seen.len();
-                self.seen.retain(|_, e| *e > bound);
-                removed = (before - self.seen.len()) as u64;
+                let removed = &mut self.removed;
+                self.seen.retain(|k, e| {
+                    let keep = *e > bound;
+                    if !keep {
+                        removed.push(k.clone());
+                    }
+                    keep
+                });
                 self.earliest = self.seen.values().copied().min().unwrap_or(i64::MAX);
             }
         }
         self.progress.num_rows_total = self.seen.len() as u64;
-        self.progress.num_rows_updated = std::mem::take(&mut self.added);
-        self.progress.num_rows_removed = removed;
+        self.progress.num_rows_updated = self.added.len() as u64;
+        self.progress.num_rows_removed = self.removed.len() as u64;
         self.progress.num_rows_dropped_by_watermark = std::mem::take(&mut self.late);
         self.progress.custom_metrics.insert(
             DROPPED_DUPLICATES.into(),
@@ -322,7 +330,9 @@ impl Dedup {
     pub(crate) fn restore(&mut self, dir: &Path, version: Option<u64>) -> Result<()> {
         self.seen.clear();
         self.earliest = i64::MAX;
-        (self.added, self.late, self.duplicates) = (0, 0, 0);
+        self.added.clear();
+        self.removed.clear();
+        (self.late, self.duplicates) = (0, 0);
         let Some(v) = version else {
             self.clock.restore((None, None));
             return Ok(());
@@ -349,27 +359,62 @@ impl Dedup {
         Ok(())
     }
 
-    /// Makes the state after batch `version` durable under `dir`.
+    /// Makes the state after batch `version` durable under `dir`: the keys the batch added
+    /// and removed, or every key held (see [`store`]).
     pub(crate) fn save(&mut self, dir: &Path, version: u64) -> Result<()> {
         let t = Instant::now();
         self.clock.commit();
+        let added = std::mem::take(&mut self.added);
+        let removed = std::mem::take(&mut self.removed);
+        let changes = self.changes(&added, &removed)?;
+        let header = store::Header {
+            signature: &self.signature,
+            keys: self.keys.len(),
+            marks: self.clock.marks(),
+        };
+        store::save(
+            dir,
+            version,
+            &header,
+            Some(changes),
+            self.seen.len(),
+            || self.rows(self.seen.iter().map(|(k, e)| (k.as_ref(), *e))),
+        )?;
+        self.progress.commit_time_ms = t.elapsed().as_millis() as u64;
+        Ok(())
+    }
+
+    /// Keys with their expiry as rows of the state's schema.
+    fn rows<'a>(&self, keys: impl Iterator<Item = (&'a [u8], i64)>) -> Result<RecordBatch> {
         let parser = self.converter.parser();
-        let mut rows = Vec::with_capacity(self.seen.len());
-        let mut expires = Vec::with_capacity(self.seen.len());
-        for (k, e) in &self.seen {
+        let mut rows = Vec::new();
+        let mut expires = Vec::new();
+        for (k, e) in keys {
             rows.push(parser.parse(k));
-            expires.push(*e);
+            expires.push(e);
         }
         let mut columns = self
             .converter
             .convert_rows(rows)
             .map_err(|e| internal("decoding keys", e))?;
         columns.push(Arc::new(Int64Array::from(expires)));
-        let state = RecordBatch::try_new(Arc::clone(&self.state_schema), columns)
-            .map_err(|e| internal("the saved keys", e))?;
-        store::save(dir, version, &self.signature, self.clock.marks(), &state)?;
-        self.progress.commit_time_ms = t.elapsed().as_millis() as u64;
-        Ok(())
+        RecordBatch::try_new(Arc::clone(&self.state_schema), columns)
+            .map_err(|e| internal("the saved keys", e))
+    }
+
+    /// The batch's delta: the added keys still held, the removed ones.
+    fn changes(&self, added: &[Box<[u8]>], removed: &[Box<[u8]>]) -> Result<RecordBatch> {
+        let upserts = self.rows(
+            added
+                .iter()
+                .filter_map(|k| self.seen.get(k).map(|e| (k.as_ref(), *e))),
+        )?;
+        let parser = self.converter.parser();
+        let deleted = self
+            .converter
+            .convert_rows(removed.iter().map(|k| parser.parse(k)))
+            .map_err(|e| internal("decoding keys", e))?;
+        changelog::changes(&self.state_schema, &upserts, &deleted)
     }
 
     pub(crate) fn progress(&self) -> StateOperatorProgress {

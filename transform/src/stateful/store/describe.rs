@@ -1,0 +1,78 @@
+//! [`describe`]: what the newest saved version of each stateful operator holds (`tributary
+//! state --operators`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use tributary_sdk::Result;
+
+use super::{io, load_chain, versions, SIGNATURE, WATERMARK};
+
+/// What the newest saved version of one stateful operator holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorState {
+    /// The stage's position in the pipeline's stage list (its directory name).
+    pub stage: String,
+    /// The operator, as progress events name it (`dedupe`, `dedupeWithinWatermark`,
+    /// `stateStoreSave`).
+    pub operator: String,
+    /// The newest version (batch id) saved.
+    pub version: u64,
+    /// Rows held (groups of an aggregation, keys of a deduplication).
+    pub rows: u64,
+    /// The state's size in memory, as Arrow holds it.
+    pub bytes: u64,
+    /// The eviction watermark the next batch uses (epoch milliseconds), when there is one.
+    pub watermark_ms: Option<i64>,
+    /// What the operator computes: grouping keys and aggregate functions, or the columns it
+    /// deduplicates on.
+    pub signature: String,
+}
+
+/// The newest saved version of every stateful operator under `dir` (`checkpoint/state`), in
+/// stage order and, within a stage, in the order rows meet them; empty when the pipeline
+/// keeps no state.
+pub fn describe(dir: &Path) -> Result<Vec<OperatorState>> {
+    let mut stages: Vec<(u64, PathBuf)> = Vec::new();
+    match fs::read_dir(dir) {
+        Ok(entries) => {
+            for e in entries {
+                let e = e.map_err(|e| io("list", dir, e))?;
+                if let Ok(i) = e.file_name().to_string_lossy().parse::<u64>() {
+                    stages.push((i, e.path()));
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io("list", dir, e)),
+    }
+    stages.sort();
+    let mut out = Vec::new();
+    let operators = stages
+        .into_iter()
+        .flat_map(|(i, path)| [(i, path.join("dedup")), (i, path)]);
+    for (i, path) in operators {
+        let Some(&(version, _)) = versions(&path)?.last() else {
+            continue;
+        };
+        let (state, metadata) = load_chain(&path, version, &|_| Ok(()))?;
+        let signature = metadata.get(SIGNATURE).cloned().unwrap_or_default();
+        let operator = if signature.starts_with("DEDUP WITHIN WATERMARK") {
+            "dedupeWithinWatermark"
+        } else if signature.starts_with("DEDUP") {
+            "dedupe"
+        } else {
+            "stateStoreSave"
+        };
+        out.push(OperatorState {
+            stage: i.to_string(),
+            operator: operator.into(),
+            version,
+            rows: state.num_rows() as u64,
+            bytes: state.get_array_memory_size() as u64,
+            watermark_ms: metadata.get(WATERMARK).and_then(|w| w.parse().ok()),
+            signature,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,184 @@
+//! State saved as a changelog with periodic snapshots: a version whose batch changed few of the
+//! state's rows is stored as those rows (`<n>.delta.arrow`), a snapshot (`<n>.arrow`) at least
+//! every 10 versions; restoring any kept version from a fresh operator gives the state the live
+//! one had, for an aggregation and a deduplication; what restoring the last two versions does
+//! not need is removed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use tributary_sdk::{OutputMode, Stage};
+use tributary_transform::{SqlTransform, TransformSpec};
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("k", DataType::Utf8, true),
+        Field::new("v", DataType::Int64, true),
+    ]))
+}
+
+fn rows(keys: &[String], v: i64) -> RecordBatch {
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(StringArray::from_iter_values(keys)),
+            Arc::new(Int64Array::from(vec![v; keys.len()])),
+        ],
+    )
+    .unwrap()
+}
+
+/// The files under `dir`, by kind: (snapshot versions, delta versions).
+fn files(dir: &Path) -> (Vec<u64>, Vec<u64>) {
+    let (mut snaps, mut deltas) = (Vec::new(), Vec::new());
+    for e in std::fs::read_dir(dir).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if let Some(v) = name.strip_suffix(".delta.arrow") {
+            deltas.push(v.parse().unwrap());
+        } else if let Some(v) = name.strip_suffix(".arrow") {
+            snaps.push(v.parse().unwrap());
+        }
+    }
+    snaps.sort();
+    deltas.sort();
+    (snaps, deltas)
+}
+
+async fn opened(spec: TransformSpec) -> SqlTransform {
+    let mut t = SqlTransform::new(spec).unwrap();
+    t.open(schema()).await.unwrap();
+    t
+}
+
+/// k → (n, total) of every row an update-mode batch emitted.
+fn absorb(out: Option<RecordBatch>, into: &mut BTreeMap<String, (i64, i64)>) {
+    let Some(out) = out else { return };
+    let k = out
+        .column(0)
+        .as_any()
+        .downcast_ref::<StringArray>()
+        .unwrap();
+    let n = out.column(1).as_any().downcast_ref::<Int64Array>().unwrap();
+    let t = out.column(2).as_any().downcast_ref::<Int64Array>().unwrap();
+    for i in 0..out.num_rows() {
+        into.insert(k.value(i).to_string(), (n.value(i), t.value(i)));
+    }
+}
+
+#[tokio::test]
+async fn an_aggregation_restored_from_snapshot_and_deltas_continues_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec =
+        TransformSpec::new("SELECT k, count(*) AS n, sum(v) AS total FROM source GROUP BY k")
+            .with_output_mode(OutputMode::Update);
+    let mut live = opened(spec.clone()).await;
+    live.state()
+        .unwrap()
+        .restore(dir.path(), None)
+        .await
+        .unwrap();
+    let all: Vec<String> = (0..2000).map(|i| format!("k{i}")).collect();
+    let mut seen = BTreeMap::new();
+    let batch_keys = |b: u64| -> Vec<String> {
+        if b == 0 {
+            return all.clone();
+        }
+        // 20 groups per batch, a different 20 each time
+        (0..20)
+            .map(|i| format!("k{}", (b * 37 + i * 101) % 2000))
+            .collect()
+    };
+    let mut predicted: Option<BTreeMap<String, (i64, i64)>> = None;
+    for b in 0..25u64 {
+        live.apply(&rows(&batch_keys(b), b as i64)).await.unwrap();
+        let mut emitted = BTreeMap::new();
+        absorb(
+            live.state().unwrap().end_batch().await.unwrap(),
+            &mut emitted,
+        );
+        for (k, (n, _)) in &emitted {
+            let before = seen.get(k).map_or(0, |s: &(i64, i64)| s.0);
+            assert_eq!(*n, before + 1, "group {k} in batch {b}");
+        }
+        if let Some(p) = predicted.take() {
+            assert_eq!(
+                p,
+                emitted,
+                "batch {b} as a run restored from version {} emits it",
+                b - 1
+            );
+        }
+        seen.extend(emitted);
+        live.state().unwrap().save(dir.path(), b).await.unwrap();
+
+        // a fresh run restoring version b, fed batch b + 1, must emit what the live one will
+        let mut fresh = opened(spec.clone()).await;
+        fresh
+            .state()
+            .unwrap()
+            .restore(dir.path(), Some(b))
+            .await
+            .unwrap();
+        fresh
+            .apply(&rows(&batch_keys(b + 1), (b + 1) as i64))
+            .await
+            .unwrap();
+        let mut p = BTreeMap::new();
+        absorb(fresh.state().unwrap().end_batch().await.unwrap(), &mut p);
+        predicted = Some(p);
+    }
+    let (snaps, deltas) = files(dir.path());
+    // versions 0, 10, 20 were snapshots; what restoring 23 and 24 needs is 20..=24
+    assert_eq!(snaps, vec![20]);
+    assert_eq!(deltas, vec![21, 22, 23, 24]);
+}
+
+#[tokio::test]
+async fn a_deduplication_restored_from_snapshot_and_deltas_knows_every_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = TransformSpec::new("SELECT k FROM source").with_drop_duplicates(["k"]);
+    let mut live = opened(spec.clone()).await;
+    live.state()
+        .unwrap()
+        .restore(dir.path(), None)
+        .await
+        .unwrap();
+    for b in 0..14u64 {
+        // 1000 keys first, then 50 new ones a batch
+        let keys: Vec<String> = match b {
+            0 => (0..1000).map(|i| format!("k{i}")).collect(),
+            b => (0..50).map(|i| format!("k{}", 1000 + b * 50 + i)).collect(),
+        };
+        assert_eq!(
+            live.apply(&rows(&keys, 0)).await.unwrap().num_rows(),
+            keys.len()
+        );
+        live.state().unwrap().end_batch().await.unwrap();
+        live.state().unwrap().save(dir.path(), b).await.unwrap();
+
+        let mut fresh = opened(spec.clone()).await;
+        fresh
+            .state()
+            .unwrap()
+            .restore(dir.path(), Some(b))
+            .await
+            .unwrap();
+        // every key seen so far is a duplicate; one never seen passes
+        let mut probe: Vec<String> = (0..1000).step_by(97).map(|i| format!("k{i}")).collect();
+        probe.extend((1..=b).map(|x| format!("k{}", 1000 + x * 50 + 49)));
+        probe.push("never".into());
+        let out = fresh.apply(&rows(&probe, 0)).await.unwrap();
+        assert_eq!(out.num_rows(), 1, "after version {b}");
+        fresh.state().unwrap().end_batch().await.unwrap();
+        let p = fresh.state().unwrap().progress().remove(0);
+        assert_eq!(p.num_rows_total, 1000 + 50 * b + 1);
+    }
+    let (snaps, deltas) = files(&dir.path().join("dedup"));
+    assert_eq!(snaps, vec![10]);
+    assert_eq!(deltas, vec![11, 12, 13]);
+}
