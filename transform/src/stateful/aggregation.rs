@@ -68,6 +68,8 @@ pub(crate) struct Aggregation {
     next: Option<RecordBatch>,
     /// What the current batch changed in the state, until it is saved.
     changes: Option<RecordBatch>,
+    /// Writes snapshots in the background.
+    compactor: store::Compactor,
     /// The current batch's partial values, one entry per part.
     pending: Vec<RecordBatch>,
     progress: StateOperatorProgress,
@@ -134,6 +136,7 @@ impl Aggregation {
             merged_schema,
             next: None,
             changes: None,
+            compactor: store::Compactor::default(),
             pending: Vec::new(),
             progress: StateOperatorProgress {
                 operator_name: "stateStoreSave".into(),
@@ -238,6 +241,7 @@ impl Aggregation {
 #[async_trait]
 impl StageState for Aggregation {
     async fn restore(&mut self, dir: &Path, version: Option<u64>) -> Result<()> {
+        self.compactor.wait();
         self.pending.clear();
         self.next = None;
         self.changes = None;
@@ -369,6 +373,7 @@ impl StageState for Aggregation {
             &header,
             self.changes.take(),
             state.num_rows(),
+            &mut self.compactor,
             || Ok(state.clone()),
         )?;
         self.progress.commit_time_ms = t.elapsed().as_millis() as u64;

@@ -74,6 +74,8 @@ pub(crate) struct Dedup {
     /// Keys the current batch added and removed, for its changelog.
     added: Vec<Box<[u8]>>,
     removed: Vec<Box<[u8]>>,
+    /// Writes snapshots in the background.
+    compactor: store::Compactor,
     late: u64,
     duplicates: u64,
     progress: StateOperatorProgress,
@@ -210,6 +212,7 @@ pub(crate) fn plan(input: &SchemaRef, spec: &TransformSpec) -> Result<Option<Ded
         earliest: i64::MAX,
         added: Vec::new(),
         removed: Vec::new(),
+        compactor: store::Compactor::default(),
         late: 0,
         duplicates: 0,
         progress: StateOperatorProgress {
@@ -328,6 +331,7 @@ impl Dedup {
 
     /// Starts from the state saved as `version` under `dir` (`None`: empty).
     pub(crate) fn restore(&mut self, dir: &Path, version: Option<u64>) -> Result<()> {
+        self.compactor.wait();
         self.seen.clear();
         self.earliest = i64::MAX;
         self.added.clear();
@@ -372,14 +376,18 @@ impl Dedup {
             keys: self.keys.len(),
             marks: self.clock.marks(),
         };
-        store::save(
+        let mut compactor = std::mem::take(&mut self.compactor);
+        let saved = store::save(
             dir,
             version,
             &header,
             Some(changes),
             self.seen.len(),
+            &mut compactor,
             || self.rows(self.seen.iter().map(|(k, e)| (k.as_ref(), *e))),
-        )?;
+        );
+        self.compactor = compactor;
+        saved?;
         self.progress.commit_time_ms = t.elapsed().as_millis() as u64;
         Ok(())
     }

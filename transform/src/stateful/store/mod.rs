@@ -1,10 +1,14 @@
 //! State versions on disk, as a changelog with periodic snapshots (Spark's changelog
-//! checkpointing): version `n` of an operator's state is either a snapshot of every row,
-//! `<dir>/<n>.arrow`, or the rows batch `n` changed, `<dir>/<n>.delta.arrow` (rows upserted by
-//! key, keys deleted; [`changelog`]). A snapshot is written every [`SNAPSHOT_EVERY`] versions,
-//! when the changes are not much smaller than the state, and when the chain behind the new
-//! version is not on disk; so saving costs what the batch changed, and restoring reads one
-//! snapshot and at most `SNAPSHOT_EVERY - 1` deltas.
+//! checkpointing): version `n` of an operator's state is the rows batch `n` changed,
+//! `<dir>/<n>.delta.arrow` (rows upserted by key, keys deleted; [`changelog`]), or a snapshot
+//! of every row, `<dir>/<n>.arrow`. Saving writes the delta, so it costs what the batch
+//! changed; every [`SNAPSHOT_EVERY`] versions a background thread ([`Compactor`]) replays the
+//! newest snapshot and the deltas after it from disk into a new snapshot, off the commit path
+//! (Spark's state maintenance task), so restoring reads one snapshot and a few deltas. A
+//! snapshot is written on the commit path instead when there is no chain behind the new version
+//! on disk (the first version, a lost file), when the changes are half the state or more, for a
+//! state without keys (one row), and when background snapshots fell [`SNAPSHOT_EVERY`] × 4
+//! versions behind.
 //!
 //! Files are written atomically (temporary file, fsync, rename, directory fsync) and carry the
 //! operator's signature, its number of key columns and the watermarks in their schema metadata,
@@ -74,15 +78,55 @@ pub(crate) struct Header<'a> {
     pub(crate) marks: Marks,
 }
 
+/// Background snapshots of one operator's state, one at a time.
+#[derive(Debug, Default)]
+pub(crate) struct Compactor {
+    running: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Compactor {
+    /// Whether a snapshot is being written (a finished one is reaped).
+    fn busy(&mut self) -> bool {
+        if self.running.as_ref().is_some_and(|h| !h.is_finished()) {
+            return true;
+        }
+        self.wait();
+        false
+    }
+
+    /// Waits for the snapshot being written, if any.
+    pub(crate) fn wait(&mut self) {
+        if let Some(h) = self.running.take() {
+            let _ = h.join();
+        }
+    }
+
+    /// Writes a snapshot of `version` (already on disk as a delta) from the files.
+    fn start(&mut self, dir: &Path, version: u64) {
+        let dir = dir.to_path_buf();
+        self.running = Some(std::thread::spawn(move || {
+            let written = load_chain(&dir, version, &|_| Ok(())).and_then(|(state, metadata)| {
+                write(&dir, version, Stored::Snapshot, metadata, &state)
+            });
+            if let Err(e) = written {
+                // a snapshot only shortens restoring; the deltas stay the truth
+                tracing::warn!("[transform] state snapshot of version {version} not written: {e}");
+            }
+        }));
+    }
+}
+
 /// Writes version `version` under `dir`: the delta `changes` (rows in
 /// [`changelog::changes_schema`]) when one may be written, else the snapshot `full()` makes;
-/// then removes what restoring `version - 1` or `version` no longer needs.
+/// starts a background snapshot when one is due; then removes what restoring `version - 1` or
+/// `version` no longer needs.
 pub(crate) fn save(
     dir: &Path,
     version: u64,
     header: &Header<'_>,
     changes: Option<RecordBatch>,
     rows_held: usize,
+    compactor: &mut Compactor,
     full: impl FnOnce() -> Result<RecordBatch>,
 ) -> Result<Stored> {
     fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
@@ -94,29 +138,33 @@ pub(crate) fn save(
         // without keys (a global aggregate) the state is one row: a snapshot costs no more
         (Some(c), Some(b))
             if header.keys > 0
-                && version - b < SNAPSHOT_EVERY
+                && version - b < SNAPSHOT_EVERY * 4
                 && c.num_rows().saturating_mul(2) < rows_held.max(1) =>
         {
-            Some(c)
+            Some((c, b))
         }
         _ => None,
     };
+    let metadata = header.metadata();
     let kind = match delta {
-        Some(c) => {
-            write(dir, version, Stored::Delta, header, &c)?;
+        Some((c, base)) => {
+            write(dir, version, Stored::Delta, metadata, &c)?;
+            if version - base >= SNAPSHOT_EVERY && !compactor.busy() {
+                compactor.start(dir, version);
+            }
             Stored::Delta
         }
         None => {
-            write(dir, version, Stored::Snapshot, header, &full()?)?;
+            compactor.wait();
+            write(dir, version, Stored::Snapshot, metadata, &full()?)?;
             Stored::Snapshot
         }
     };
-    // a replay may have left the other kind of this version
-    let other = match kind {
-        Stored::Snapshot => Stored::Delta,
-        Stored::Delta => Stored::Snapshot,
-    };
-    remove_if_present(&path(dir, version, other))?;
+    // a replay may have left a snapshot of this version's first attempt, which would serve
+    // before the new delta
+    if kind == Stored::Delta && !compactor.busy() {
+        remove_if_present(&path(dir, version, Stored::Snapshot))?;
+    }
     // keep what restoring version - 1 and version needs
     let on_disk = versions(dir)?;
     let keep_from = version
@@ -159,22 +207,28 @@ fn chain_base(on_disk: &[(u64, Stored)], version: u64) -> Option<u64> {
     None
 }
 
+impl Header<'_> {
+    fn metadata(&self) -> HashMap<String, String> {
+        let mut metadata = HashMap::new();
+        metadata.insert(SIGNATURE.to_string(), self.signature.to_string());
+        metadata.insert(KEYS.to_string(), self.keys.to_string());
+        if let Some(w) = self.marks.0 {
+            metadata.insert(LATE_WATERMARK.to_string(), w.to_string());
+        }
+        if let Some(w) = self.marks.1 {
+            metadata.insert(WATERMARK.to_string(), w.to_string());
+        }
+        metadata
+    }
+}
+
 fn write(
     dir: &Path,
     version: u64,
     kind: Stored,
-    header: &Header<'_>,
+    metadata: HashMap<String, String>,
     rows: &RecordBatch,
 ) -> Result<()> {
-    let mut metadata = HashMap::new();
-    metadata.insert(SIGNATURE.to_string(), header.signature.to_string());
-    metadata.insert(KEYS.to_string(), header.keys.to_string());
-    if let Some(w) = header.marks.0 {
-        metadata.insert(LATE_WATERMARK.to_string(), w.to_string());
-    }
-    if let Some(w) = header.marks.1 {
-        metadata.insert(WATERMARK.to_string(), w.to_string());
-    }
     let schema = Arc::new(Schema::new_with_metadata(
         rows.schema().fields().clone(),
         metadata,
