@@ -258,7 +258,7 @@ impl Pipeline {
             Err(tributary_sdk::Error::new(
                 tributary_sdk::ErrorCode::InvalidPipeline,
                 format!(
-                    "the [transform] query keeps state across batches (an aggregation), which {what} does not support yet; run it with a micro-batch trigger (processingTime, availableNow, once) on the embedded engine"
+                    "the [transform] query keeps state across batches (an aggregation or a deduplication), which {what} does not support yet; run it with a micro-batch trigger (processingTime, availableNow, once) on the embedded engine"
                 ),
             )
             .with_context("option", option))
