@@ -40,7 +40,8 @@ pub struct TransformSpec {
     pub watermark: Option<Watermark>,
     /// Spark's `dropDuplicates(columns)`, applied to `source` before the query: a row whose
     /// values in these columns were seen before (in this batch or an earlier one) is dropped.
-    /// An empty list means every column (Spark's `dropDuplicates()`). Without a watermark the
+    /// An empty list means every column but `_metadata` (Spark's `dropDuplicates()`, which does
+    /// not see the hidden file-metadata column). Without a watermark the
     /// keys are kept forever; with one whose event-time column is among the columns, keys
     /// older than the watermark are evicted and rows older than it dropped.
     #[serde(

@@ -329,3 +329,27 @@ async fn every_column_when_the_list_is_empty_and_nulls_equal_nulls() {
     assert_eq!(out.num_rows(), 3);
     assert_eq!(out.column(0).null_count(), 1);
 }
+
+#[tokio::test]
+async fn every_column_leaves_out_the_file_metadata_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, true),
+        Field::new("_metadata", DataType::Utf8, true),
+    ]));
+    let spec =
+        TransformSpec::new("SELECT id FROM source").with_drop_duplicates(Vec::<String>::new());
+    let mut t = SqlTransform::new(spec).unwrap();
+    t.open(Arc::clone(&schema)).await.unwrap();
+    t.state().unwrap().restore(dir.path(), None).await.unwrap();
+    // the same row read from two files is one row
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(StringArray::from(vec!["a", "a", "b"])),
+            Arc::new(StringArray::from(vec!["file1", "file2", "file2"])),
+        ],
+    )
+    .unwrap();
+    assert_eq!(t.apply(&batch).await.unwrap().num_rows(), 2);
+}

@@ -35,6 +35,9 @@ use crate::spec::TransformSpec;
 
 /// The state's column holding each key's expiry (epoch microseconds; `i64::MAX`: never).
 const EXPIRES: &str = "__expires_us";
+/// The files source's per-row file metadata (Spark's hidden `_metadata` column), left out of
+/// "every column".
+const HIDDEN_METADATA: &str = "_metadata";
 /// Spark's custom metric for the rows a deduplication dropped.
 const DROPPED_DUPLICATES: &str = "numDroppedDuplicateRows";
 
@@ -121,7 +124,11 @@ pub(crate) fn plan(input: &SchemaRef, spec: &TransformSpec) -> Result<Option<Ded
     let names: Vec<&str> = input.fields().iter().map(|f| f.name().as_str()).collect();
     let mut keys: Vec<usize> = Vec::new();
     if columns.is_empty() {
-        keys = (0..input.fields().len()).collect();
+        // every column but the file-metadata one, which Spark hides from `df.columns` (a
+        // path and modification time would make every file's rows distinct)
+        keys = (0..input.fields().len())
+            .filter(|&i| input.field(i).name() != HIDDEN_METADATA)
+            .collect();
     }
     for c in columns {
         let Some((i, _)) = input.column_with_name(c) else {
