@@ -165,15 +165,7 @@ pub(crate) fn plan(input: &SchemaRef, spec: &TransformSpec) -> Result<Option<Ded
         None => None,
         Some(w) => {
             let column = super::watermark_column(input, w)?;
-            let delay = super::window::parse_interval(&w.delay_threshold).ok_or_else(|| {
-                invalid(
-                    "watermark.delayThreshold",
-                    format!(
-                        "[transform] watermark.delayThreshold '{}' is not an interval such as '10 seconds'",
-                        w.delay_threshold
-                    ),
-                )
-            })?;
+            let delay = super::watermark_delay(w)?;
             Some(EventTime {
                 column,
                 delay_us: delay.as_micros().min(i64::MAX as u128) as i64,

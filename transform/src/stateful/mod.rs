@@ -281,7 +281,17 @@ fn watermark(
         )
         .with_context("option", "transform.watermark"));
     }
-    let delay = window::parse_interval(&w.delay_threshold).ok_or_else(|| {
+    let delay = watermark_delay(w)?;
+    Ok(aggregation::WatermarkSpec {
+        column,
+        delay_ms: delay.as_millis().min(i64::MAX as u128) as i64,
+        expiry: split.expiry(&w.event_time),
+    })
+}
+
+/// The watermark's `delayThreshold`, parsed.
+pub(crate) fn watermark_delay(w: &crate::spec::Watermark) -> Result<std::time::Duration> {
+    window::parse_interval(&w.delay_threshold).ok_or_else(|| {
         Error::new(
             ErrorCode::InvalidPipeline,
             format!(
@@ -290,11 +300,6 @@ fn watermark(
             ),
         )
         .with_context("option", "transform.watermark.delayThreshold")
-    })?;
-    Ok(aggregation::WatermarkSpec {
-        column,
-        delay_ms: delay.as_millis().min(i64::MAX as u128) as i64,
-        expiry: split.expiry(&w.event_time),
     })
 }
 
