@@ -90,7 +90,7 @@ pub use error::{Domain, Error, ErrorCode, Result, Retry};
 pub use input_partition::InputPartition;
 pub use offset::Offset;
 pub use options::{OptionKind, OptionSpec, Options, ParsedOptions};
-pub use output_mode::OutputMode;
+pub use output_mode::{OutputMode, OutputShape};
 pub use part_writer::PartWriter;
 pub use read_limit::ReadLimit;
 pub use schema_provider::{

@@ -29,6 +29,12 @@
 //! 4. after the sinks published the batch and before `commits/<n>` is written,
 //!    [`StageState::save`] makes state version `n` durable. A crash before `commits/<n>`
 //!    replays batch `n` from version `n - 1`, so versions `n - 1` and `n` are kept.
+//!
+//! Under the `realTime` trigger a batch is a long batch of chunks that reach the sinks as they
+//! arrive. After each chunk's parts the host calls [`StageState::end_chunk`] instead: the
+//! chunk's rows are emitted at once and the state moves on in memory, and what the chunks
+//! changed adds up until [`StageState::save`] makes the long batch's version durable. A stage
+//! says whether it can run so with [`StageState::real_time_refusal`].
 
 use std::fmt::Debug;
 use std::path::Path;
@@ -83,6 +89,23 @@ pub trait StageState: Send {
     /// Spark's `stateOperators` entries for the last batch, one per operator the stage holds
     /// (a deduplication under an aggregation is two), in the order they process rows.
     fn progress(&self) -> Vec<StateOperatorProgress>;
+
+    /// Why the state cannot run under the `realTime` trigger, or `None` when it can (it
+    /// implements [`StageState::end_chunk`]). The host refuses the pipeline at start with it.
+    fn real_time_refusal(&self) -> Option<String> {
+        Some("its state has no per-chunk processing (StageState::end_chunk)".to_string())
+    }
+
+    /// Real-time mode: the parts applied since the last call are one chunk of a long batch.
+    /// Returns the rows the chunk emits; the state after the chunk becomes the one the next
+    /// chunk starts from, and the changes of every chunk are saved together by
+    /// [`StageState::save`] at the long batch's end.
+    async fn end_chunk(&mut self) -> Result<Option<RecordBatch>> {
+        Err(crate::error::Error::new(
+            crate::error::ErrorCode::Internal,
+            "end_chunk called on a stage state that refuses real-time mode",
+        ))
+    }
 
     /// Whether a batch without input would change the state or the output (Spark's
     /// `noDataMicroBatches`: the watermark moved, so groups may now be final). The micro-batch

@@ -89,6 +89,27 @@ pub(crate) async fn push(
     write(sinks, part, moved).await
 }
 
+/// Real-time mode: one chunk through [`push`], then what the stateful stages emit for it
+/// (their state moves on to the next chunk), into every sink.
+pub(crate) async fn push_chunk(
+    stages: &mut StageChain,
+    sinks: &mut SinkSet,
+    chunk: RecordBatch,
+    moved: &mut Moved,
+) -> Result<Vec<Ack>> {
+    let mut acks = push(stages, sinks, chunk, moved).await?;
+    if !stages.is_stateful() {
+        return Ok(acks);
+    }
+    let t = Instant::now();
+    let emitted = stages.end_chunk(&mut moved.stages).await?;
+    moved.read += t.elapsed();
+    for part in emitted {
+        acks.extend(write(sinks, part, moved).await?);
+    }
+    Ok(acks)
+}
+
 /// One part after the stages into every sink (counted in `moved`).
 async fn write(sinks: &mut SinkSet, part: RecordBatch, moved: &mut Moved) -> Result<Vec<Ack>> {
     moved.rows += part.num_rows() as u64;

@@ -252,23 +252,25 @@ impl Pipeline {
 }
 
 impl Pipeline {
-    /// A query with state runs with micro-batch triggers on this process only (so far).
-    fn refuse_state_elsewhere(&self) -> Result<()> {
-        let refuse = |what: &str, option: &str| {
-            Err(tributary_sdk::Error::new(
-                tributary_sdk::ErrorCode::InvalidPipeline,
-                format!(
-                    "the [transform] query keeps state across batches (an aggregation or a deduplication), which {what} does not support yet; run it with a micro-batch trigger (processingTime, availableNow, once) on the embedded engine"
-                ),
-            )
-            .with_context("option", option))
-        };
+    /// A query with state runs on this process only (so far), under the `realTime` trigger
+    /// when its stages can run chunk by chunk.
+    fn refuse_state_elsewhere(&mut self) -> Result<()> {
         if matches!(self.trigger, Trigger::RealTime { .. }) {
-            return refuse("the realTime trigger", "trigger");
+            if let Some(why) = self.stages.real_time_refusal() {
+                return Err(tributary_sdk::Error::new(
+                    tributary_sdk::ErrorCode::InvalidPipeline,
+                    format!("the query keeps state that the realTime trigger cannot run: {why}"),
+                )
+                .with_context("option", "trigger"));
+            }
         }
         #[cfg(feature = "ballista")]
         if self.distributed.is_some() {
-            return refuse("the Ballista engine", "engine.kind");
+            return Err(tributary_sdk::Error::new(
+                tributary_sdk::ErrorCode::InvalidPipeline,
+                "the [transform] query keeps state across batches (an aggregation or a deduplication), which the Ballista engine does not support yet; run it on the embedded engine (engine.kind = \"embedded\")",
+            )
+            .with_context("option", "engine.kind"));
         }
         Ok(())
     }

@@ -103,6 +103,30 @@ impl StageChain {
         &mut self,
         spent: &mut Vec<Duration>,
     ) -> Result<Vec<RecordBatch>> {
+        self.emit(spent, false).await
+    }
+
+    /// Real-time mode: the chunk's parts were all applied: what the stateful stages emit for
+    /// it, each through the stages after it; their state moves on to the next chunk.
+    pub(crate) async fn end_chunk(
+        &mut self,
+        spent: &mut Vec<Duration>,
+    ) -> Result<Vec<RecordBatch>> {
+        self.emit(spent, true).await
+    }
+
+    /// Why a stateful stage cannot run under the `realTime` trigger (its position and name
+    /// with the reason), or `None`.
+    pub(crate) fn real_time_refusal(&mut self) -> Option<String> {
+        self.stages.iter_mut().find_map(|(name, s)| {
+            let name = name.clone();
+            s.state()
+                .and_then(|st| st.real_time_refusal())
+                .map(|why| format!("stage '{name}': {why}"))
+        })
+    }
+
+    async fn emit(&mut self, spent: &mut Vec<Duration>, chunk: bool) -> Result<Vec<RecordBatch>> {
         if !self.stateful {
             return Ok(Vec::new());
         }
@@ -113,6 +137,7 @@ impl StageChain {
         for i in 0..self.stages.len() {
             let t = Instant::now();
             let out = match self.stages[i].1.state() {
+                Some(state) if chunk => state.end_chunk().await?,
                 Some(state) => state.end_batch().await?,
                 None => None,
             };

@@ -43,7 +43,7 @@ use tributary_sdk::{
     chunk_queue, AckFrontier, Error, ErrorCode, Offset, Result, StreamChunk, Ticket,
 };
 
-use crate::core::batch::{push, Moved};
+use crate::core::batch::{push_chunk, Moved};
 use crate::core::report::BatchReport;
 use crate::core::sinks::local_outputs;
 use crate::core::{commit, next_id, Pipeline, RunSummary};
@@ -237,7 +237,7 @@ impl Pipeline {
     #[tracing::instrument(name = "batch", skip_all, fields(pipeline = %self.name, batch_id = long.batch_id))]
     async fn deliver(&mut self, long: &mut LongBatch, chunk: StreamChunk) -> Result<()> {
         let before = long.moved.rows;
-        let acks = push(
+        let acks = push_chunk(
             &mut self.stages,
             &mut self.sinks,
             chunk.batch,

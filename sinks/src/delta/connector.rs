@@ -26,6 +26,12 @@ impl SinkConnector for DeltaSinkFactory {
         config::parse(options)
     }
 
+    /// `append`; `update` as a MERGE by the query's grouping keys and `complete` as an
+    /// overwrite, each one commit with the batch's `txn` (see the sink's `upsert` module).
+    fn output_modes(&self) -> &'static [tributary_sdk::OutputMode] {
+        &tributary_sdk::OutputMode::ALL
+    }
+
     /// Resolves the `storage.*` secret references; the checkpoint id becomes the app id of the
     /// sink's Delta transactions; refuses an environment that makes S3 commits unsafe
     /// ([`super::s3_commit`]). Nothing is opened until [`Sink::open`].

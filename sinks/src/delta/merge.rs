@@ -304,7 +304,7 @@ fn all_columns(schema: &ArrowSchema) -> Vec<Expr> {
 }
 
 /// `relation.a` then `get_field(.., "b")` for each further segment of `a.b.c`.
-fn path_expr(relation: Option<&str>, path: &str) -> Expr {
+pub(crate) fn path_expr(relation: Option<&str>, path: &str) -> Expr {
     let mut parts = path.split('.');
     let head = parts.next().unwrap_or(path).to_string();
     let base = Expr::Column(Column::new(relation, head));

@@ -11,7 +11,9 @@ use async_trait::async_trait;
 use datafusion::arrow::compute::concat_batches;
 use datafusion::execution::TaskContext;
 use datafusion::physical_plan::ExecutionPlan;
-use tributary_sdk::{Error, ErrorCode, OutputMode, Result, StageState, StateOperatorProgress};
+use tributary_sdk::{
+    Error, ErrorCode, OutputMode, OutputShape, Result, StageState, StateOperatorProgress,
+};
 
 use super::clock::{format_ms, millis, Clock};
 use super::rewrite::{Expiry, SplitAggregation};
@@ -52,6 +54,9 @@ pub(crate) struct Slots {
 pub(crate) struct Aggregation {
     split: SplitAggregation,
     mode: OutputMode,
+    /// The output plan's schema with the [`OutputShape`] in its metadata: what the sinks open
+    /// with and every emitted batch carries.
+    output: SchemaRef,
     watermark: Option<WatermarkSpec>,
     /// The watermarks ([`Clock`]): rows (partial groups) of a window already final under its
     /// late-rows watermark are dropped; groups final under its eviction watermark are evicted.
@@ -73,6 +78,10 @@ pub(crate) struct Aggregation {
     /// The current batch's partial values, one entry per part.
     pending: Vec<RecordBatch>,
     progress: StateOperatorProgress,
+    /// Real-time mode: what the long batch's earlier chunks changed, in order, until saved.
+    chunk_changes: Vec<RecordBatch>,
+    /// Real-time mode: the progress of the long batch's chunks so far.
+    chunks: Option<StateOperatorProgress>,
 }
 
 impl std::fmt::Debug for Aggregation {
@@ -116,7 +125,7 @@ impl Aggregation {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         split: SplitAggregation,
-        mode: OutputMode,
+        shape: OutputShape,
         watermark: Option<WatermarkSpec>,
         plans: Plans,
         slots: Slots,
@@ -124,9 +133,10 @@ impl Aggregation {
         merged_schema: SchemaRef,
     ) -> Self {
         Aggregation {
+            mode: shape.mode,
+            output: Arc::new(shape.attach(&plans.output.schema())),
             state: RecordBatch::new_empty(Arc::clone(&state_schema)),
             split,
-            mode,
             clock: Clock::new(watermark.as_ref().map_or(0, |w| w.delay_ms)),
             late: 0,
             watermark,
@@ -142,12 +152,14 @@ impl Aggregation {
                 operator_name: "stateStoreSave".into(),
                 ..Default::default()
             },
+            chunk_changes: Vec::new(),
+            chunks: None,
         }
     }
 
     /// The schema of the rows it emits.
     pub(crate) fn output_schema(&self) -> SchemaRef {
-        self.plans.output.schema()
+        Arc::clone(&self.output)
     }
 
     /// Takes the partial values of one part, read through the transform's `source` slot.
@@ -245,6 +257,8 @@ impl StageState for Aggregation {
         self.pending.clear();
         self.next = None;
         self.changes = None;
+        self.chunk_changes.clear();
+        self.chunks = None;
         self.late = 0;
         let marks;
         (self.state, marks) = match version {
@@ -308,7 +322,9 @@ impl StageState for Aggregation {
         self.slots.merged.set(merged);
         let out = collect(&self.plans.output, &self.plans.task, &self.output_schema()).await;
         self.slots.merged.clear();
-        let out = out?;
+        let out = out?
+            .with_schema(self.output_schema())
+            .map_err(|e| internal("the emitted rows", e))?;
         // the changelog: touched groups upserted, finalised ones deleted
         let n_keys = self.split.groups.len();
         let (upserts, deleted) = match &expired {
@@ -366,12 +382,23 @@ impl StageState for Aggregation {
             keys: self.split.groups.len(),
             marks: self.clock.marks(),
         };
+        // real-time mode: every chunk's changes in order make the long batch's one delta
+        let mut changes = std::mem::take(&mut self.chunk_changes);
+        changes.extend(self.changes.take());
+        self.chunks = None;
+        let changes = match changes.len() {
+            0 | 1 => changes.pop(),
+            _ => Some(
+                concat_batches(&changes[0].schema(), &changes)
+                    .map_err(|e| internal("the long batch's changes", e))?,
+            ),
+        };
         let state = &self.state;
         store::save(
             dir,
             version,
             &header,
-            self.changes.take(),
+            changes,
             state.num_rows(),
             &mut self.compactor,
             || Ok(state.clone()),
@@ -382,6 +409,27 @@ impl StageState for Aggregation {
 
     fn progress(&self) -> Vec<StateOperatorProgress> {
         vec![self.progress.clone()]
+    }
+
+    /// `complete` would emit every group with every chunk; Spark's real-time mode runs
+    /// aggregations in `update` mode (and `append` emits a window once its watermark passed).
+    fn real_time_refusal(&self) -> Option<String> {
+        (self.mode == OutputMode::Complete).then(|| {
+            "outputMode 'complete' emits every group with every chunk; use outputMode = \"update\", as Spark's real-time mode does".to_string()
+        })
+    }
+
+    /// The chunk's rows, as a batch's; the state after it is the next chunk's, its changes
+    /// kept for the long batch's save.
+    async fn end_chunk(&mut self) -> Result<Option<RecordBatch>> {
+        let out = self.end_batch().await?;
+        if let Some(next) = self.next.take() {
+            self.state = next;
+        }
+        self.clock.commit();
+        self.chunk_changes.extend(self.changes.take());
+        self.progress = super::add_chunk(&mut self.chunks, &self.progress);
+        Ok(out)
     }
 
     fn needs_no_data_batch(&self) -> bool {

@@ -82,6 +82,10 @@ pub(crate) struct Dedup {
     late: u64,
     duplicates: u64,
     progress: StateOperatorProgress,
+    /// Real-time mode: the progress of the long batch's chunks so far.
+    chunks: Option<StateOperatorProgress>,
+    /// Real-time mode: the lengths of `added` and `removed` when the chunk began.
+    chunk_start: (usize, usize),
 }
 
 impl std::fmt::Debug for Dedup {
@@ -218,6 +222,8 @@ pub(crate) fn plan(input: &SchemaRef, spec: &TransformSpec) -> Result<Option<Ded
             operator_name: name.into(),
             ..Default::default()
         },
+        chunks: None,
+        chunk_start: (0, 0),
     }))
 }
 
@@ -295,12 +301,28 @@ impl Dedup {
 
     /// Ends the batch: evicts the keys the eviction watermark passed, fills the progress.
     pub(crate) fn end_batch(&mut self) {
+        self.finish(false);
+    }
+
+    /// Real-time mode: the chunk's parts were filtered. As [`Dedup::end_batch`], and the
+    /// chunk's watermark becomes the next chunk's; the keys added and removed add up until
+    /// [`Dedup::save`].
+    pub(crate) fn end_chunk(&mut self) {
+        self.finish(true);
+        self.clock.commit();
+        self.chunk_start = (self.added.len(), self.removed.len());
+        self.progress = super::add_chunk(&mut self.chunks, &self.progress);
+    }
+
+    fn finish(&mut self, chunk: bool) {
         let wm = self
             .event_time
             .is_some()
             .then(|| self.clock.end_batch())
             .flatten();
-        self.removed.clear();
+        if !chunk {
+            self.removed.clear();
+        }
         if let Some(evict) = self.clock.eviction() {
             let bound = evict.saturating_mul(1000);
             if self.expiry != Expiry::Never && self.earliest <= bound {
@@ -316,8 +338,9 @@ impl Dedup {
             }
         }
         self.progress.num_rows_total = self.seen.len() as u64;
-        self.progress.num_rows_updated = self.added.len() as u64;
-        self.progress.num_rows_removed = self.removed.len() as u64;
+        // in real-time mode `added` and `removed` hold the earlier chunks' keys too
+        self.progress.num_rows_updated = (self.added.len() - self.chunk_start.0) as u64;
+        self.progress.num_rows_removed = (self.removed.len() - self.chunk_start.1) as u64;
         self.progress.num_rows_dropped_by_watermark = std::mem::take(&mut self.late);
         self.progress.custom_metrics.insert(
             DROPPED_DUPLICATES.into(),
@@ -335,6 +358,8 @@ impl Dedup {
         self.earliest = i64::MAX;
         self.added.clear();
         self.removed.clear();
+        self.chunks = None;
+        self.chunk_start = (0, 0);
         (self.late, self.duplicates) = (0, 0);
         let Some(v) = version else {
             self.clock.restore((None, None));
@@ -367,6 +392,8 @@ impl Dedup {
     pub(crate) fn save(&mut self, dir: &Path, version: u64) -> Result<()> {
         let t = Instant::now();
         self.clock.commit();
+        self.chunks = None;
+        self.chunk_start = (0, 0);
         let added = std::mem::take(&mut self.added);
         let removed = std::mem::take(&mut self.removed);
         let changes = self.changes(&added, &removed)?;
@@ -417,9 +444,15 @@ impl Dedup {
                 .filter_map(|k| self.seen.get(k).map(|e| (k.as_ref(), *e))),
         )?;
         let parser = self.converter.parser();
+        // a key removed and then added again (in a later chunk) is held: an upsert only
         let deleted = self
             .converter
-            .convert_rows(removed.iter().map(|k| parser.parse(k)))
+            .convert_rows(
+                removed
+                    .iter()
+                    .filter(|k| !self.seen.contains_key(*k))
+                    .map(|k| parser.parse(k)),
+            )
             .map_err(|e| internal("decoding keys", e))?;
         changelog::changes(&self.state_schema, &upserts, &deleted)
     }

@@ -31,7 +31,7 @@ use datafusion::dataframe::DataFrame;
 use datafusion::functions_aggregate::expr_fn::bool_or;
 use datafusion::logical_expr::{Aggregate, LogicalPlan};
 use datafusion::prelude::{col, lit, SessionContext};
-use tributary_sdk::{Error, ErrorCode, OutputMode, Result};
+use tributary_sdk::{Error, ErrorCode, OutputMode, OutputShape, Result};
 
 use crate::spec::TransformSpec;
 
@@ -47,6 +47,32 @@ const STATE_TABLE: &str = "__tributary_state";
 const DELTA_TABLE: &str = "__tributary_delta";
 const MERGED_TABLE: &str = "__tributary_merged";
 const TOUCHED: &str = "__touched";
+
+/// Real-time mode: the long batch's progress after one more chunk whose own progress is
+/// `chunk` (counts added up, totals and the watermark the chunk's); `so_far` keeps it until
+/// the state is saved.
+pub(crate) fn add_chunk(
+    so_far: &mut Option<tributary_sdk::StateOperatorProgress>,
+    chunk: &tributary_sdk::StateOperatorProgress,
+) -> tributary_sdk::StateOperatorProgress {
+    let sum = match so_far.take() {
+        None => chunk.clone(),
+        Some(mut p) => {
+            p.num_rows_updated += chunk.num_rows_updated;
+            p.num_rows_removed += chunk.num_rows_removed;
+            p.num_rows_dropped_by_watermark += chunk.num_rows_dropped_by_watermark;
+            for (k, v) in &chunk.custom_metrics {
+                *p.custom_metrics.entry(k.clone()).or_default() += v;
+            }
+            p.num_rows_total = chunk.num_rows_total;
+            p.memory_used_bytes = chunk.memory_used_bytes;
+            p.watermark = chunk.watermark.clone();
+            p
+        }
+    };
+    *so_far = Some(sum.clone());
+    sum
+}
 
 /// The query's top aggregation, under the nodes above it (outermost first), when the query is
 /// one: projections, filters (`HAVING`) and subquery aliases over an `Aggregate`.
@@ -229,9 +255,13 @@ pub(crate) async fn plan(
         .create_physical_plan()
         .await
         .map_err(df_err)?;
+    let shape = OutputShape {
+        mode,
+        key: update_key(&upper, agg, &output.schema()),
+    };
     Ok(Some(Aggregation::new(
         split,
-        mode,
+        shape,
         watermark,
         aggregation::Plans {
             partial,
@@ -247,6 +277,42 @@ pub(crate) async fn plan(
         state_schema,
         merged_schema,
     )))
+}
+
+/// The output columns that carry the grouping keys, in output order, when the query selects
+/// every one of them unchanged (through aliases): what identifies a group's row across batches
+/// for a sink that upserts. `None` when a key is dropped or computed on.
+fn update_key(upper: &[&LogicalPlan], agg: &Aggregate, output: &SchemaRef) -> Option<Vec<String>> {
+    let n_groups = agg.group_expr.len();
+    let mut names: Vec<Option<String>> = (0..n_groups)
+        .map(|i| Some(agg.schema.field(i).name().clone()))
+        .collect();
+    for node in upper.iter().rev() {
+        let LogicalPlan::Projection(p) = node else {
+            continue;
+        };
+        for name in names.iter_mut() {
+            *name = name.take().and_then(|wanted| {
+                p.expr
+                    .iter()
+                    .enumerate()
+                    .find_map(|(j, e)| match rewrite::unalias(e) {
+                        datafusion::logical_expr::Expr::Column(c) if c.name == wanted => {
+                            Some(p.schema.field(j).name().clone())
+                        }
+                        _ => None,
+                    })
+            });
+        }
+    }
+    let names: Vec<String> = names.into_iter().collect::<Option<_>>()?;
+    let mut keyed: Vec<(usize, String)> = names
+        .into_iter()
+        .map(|n| output.index_of(&n).ok().map(|i| (i, n)))
+        .collect::<Option<_>>()?;
+    keyed.sort();
+    keyed.dedup();
+    Some(keyed.into_iter().map(|(_, n)| n).collect())
 }
 
 fn register(ctx: &SessionContext, name: &str, schema: &SchemaRef, slot: &BatchSlot) -> Result<()> {

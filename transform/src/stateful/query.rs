@@ -144,6 +144,23 @@ impl StageState for StatefulQuery {
         Ok(())
     }
 
+    fn real_time_refusal(&self) -> Option<String> {
+        match &self.body {
+            Body::Aggregating(agg) => agg.real_time_refusal(),
+            Body::Stateless { .. } => None,
+        }
+    }
+
+    async fn end_chunk(&mut self) -> Result<Option<RecordBatch>> {
+        if let Some(d) = &mut self.dedup {
+            d.end_chunk();
+        }
+        match &mut self.body {
+            Body::Aggregating(agg) => agg.end_chunk().await,
+            Body::Stateless { .. } => Ok(None),
+        }
+    }
+
     fn progress(&self) -> Vec<StateOperatorProgress> {
         let mut out: Vec<StateOperatorProgress> = self.dedup.iter().map(Dedup::progress).collect();
         if let Body::Aggregating(agg) = &self.body {

@@ -128,7 +128,7 @@ pub(crate) fn split(agg: &Aggregate) -> Result<SplitAggregation> {
     })
 }
 
-fn unalias(e: &Expr) -> &Expr {
+pub(crate) fn unalias(e: &Expr) -> &Expr {
     match e {
         Expr::Alias(a) => unalias(&a.expr),
         other => other,

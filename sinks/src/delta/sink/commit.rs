@@ -1,7 +1,8 @@
 //! One Delta commit per batch, carrying its `txn` action, retried after a lost race.
 //!
-//! [`DeltaSink::commit_with_retry`] is the single commit loop of the sink's three writes:
-//! [`tributary_sdk::Sink::write`] (record batches, deltalake's write operation),
+//! [`DeltaSink::commit_with_retry`] is the single commit loop of the sink's writes:
+//! [`tributary_sdk::Sink::write`] (record batches, deltalake's write operation; a MERGE or an
+//! overwrite in `update` / `complete` output mode, [`super::upsert`]),
 //! [`tributary_sdk::PartWriter::commit_batch`] and
 //! [`tributary_sdk::PartitionStager::commit_staged`] (data files already written, committed as
 //! `add` actions). Before each attempt it reloads the table when needed and checks the
@@ -36,6 +37,17 @@ const CHECKPOINT_INTERVAL_PROPERTY: &str = "delta.checkpointInterval";
 pub(super) enum Payload<'a> {
     /// Record batches, written by deltalake's write operation (`Sink::write`).
     Batches {
+        batches: &'a [RecordBatch],
+        schema: &'a SchemaRef,
+    },
+    /// An `update` batch, MERGEd by its key ([`super::upsert`]).
+    Merge {
+        batches: &'a [RecordBatch],
+        schema: &'a SchemaRef,
+        key: &'a [String],
+    },
+    /// A `complete` batch, replacing the table's rows ([`super::upsert`]).
+    Overwrite {
         batches: &'a [RecordBatch],
         schema: &'a SchemaRef,
     },
@@ -96,7 +108,25 @@ impl DeltaSink {
             }
             let outcome = match payload {
                 Payload::Batches { batches, schema } => match self.check_schema(schema) {
-                    Ok(evolve) => self.commit_batches(version, batches, evolve).await,
+                    Ok(evolve) => {
+                        self.commit_batches(version, batches, SaveMode::Append, evolve)
+                            .await
+                    }
+                    Err(e) => Err(e),
+                },
+                Payload::Overwrite { batches, schema } => match self.check_schema(schema) {
+                    Ok(evolve) => {
+                        self.commit_batches(version, batches, SaveMode::Overwrite, evolve)
+                            .await
+                    }
+                    Err(e) => Err(e),
+                },
+                Payload::Merge {
+                    batches,
+                    schema,
+                    key,
+                } => match self.check_schema(schema) {
+                    Ok(_) => self.commit_merge(version, batches, schema, key).await,
                     Err(e) => Err(e),
                 },
                 Payload::Files {
@@ -146,12 +176,13 @@ impl DeltaSink {
         ))
     }
 
-    /// One attempt at committing record batches with deltalake's write operation;
-    /// `Ok(Err(_))` is a failed commit to classify.
-    async fn commit_batches(
+    /// One attempt at committing record batches with deltalake's write operation (`mode`:
+    /// append, or overwrite for `complete` output); `Ok(Err(_))` is a failed commit to classify.
+    pub(super) async fn commit_batches(
         &mut self,
         version: i64,
         batches: &[RecordBatch],
+        mode: SaveMode,
         evolve: bool,
     ) -> Result<std::result::Result<DeltaTable, Failure>> {
         let table = self
@@ -167,7 +198,7 @@ impl DeltaSink {
         }
         let mut write = table
             .write(batches.to_vec())
-            .with_save_mode(SaveMode::Append)
+            .with_save_mode(mode)
             .with_writer_properties(self.writer_properties.clone())
             .with_commit_properties(properties);
         if !self.config.partition_by.is_empty() {

@@ -14,6 +14,11 @@
 //! The sink is also a [`PartWriter`] (see [`parts`]): the runtime streams a batch's parts into
 //! Parquet files as they arrive and commits them once, with the same `txn` and retry rules.
 //!
+//! ## Update and complete output
+//!
+//! A query with state in `update` mode is written as a MERGE by its grouping keys, in
+//! `complete` mode as an overwrite, each one commit with the same `txn` (see [`upsert`]).
+//!
 //! ## Distributed batches
 //!
 //! The sink is also a [`tributary_sdk::PartitionStager`] (see [`stager`]): executors write a
@@ -40,7 +45,8 @@ use deltalake::parquet::file::properties::WriterProperties;
 use deltalake::table::config::TablePropertiesExt;
 use deltalake::DeltaTable;
 use tributary_sdk::{
-    Delivery, Error, ErrorCode, PartWriter, PartitionStager, Result, Sink, SinkLedger,
+    Delivery, Error, ErrorCode, OutputMode, OutputShape, PartWriter, PartitionStager, Result, Sink,
+    SinkLedger,
 };
 use url::Url;
 
@@ -55,6 +61,7 @@ mod commit;
 mod maintain;
 mod parts;
 mod stager;
+mod upsert;
 
 use commit::{txn_version, Payload};
 
@@ -112,6 +119,10 @@ pub struct DeltaSink {
     stats: DeltaSinkStats,
     /// The batch the part writer is staging.
     attempt: Option<parts::Attempt>,
+    /// The output mode and update key the sink was opened with ([`upsert`]).
+    shape: OutputShape,
+    /// The batch the part writer collects in `update` / `complete` mode.
+    collected: Option<upsert::Collected>,
 }
 
 impl fmt::Debug for DeltaSink {
@@ -163,6 +174,8 @@ impl DeltaSink {
             max_attempts: 20,
             stats: DeltaSinkStats::default(),
             attempt: None,
+            shape: OutputShape::default(),
+            collected: None,
         }
     }
 
@@ -286,17 +299,21 @@ impl Sink for DeltaSink {
     }
 
     async fn open(&mut self, schema: SchemaRef) -> Result<()> {
+        self.shape = OutputShape::of(&schema)?;
+        upsert::check_shape(&self.shape, &schema, &self.config.path)?;
         self.reload().await?;
         self.check_schema(&schema)?;
         Ok(())
     }
 
     async fn write(&mut self, batch_id: u64, batches: &[RecordBatch]) -> Result<()> {
+        // The output shape in the schema's metadata is for the sink, not the table: deltalake
+        // compares Arrow schemas with their metadata.
         let batches: Vec<RecordBatch> = batches
             .iter()
             .filter(|b| b.num_rows() > 0)
-            .cloned()
-            .collect();
+            .map(upsert::without_shape)
+            .collect::<Result<_>>()?;
         let Some(first) = batches.first() else {
             return Ok(());
         };
@@ -311,9 +328,21 @@ impl Sink for DeltaSink {
             .with_context("actual", other.schema().to_string()));
         }
         let version = txn_version(batch_id)?;
-        let payload = Payload::Batches {
-            batches: &batches,
-            schema: &schema,
+        let key = self.shape.key.clone();
+        let payload = match (self.shape.mode, &key) {
+            (OutputMode::Update, Some(key)) => Payload::Merge {
+                batches: &batches,
+                schema: &schema,
+                key,
+            },
+            (OutputMode::Complete, _) => Payload::Overwrite {
+                batches: &batches,
+                schema: &schema,
+            },
+            _ => Payload::Batches {
+                batches: &batches,
+                schema: &schema,
+            },
         };
         self.commit_with_retry(batch_id, version, payload).await?;
         Ok(())

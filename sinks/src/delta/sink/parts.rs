@@ -41,9 +41,10 @@ use deltalake::operations::write::WriterStatsConfig;
 use deltalake::DeltaTable;
 use futures::StreamExt;
 use std::sync::Arc;
-use tributary_sdk::{Error, ErrorCode, PartWriter, Result};
+use tributary_sdk::{Error, ErrorCode, OutputMode, PartWriter, Result};
 
 use super::commit::{txn_version, Committed, Payload};
+use super::upsert::Collected;
 use super::DeltaSink;
 use crate::delta::conform::conform;
 use crate::delta::error::to_error;
@@ -276,10 +277,21 @@ impl DeltaSink {
 #[async_trait]
 impl PartWriter for DeltaSink {
     async fn begin_batch(&mut self, batch_id: u64, schema: SchemaRef) -> Result<()> {
+        if self.shape.mode != OutputMode::Append {
+            self.collected = Some(Collected {
+                batch_id,
+                parts: Vec::new(),
+            });
+            return Ok(());
+        }
         self.begin_attempt(batch_id, None, schema).await
     }
 
     async fn write_part(&mut self, part: &RecordBatch) -> Result<()> {
+        if let Some(collected) = self.collected.as_mut() {
+            collected.parts.push(part.clone());
+            return Ok(());
+        }
         let Some(attempt) = self.attempt.as_mut() else {
             return Err(Error::new(
                 ErrorCode::Internal,
@@ -310,6 +322,9 @@ impl PartWriter for DeltaSink {
     }
 
     async fn commit_batch(&mut self) -> Result<()> {
+        if let Some(collected) = self.collected.take() {
+            return self.write_collected(collected).await;
+        }
         if self.attempt.as_ref().is_some_and(|a| a.partition.is_some()) {
             self.discard_attempt().await;
             return Err(Error::new(
