@@ -10,10 +10,13 @@
 //! (`GROUP BY` with `count`, `sum`, `min`, `max`, `avg`, `bool_and`, `bool_or`, and `HAVING`)
 //! keeps its groups as state across batches, saved with each batch's commit, and emits in
 //! Spark's `update`, `complete` or (with a watermark and an event-time window) `append` output
-//! mode (`[transform] outputMode`; see `stateful`). `[transform] dropDuplicates` and
+//! mode (`[transform] outputMode`; see `stateful`); its keys may be tumbling or sliding
+//! `window(ts, ...)` or a `session_window(ts, gap)`. `[transform] dropDuplicates` and
 //! `dropDuplicatesWithinWatermark` deduplicate the stream before the query, keys kept as state.
 //! Window functions, DISTINCT, ORDER BY, LIMIT, aggregations elsewhere in the query and
 //! stream-stream joins are refused at start with the operator named.
+//! For what SQL cannot say, [`processor`] runs a Rust `StatefulProcessor` per key with value,
+//! list and map state and timers (Spark's `transformWithState`).
 //! `CAST(binary AS STRING)` never fails, as in Spark: invalid UTF-8 becomes U+FFFD.
 //!
 //! ```no_run
@@ -32,6 +35,7 @@
 mod allowlist;
 mod error;
 mod lossy_cast;
+pub mod processor;
 mod source_table;
 mod spec;
 mod stateful;

@@ -157,6 +157,7 @@ impl SqlTransform {
         let ctx = SessionContext::new_with_config(session_config());
         ctx.add_analyzer_rule(Arc::new(LossyBinaryCast::new()));
         ctx.register_udf(stateful::window::udf());
+        ctx.register_udf(stateful::session::udf());
         ctx.register_table(
             SOURCE_TABLE,
             Arc::new(SourceTable::new(Arc::clone(&input), self.slot.clone())),

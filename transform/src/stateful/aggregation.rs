@@ -53,6 +53,9 @@ pub(crate) struct Slots {
 /// A query's aggregation with its state.
 pub(crate) struct Aggregation {
     split: SplitAggregation,
+    /// The index of the `session_window` grouping key, when there is one: the state's and the
+    /// batch's sessions are merged before the merge plan groups by them ([`super::session`]).
+    session: Option<usize>,
     mode: OutputMode,
     /// The output plan's schema with the [`OutputShape`] in its metadata: what the sinks open
     /// with and every emitted batch carries.
@@ -125,6 +128,7 @@ impl Aggregation {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         split: SplitAggregation,
+        session: Option<usize>,
         shape: OutputShape,
         watermark: Option<WatermarkSpec>,
         plans: Plans,
@@ -137,6 +141,7 @@ impl Aggregation {
             output: Arc::new(shape.attach(&plans.output.schema())),
             state: RecordBatch::new_empty(Arc::clone(&state_schema)),
             split,
+            session,
             clock: Clock::new(watermark.as_ref().map_or(0, |w| w.delay_ms)),
             late: 0,
             watermark,
@@ -199,6 +204,38 @@ impl Aggregation {
             self.pending.push(p);
         }
         Ok(())
+    }
+
+    /// The state and the batch's partials to merge: as they are, or, with a session window,
+    /// with every row's session replaced by the merged session it falls in. Also the old keys
+    /// of the held sessions that changed (they leave the state under those keys).
+    #[allow(clippy::type_complexity)]
+    fn sessionize(
+        &self,
+        delta: RecordBatch,
+    ) -> Result<(RecordBatch, RecordBatch, Option<Vec<ArrayRef>>)> {
+        let Some(s) = self.session else {
+            return Ok((self.state.clone(), delta, None));
+        };
+        let n_keys = self.split.groups.len();
+        let both = concat(&self.state_schema, &[self.state.clone(), delta])?;
+        let (sessions, changed) = super::session::sessionize(&both.columns()[..n_keys], s)?;
+        let mut columns = both.columns().to_vec();
+        columns[s] = sessions;
+        let both_new = RecordBatch::try_new(Arc::clone(&self.state_schema), columns)
+            .map_err(|e| internal("the merged sessions", e))?;
+        let held = self.state.num_rows();
+        let old_changed = changed.slice(0, held);
+        let away: Vec<ArrayRef> = self.state.columns()[..n_keys]
+            .iter()
+            .map(|c| datafusion::arrow::compute::filter(c, &old_changed))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| internal("the merged sessions", e))?;
+        Ok((
+            both_new.slice(0, held),
+            both_new.slice(held, both_new.num_rows() - held),
+            Some(away),
+        ))
     }
 
     /// Notes the latest event time of a part whose rows an operator before this one removed
@@ -275,7 +312,8 @@ impl StageState for Aggregation {
 
     async fn end_batch(&mut self) -> Result<Option<RecordBatch>> {
         let delta = concat(&self.state_schema, &std::mem::take(&mut self.pending))?;
-        self.slots.state.set(self.state.clone());
+        let (held, delta, merged_away) = self.sessionize(delta)?;
+        self.slots.state.set(held);
         self.slots.delta.set(delta);
         let merged = collect(&self.plans.merge, &self.plans.task, &self.merged_schema).await;
         self.slots.state.clear();
@@ -327,7 +365,7 @@ impl StageState for Aggregation {
             .map_err(|e| internal("the emitted rows", e))?;
         // the changelog: touched groups upserted, finalised ones deleted
         let n_keys = self.split.groups.len();
-        let (upserts, deleted) = match &expired {
+        let (upserts, mut deleted) = match &expired {
             Some(e) => {
                 let kept = datafusion::arrow::compute::not(e)
                     .map_err(|err| internal("the changelog", err))?;
@@ -342,6 +380,18 @@ impl StageState for Aggregation {
             }
             None => (touched, Vec::new()),
         };
+        // sessions merged into others leave the state under their old keys
+        if let Some(away) = merged_away {
+            deleted = match deleted.is_empty() {
+                true => away,
+                false => deleted
+                    .iter()
+                    .zip(&away)
+                    .map(|(a, b)| datafusion::arrow::compute::concat(&[a.as_ref(), b.as_ref()]))
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(|err| internal("the changelog", err))?,
+            };
+        }
         let upserts = datafusion::arrow::compute::filter_record_batch(&next, &upserts)
             .map_err(|err| internal("the changelog", err))?;
         self.changes = Some(changelog::changes(&self.state_schema, &upserts, &deleted)?);
@@ -414,6 +464,11 @@ impl StageState for Aggregation {
     /// `complete` would emit every group with every chunk; Spark's real-time mode runs
     /// aggregations in `update` mode (and `append` emits a window once its watermark passed).
     fn real_time_refusal(&self) -> Option<String> {
+        if self.session.is_some() {
+            return Some(
+                "session_window is not supported in real-time mode, as in Spark; use window(ts, size) or a micro-batch trigger".to_string(),
+            );
+        }
         (self.mode == OutputMode::Complete).then(|| {
             "outputMode 'complete' emits every group with every chunk; use outputMode = \"update\", as Spark's real-time mode does".to_string()
         })

@@ -14,13 +14,15 @@
 //! The merged groups become the next state, saved with the batch's commit ([`store`]): a
 //! replayed batch starts from the state its first attempt started from, so it emits the same
 //! rows. Spark's rules apply: `append` (its default) is refused for an aggregation without a
-//! watermark, `complete` for a query without one.
+//! watermark, `complete` for a query without one. A `session_window` key merges the state's
+//! sessions with the batch's before the merge plan ([`session`]).
 
 pub(crate) mod aggregation;
 pub(crate) mod clock;
 pub(crate) mod dedup;
 pub(crate) mod query;
 pub(crate) mod rewrite;
+pub(crate) mod session;
 pub(crate) mod store;
 pub(crate) mod window;
 
@@ -119,6 +121,11 @@ pub(crate) async fn plan(
     let deduplicates =
         spec.drop_duplicates.is_some() || spec.drop_duplicates_within_watermark.is_some();
     let Some((upper, agg)) = top_aggregation(logical) else {
+        if session::used_in(logical) {
+            return Err(session_refused(
+                "session_window can only be a GROUP BY key of the query's aggregation",
+            ));
+        }
         if spec.watermark.is_some() && !deduplicates {
             return Err(Error::new(
                 ErrorCode::InvalidPipeline,
@@ -145,6 +152,7 @@ pub(crate) async fn plan(
         .map_err(df_err)?;
     check_physical(&input_plan)?;
     let split = rewrite::split(agg)?;
+    let session = session_key(agg, &split, mode)?;
     let watermark = match &spec.watermark {
         None => None,
         Some(w) => Some(watermark(input, w, &split, mode)?),
@@ -261,6 +269,7 @@ pub(crate) async fn plan(
     };
     Ok(Some(Aggregation::new(
         split,
+        session,
         shape,
         watermark,
         aggregation::Plans {
@@ -278,6 +287,65 @@ pub(crate) async fn plan(
         merged_schema,
     )))
 }
+
+fn session_refused(message: &str) -> Error {
+    Error::new(ErrorCode::InvalidPipeline, format!("[transform] {message}"))
+        .with_context("option", crate::error::SQL_OPTION)
+        .with_context("operator", "session_window")
+}
+
+/// The index of the aggregation's `session_window` key, checked against Spark's rules: one
+/// session window with a literal gap, beside at least one other key and no `window(...)`,
+/// called nowhere else in the query, and not in `update` mode.
+fn session_key(
+    agg: &Aggregate,
+    split: &rewrite::SplitAggregation,
+    mode: Option<OutputMode>,
+) -> Result<Option<usize>> {
+    if session::used_in(&agg.input) {
+        return Err(session_refused(
+            "session_window can only be a GROUP BY key of the query's aggregation, not computed below it",
+        ));
+    }
+    let keys: Vec<usize> = (0..split.groups.len())
+        .filter(|&i| session::is_session(&split.groups[i]))
+        .collect();
+    let [i] = keys.as_slice() else {
+        return match keys.len() {
+            0 => Ok(None),
+            _ => Err(session_refused(
+                "a GROUP BY may hold one session_window; group by one session_window(ts, gap) and plain columns",
+            )),
+        };
+    };
+    session::literal_gap(&split.groups[*i]).map_err(|m| session_refused(&m))?;
+    let windowed = split.groups.iter().any(|g| {
+        matches!(rewrite::unalias(g), datafusion::logical_expr::Expr::ScalarFunction(f) if f.func.name() == window::WINDOW)
+    });
+    if windowed {
+        return Err(session_refused(
+            "session_window cannot be combined with window(...) in one GROUP BY",
+        ));
+    }
+    if split.groups.len() < 2 {
+        return Err(session_refused(SESSION_GLOBAL));
+    }
+    if mode == Some(OutputMode::Update) {
+        return Err(Error::new(
+            ErrorCode::InvalidPipeline,
+            format!("[transform] {SESSION_UPDATE}"),
+        )
+        .with_context("option", OUTPUT_MODE_OPTION)
+        .with_context("operator", "session_window"));
+    }
+    Ok(Some(*i))
+}
+
+/// Spark's refusal of a session window as the only grouping key of a stream.
+const SESSION_GLOBAL: &str = "Global aggregation with session window in streaming query is not supported; group by session_window(ts, gap) and at least one column";
+
+/// Spark's refusal of a session window in update mode.
+const SESSION_UPDATE: &str = "Invalid streaming output mode: update. This output mode is not supported for session window streaming aggregations on streaming DataFrames/DataSets; use outputMode = \"append\" (with a watermark: a session is emitted once, when the watermark passes its end) or \"complete\"";
 
 /// The output columns that carry the grouping keys, in output order, when the query selects
 /// every one of them unchanged (through aliases): what identifies a group's row across batches

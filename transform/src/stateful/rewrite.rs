@@ -58,7 +58,8 @@ pub(crate) struct SplitAggregation {
 /// How a group is known to be final once the watermark passes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Expiry {
-    /// Grouping key `i` is `window(eventTime, ...)`: final once the window's end ≤ watermark.
+    /// Grouping key `i` is `window(eventTime, ...)` or `session_window(eventTime, ...)`: final
+    /// once the window's end ≤ watermark.
     WindowEnd(usize),
     /// Grouping key `i` is the event-time column itself: final once it is ≤ watermark.
     Key(usize),
@@ -73,7 +74,8 @@ impl SplitAggregation {
             .enumerate()
             .find_map(|(i, g)| match unalias(g) {
                 Expr::ScalarFunction(f)
-                    if f.func.name() == super::window::WINDOW
+                    if (f.func.name() == super::window::WINDOW
+                        || f.func.name() == super::session::SESSION_WINDOW)
                         && f.args.first().is_some_and(&is_event_time) =>
                 {
                     Some(Expiry::WindowEnd(i))

@@ -8,7 +8,7 @@
 //! start is a multiple of the slide and that contains it (`size / slide` windows, as Spark's).
 //! As a grouping key of an aggregation the row is expanded into its windows first
 //! ([`windows_udf`], unnested) and grouped by each; anywhere else the sliding form is refused.
-//! `session_window` is not supported.
+//! `session_window` is [`super::session`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,7 +56,7 @@ pub(crate) fn window_type(ts: &DataType) -> DataType {
 }
 
 /// A duration in the timestamp's unit.
-fn in_unit(d: Duration, unit: &TimeUnit) -> i64 {
+pub(crate) fn in_unit(d: Duration, unit: &TimeUnit) -> i64 {
     let n = match unit {
         TimeUnit::Second => d.as_secs() as i128,
         TimeUnit::Millisecond => d.as_millis() as i128,
