@@ -104,7 +104,7 @@ impl TriggerSpec {
                     Error::new(
                         ErrorCode::InvalidPipeline,
                         format!(
-                            "invalid trigger interval '{text}': expected a duration such as 500ms, 10s or 5m"
+                            "invalid trigger interval '{text}': expected a duration such as 500ms, 10s, 5m or Spark's '10 seconds'"
                         ),
                     )
                     .with_context("option", format!("trigger.{name}"))

@@ -195,6 +195,6 @@ fn append_mode_writes_each_final_session_once_as_spark_computed_it() {
         .into_iter()
         .filter(|s| s.2 <= latest - 600)
         .collect();
-    assert!(want.len() > 100, "most sessions are final: {}", want.len());
+    assert!(want.len() > 50, "sessions final by then: {}", want.len());
     assert_eq!(got, want);
 }

@@ -268,7 +268,7 @@ impl Pipeline {
         if self.distributed.is_some() {
             return Err(tributary_sdk::Error::new(
                 tributary_sdk::ErrorCode::InvalidPipeline,
-                "the [transform] query keeps state across batches (an aggregation or a deduplication), which the Ballista engine does not support yet; run it on the embedded engine (engine.kind = \"embedded\")",
+                "a stage keeps state across batches (a [transform] aggregation or deduplication, or a stateful processor), which the Ballista engine does not support yet; run it on the embedded engine (engine.kind = \"embedded\")",
             )
             .with_context("option", "engine.kind"));
         }

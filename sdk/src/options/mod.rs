@@ -684,7 +684,23 @@ pub fn parse_duration(v: &str) -> Option<Duration> {
     if let Ok(ms) = t.parse::<u64>() {
         return Some(Duration::from_millis(ms));
     }
-    humantime::parse_duration(t).ok()
+    if let Ok(d) = humantime::parse_duration(t) {
+        return Some(d);
+    }
+    // Spark's interval strings (`processingTime = "100 milliseconds"`, `interval 10 seconds`):
+    // the unit words humantime does not know, and the optional `interval` prefix
+    let lower = t.to_ascii_lowercase();
+    let lower = lower.strip_prefix("interval ").unwrap_or(&lower);
+    let spark: Vec<&str> = lower
+        .split_whitespace()
+        .map(|w| match w {
+            "millisecond" | "milliseconds" => "ms",
+            "microsecond" | "microseconds" => "us",
+            "nanosecond" | "nanoseconds" => "ns",
+            other => other,
+        })
+        .collect();
+    humantime::parse_duration(&spark.join(" ")).ok()
 }
 
 /// Parses `1048576`, `64k`, `512m`, `10g`, `1t` (binary multiples; an optional `b`/`ib` suffix).

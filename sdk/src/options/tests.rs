@@ -174,6 +174,17 @@ fn durations_and_sizes_parse() {
     assert_eq!(parse_duration("250"), Some(Duration::from_millis(250)));
     assert_eq!(parse_duration("1h 30m"), Some(Duration::from_secs(5400)));
     assert_eq!(parse_duration("soon"), None);
+    // Spark's interval strings, as `trigger(processingTime = ...)` takes them
+    assert_eq!(
+        parse_duration("100 milliseconds"),
+        Some(Duration::from_millis(100))
+    );
+    assert_eq!(parse_duration("10 seconds"), Some(Duration::from_secs(10)));
+    assert_eq!(
+        parse_duration("interval 1 minute 500 milliseconds"),
+        Some(Duration::from_millis(60_500))
+    );
+    assert_eq!(parse_duration("2 Hours"), Some(Duration::from_secs(7200)));
     assert_eq!(parse_bytes("10g"), Some(10 << 30));
     assert_eq!(parse_bytes("64KB"), Some(64 << 10));
     assert_eq!(parse_bytes("12"), Some(12));
