@@ -178,7 +178,11 @@ async fn a_restored_operator_holds_the_merged_sessions_only() {
     let (mut emitted, mut restored) = (Vec::new(), Vec::new());
     for (v, b) in batches.iter().enumerate() {
         emitted.push(without_z(run_batch(&mut live, b).await));
-        live.state().unwrap().save(dir.path(), v as u64).await.unwrap();
+        live.state()
+            .unwrap()
+            .save(dir.path(), v as u64)
+            .await
+            .unwrap();
         if let Some(next) = batches.get(v + 1) {
             let mut fresh = opened(OutputMode::Complete, false).await;
             fresh
@@ -192,7 +196,13 @@ async fn a_restored_operator_holds_the_merged_sessions_only() {
     }
     let deltas = std::fs::read_dir(dir.path())
         .unwrap()
-        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".delta.arrow"))
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".delta.arrow")
+        })
         .count();
     assert!(deltas > 0, "versions saved as deltas");
     assert_eq!(

@@ -1,0 +1,236 @@
+//! A stream's `GROUP BY` against DataFusion aggregating the same rows once, and the state of a
+//! windowed aggregation over a moving key space staying bounded.
+//!
+//! `cargo bench -p tributary-transform --features bench --bench groupby`
+//!
+//! 1. **throughput**: 10,000,000 rows (`k` = one of 10,000 keys, `v`) in 100 batches of
+//!    100,000, through `SELECT k, count(*), sum(v) FROM source GROUP BY k` in update mode, as a
+//!    micro-batch stream runs it: every batch applied, ended (its changed groups emitted) and
+//!    its state saved to disk (the changelog), against DataFusion's own `GROUP BY` over the
+//!    same 100 batches in a `MemTable`, collected once. Each side runs three times in turn;
+//!    the medians and their ratio are printed. Outside the timing the stream's last emitted
+//!    value of every group is checked against DataFusion's result.
+//! 2. **plateau**: 10,000,000 rows whose event time advances 1 s every 1,000 rows over 1,000
+//!    keys, `GROUP BY window(ts, '1 minute'), k` in append mode with a 10 s watermark, state
+//!    saved every batch: the groups held (`numRowsTotal`), the process's RSS and the state
+//!    directory's size at 25 %, 50 % and 100 % of the rows, which stay flat as windows close.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use datafusion::arrow::array::{
+    Array, AsArray, Int64Array, RecordBatch, TimestampMillisecondArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
+use tributary_sdk::{OutputMode, Stage};
+use tributary_transform::{SqlTransform, TransformSpec};
+
+const ROWS: usize = 10_000_000;
+const BATCH: usize = 100_000;
+const KEYS: i64 = 10_000;
+const RUNS: usize = 3;
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new(
+            "ts",
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            true,
+        ),
+        Field::new("k", DataType::Int64, true),
+        Field::new("v", DataType::Int64, true),
+    ]))
+}
+
+/// Rows `from..from + BATCH`: key `i % keys`, event time `i / 1000` s, `v = i % 97`.
+fn batch(from: usize, keys: i64) -> RecordBatch {
+    let ids = from as i64..(from + BATCH) as i64;
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(
+                TimestampMillisecondArray::from_iter_values(ids.clone().map(|i| i / 1000 * 1000))
+                    .with_timezone("UTC"),
+            ),
+            Arc::new(Int64Array::from_iter_values(ids.clone().map(|i| i % keys))),
+            Arc::new(Int64Array::from_iter_values(ids.map(|i| i % 97))),
+        ],
+    )
+    .unwrap()
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// key → (count, sum) of a result with columns k, n, total.
+fn groups(into: &mut HashMap<i64, (i64, i64)>, b: &RecordBatch) {
+    let k = b.column(0).as_primitive::<Int64Type>();
+    let n = b.column(1).as_primitive::<Int64Type>();
+    let t = b.column(2).as_primitive::<Int64Type>();
+    for i in 0..b.num_rows() {
+        into.insert(k.value(i), (n.value(i), t.value(i)));
+    }
+}
+
+const SQL: &str = "SELECT k, count(*) AS n, sum(v) AS total FROM source GROUP BY k";
+
+async fn stream_run(batches: &[RecordBatch]) -> (Duration, HashMap<i64, (i64, i64)>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t =
+        SqlTransform::new(TransformSpec::new(SQL).with_output_mode(OutputMode::Update)).unwrap();
+    t.open(schema()).await.unwrap();
+    t.state().unwrap().restore(dir.path(), None).await.unwrap();
+    let mut emitted = Vec::new();
+    let start = Instant::now();
+    for (v, b) in batches.iter().enumerate() {
+        t.apply(b).await.unwrap();
+        let state = t.state().unwrap();
+        if let Some(out) = state.end_batch().await.unwrap() {
+            emitted.push(out);
+        }
+        state.save(dir.path(), v as u64).await.unwrap();
+    }
+    let took = start.elapsed();
+    let mut last = HashMap::new();
+    for b in &emitted {
+        groups(&mut last, b);
+    }
+    (took, last)
+}
+
+async fn datafusion_run(batches: &[RecordBatch]) -> (Duration, HashMap<i64, (i64, i64)>) {
+    let ctx = SessionContext::new();
+    let table = MemTable::try_new(schema(), vec![batches.to_vec()]).unwrap();
+    ctx.register_table("source", Arc::new(table)).unwrap();
+    let start = Instant::now();
+    let out = ctx.sql(SQL).await.unwrap().collect().await.unwrap();
+    let took = start.elapsed();
+    let mut result = HashMap::new();
+    for b in &out {
+        groups(&mut result, b);
+    }
+    (took, result)
+}
+
+async fn throughput() {
+    let batches: Vec<RecordBatch> = (0..ROWS / BATCH).map(|i| batch(i * BATCH, KEYS)).collect();
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        let (d, got) = datafusion_run(&batches).await;
+        theirs.push(d);
+        let (s, last) = stream_run(&batches).await;
+        ours.push(s);
+        assert_eq!(got.len(), KEYS as usize);
+        assert_eq!(
+            last, got,
+            "the stream's last value of every group is DataFusion's"
+        );
+    }
+    let (ours, theirs) = (median(ours), median(theirs));
+    let rate = |d: Duration| ROWS as f64 / d.as_secs_f64() / 1e6;
+    println!(
+        "throughput: stream GROUP BY (100 batches, state saved each) {:.2} M rows/s ({ours:?}); DataFusion once {:.2} M rows/s ({theirs:?}); ratio {:.2}x",
+        rate(ours),
+        rate(theirs),
+        theirs.as_secs_f64() / ours.as_secs_f64()
+    );
+}
+
+fn rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn dir_mb(dir: &std::path::Path) -> f64 {
+    let mut bytes = 0u64;
+    for e in walk(dir) {
+        bytes += std::fs::metadata(&e).map_or(0, |m| m.len());
+    }
+    bytes as f64 / 1e6
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+async fn plateau() {
+    let dir = tempfile::tempdir().unwrap();
+    let sql = "SELECT window(ts, '1 minute') AS window, k, count(*) AS n FROM source GROUP BY window(ts, '1 minute'), k";
+    let spec = TransformSpec::new(sql)
+        .with_output_mode(OutputMode::Append)
+        .with_watermark("ts", "10 seconds");
+    let mut t = SqlTransform::new(spec).unwrap();
+    t.open(schema()).await.unwrap();
+    t.state().unwrap().restore(dir.path(), None).await.unwrap();
+    let (mut emitted, mut marks) = (0usize, Vec::new());
+    let start = Instant::now();
+    let n_batches = ROWS / BATCH;
+    for v in 0..n_batches {
+        t.apply(&batch(v * BATCH, 1_000)).await.unwrap();
+        let state = t.state().unwrap();
+        if let Some(out) = state.end_batch().await.unwrap() {
+            emitted += out
+                .column(2)
+                .as_primitive::<Int64Type>()
+                .iter()
+                .flatten()
+                .sum::<i64>() as usize;
+        }
+        state.save(dir.path(), v as u64).await.unwrap();
+        let done = v + 1;
+        if done * 4 % n_batches == 0 {
+            let held = state.progress()[0].num_rows_total;
+            marks.push((done * 100 / n_batches, held, rss_mb(), dir_mb(dir.path())));
+        }
+    }
+    let took = start.elapsed();
+    for (pct, held, rss, disk) in &marks {
+        println!("plateau: {pct:>3} % of {ROWS} rows: {held} groups held, RSS {rss:.0} MB, state on disk {disk:.1} MB");
+    }
+    println!(
+        "plateau: {emitted} rows counted in emitted windows (the rest in windows still open), {:.2} M rows/s",
+        ROWS as f64 / took.as_secs_f64() / 1e6
+    );
+    assert!(
+        emitted > ROWS * 9 / 10,
+        "most windows closed and were emitted"
+    );
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let which = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
+    // the plateau first, so its RSS is not the throughput runs' high-water mark
+    if which.as_deref().is_none_or(|w| w == "plateau") {
+        rt.block_on(plateau());
+    }
+    if which.as_deref().is_none_or(|w| w == "throughput") {
+        rt.block_on(throughput());
+    }
+}
