@@ -7,8 +7,10 @@
 //!    100,000, through `SELECT k, count(*), sum(v) FROM source GROUP BY k` in update mode, as a
 //!    micro-batch stream runs it: every batch applied, ended (its changed groups emitted) and
 //!    its state saved to disk (the changelog), against DataFusion's own `GROUP BY` over the
-//!    same 100 batches in a `MemTable`, collected once. Each side runs three times in turn;
-//!    the medians and their ratio are printed. Outside the timing the stream's last emitted
+//!    same 100 batches in a `MemTable`, collected once; then the same over 1,000,000 keys (each
+//!    batch touching 100,000 groups of a state that grows to 1,000,000). The stream runs twice,
+//!    merging through its key index and regrouping the whole state every batch (as before the
+//!    index; `bench_regroup`). Each runs three times in turn; medians and ratios are printed. Outside the timing the stream's last emitted
 //!    value of every group is checked against DataFusion's result.
 //! 2. **plateau**: 10,000,000 rows whose event time advances 1 s every 1,000 rows over 1,000
 //!    keys, `GROUP BY window(ts, '1 minute'), k` in append mode with a 10 s watermark, state
@@ -119,27 +121,35 @@ async fn datafusion_run(batches: &[RecordBatch]) -> (Duration, HashMap<i64, (i64
     (took, result)
 }
 
-async fn throughput() {
-    let batches: Vec<RecordBatch> = (0..ROWS / BATCH).map(|i| batch(i * BATCH, KEYS)).collect();
-    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+/// The stream (merging through its key index, and regrouping the whole state each batch as
+/// before the index) against DataFusion, over `keys` distinct keys.
+async fn throughput(keys: i64) {
+    let batches: Vec<RecordBatch> = (0..ROWS / BATCH).map(|i| batch(i * BATCH, keys)).collect();
+    let (mut indexed, mut regrouped, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
         let (d, got) = datafusion_run(&batches).await;
         theirs.push(d);
-        let (s, last) = stream_run(&batches).await;
-        ours.push(s);
-        assert_eq!(got.len(), KEYS as usize);
-        assert_eq!(
-            last, got,
-            "the stream's last value of every group is DataFusion's"
-        );
+        assert_eq!(got.len(), keys as usize);
+        for (regroup, times) in [(false, &mut indexed), (true, &mut regrouped)] {
+            tributary_transform::bench_regroup(regroup);
+            let (s, last) = stream_run(&batches).await;
+            times.push(s);
+            assert!(
+                last == got,
+                "the stream's last value of every group is DataFusion's"
+            );
+        }
     }
-    let (ours, theirs) = (median(ours), median(theirs));
+    tributary_transform::bench_regroup(false);
+    let (indexed, regrouped, theirs) = (median(indexed), median(regrouped), median(theirs));
     let rate = |d: Duration| ROWS as f64 / d.as_secs_f64() / 1e6;
     println!(
-        "throughput: stream GROUP BY (100 batches, state saved each) {:.2} M rows/s ({ours:?}); DataFusion once {:.2} M rows/s ({theirs:?}); ratio {:.2}x",
-        rate(ours),
+        "throughput, {keys} keys: stream GROUP BY (100 batches, state saved each) {:.2} M rows/s ({indexed:?}), regrouping the whole state {:.2} M rows/s ({regrouped:?}); DataFusion once {:.2} M rows/s ({theirs:?}); stream/DataFusion {:.2}x, index/regroup {:.2}x",
+        rate(indexed),
+        rate(regrouped),
         rate(theirs),
-        theirs.as_secs_f64() / ours.as_secs_f64()
+        theirs.as_secs_f64() / indexed.as_secs_f64(),
+        regrouped.as_secs_f64() / indexed.as_secs_f64()
     );
 }
 
@@ -231,6 +241,7 @@ fn main() {
         rt.block_on(plateau());
     }
     if which.as_deref().is_none_or(|w| w == "throughput") {
-        rt.block_on(throughput());
+        rt.block_on(throughput(KEYS));
+        rt.block_on(throughput(1_000_000));
     }
 }

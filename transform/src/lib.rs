@@ -43,6 +43,9 @@ mod static_tables;
 mod transform;
 
 pub use spec::{StaticTable, TableFormat, TransformSpec, Watermark};
+#[cfg(feature = "bench")]
+#[doc(hidden)]
+pub use stateful::aggregation::bench_regroup;
 pub use stateful::store::{describe as describe_state, OperatorState};
 pub use transform::SqlTransform;
 

@@ -16,6 +16,7 @@ use tributary_sdk::{
 };
 
 use super::clock::{format_ms, millis, Clock};
+use super::index::KeyIndex;
 use super::rewrite::{Expiry, SplitAggregation};
 use super::store::{self, changelog};
 use crate::source_table::BatchSlot;
@@ -56,6 +57,9 @@ pub(crate) struct Aggregation {
     /// The index of the `session_window` grouping key, when there is one: the state's and the
     /// batch's sessions are merged before the merge plan groups by them ([`super::session`]).
     session: Option<usize>,
+    /// Where each group sits in the state (none with a session window, whose keys move, or
+    /// without grouping keys): a batch merges only its own groups.
+    index: Option<KeyIndex>,
     mode: OutputMode,
     /// The output plan's schema with the [`OutputShape`] in its metadata: what the sinks open
     /// with and every emitted batch carries.
@@ -95,6 +99,25 @@ impl std::fmt::Debug for Aggregation {
             .field("groups", &self.state.num_rows())
             .finish()
     }
+}
+
+/// `cargo bench --features bench` only: aggregations made after `bench_regroup(true)` merge
+/// by regrouping the whole state, as before the [`KeyIndex`], for the side-by-side benchmark.
+#[cfg(feature = "bench")]
+static REGROUP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Switches the whole-state regrouping on or off (benchmarks only).
+#[cfg(feature = "bench")]
+#[doc(hidden)]
+pub fn bench_regroup(on: bool) {
+    REGROUP.store(on, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn regroup_whole_state() -> bool {
+    #[cfg(feature = "bench")]
+    return REGROUP.load(std::sync::atomic::Ordering::SeqCst);
+    #[cfg(not(feature = "bench"))]
+    false
 }
 
 fn internal(what: &str, e: impl std::fmt::Display) -> Error {
@@ -140,6 +163,12 @@ impl Aggregation {
             mode: shape.mode,
             output: Arc::new(shape.attach(&plans.output.schema())),
             state: RecordBatch::new_empty(Arc::clone(&state_schema)),
+            index: match (session, split.groups.len()) {
+                (None, n) if n > 0 && !regroup_whole_state() => {
+                    KeyIndex::new(&state_schema, n).ok()
+                }
+                _ => None,
+            },
             split,
             session,
             clock: Clock::new(watermark.as_ref().map_or(0, |w| w.delay_ms)),
@@ -204,6 +233,64 @@ impl Aggregation {
             self.pending.push(p);
         }
         Ok(())
+    }
+
+    /// Every group of the state merged with the batch's partials by the merge plan (the state
+    /// regrouped whole), with the touched flag last; with a session window, also the old keys
+    /// of the held sessions merged into others.
+    #[allow(clippy::type_complexity)]
+    async fn merge_all(
+        &mut self,
+        delta: RecordBatch,
+    ) -> Result<(RecordBatch, Option<Vec<ArrayRef>>)> {
+        let (held, delta, merged_away) = self.sessionize(delta)?;
+        self.slots.state.set(held);
+        self.slots.delta.set(delta);
+        let merged = collect(&self.plans.merge, &self.plans.task, &self.merged_schema).await;
+        self.slots.state.clear();
+        self.slots.delta.clear();
+        Ok((as_schema(&self.merged_schema, &merged?)?, merged_away))
+    }
+
+    /// The same through the [`KeyIndex`]: only the held groups of the batch's keys go through
+    /// the merge plan; the merged rows replace them in place (new groups appended), so a batch
+    /// costs its own groups' merge and one copy of the state's columns.
+    async fn merge_indexed(&mut self, delta: RecordBatch) -> Result<RecordBatch> {
+        let n_keys = self.split.groups.len();
+        let index = self
+            .index
+            .as_mut()
+            .ok_or_else(|| internal("the key index", "is missing"))?;
+        let held = index.held(&delta.columns()[..n_keys])?;
+        let held = datafusion::arrow::compute::take_record_batch(
+            &self.state,
+            &arrow_array::UInt32Array::from(held),
+        )
+        .map_err(|e| internal("the batch's held groups", e))?;
+        self.slots.state.set(held);
+        self.slots.delta.set(delta);
+        let merged = collect(&self.plans.merge, &self.plans.task, &self.merged_schema).await;
+        self.slots.state.clear();
+        self.slots.delta.clear();
+        let merged = as_schema(&self.merged_schema, &merged?)?;
+        let width = self.state_schema.fields().len();
+        let index = self
+            .index
+            .as_mut()
+            .ok_or_else(|| internal("the key index", "is missing"))?;
+        let from = index.place(&merged.columns()[..n_keys], self.state.num_rows())?;
+        let mut columns = Vec::with_capacity(width + 1);
+        for c in 0..width {
+            let parts: [&dyn Array; 2] = [self.state.column(c).as_ref(), merged.column(c).as_ref()];
+            columns.push(
+                datafusion::arrow::compute::interleave(&parts, &from)
+                    .map_err(|e| internal("placing the merged groups", e))?,
+            );
+        }
+        let touched: BooleanArray = from.iter().map(|&(s, _)| Some(s == 1)).collect();
+        columns.push(Arc::new(touched));
+        RecordBatch::try_new(Arc::clone(&self.merged_schema), columns)
+            .map_err(|e| internal("the merged state", e))
     }
 
     /// The state and the batch's partials to merge: as they are, or, with a session window,
@@ -277,6 +364,9 @@ impl Aggregation {
         let out = self.end_batch().await;
         self.next = None;
         self.changes = None;
+        if let Some(index) = self.index.as_mut() {
+            index.discard();
+        }
         let marks = self.clock.marks();
         self.clock.restore(marks);
         self.progress = StateOperatorProgress {
@@ -306,19 +396,19 @@ impl StageState for Aggregation {
             Some(v) => store::load(dir, v, &self.split.signature, &self.state_schema)?,
         };
         self.clock.restore(marks);
+        if let Some(index) = self.index.as_mut() {
+            index.rebuild(&self.state, self.split.groups.len())?;
+        }
         self.progress.num_rows_total = self.state.num_rows() as u64;
         Ok(())
     }
 
     async fn end_batch(&mut self) -> Result<Option<RecordBatch>> {
         let delta = concat(&self.state_schema, &std::mem::take(&mut self.pending))?;
-        let (held, delta, merged_away) = self.sessionize(delta)?;
-        self.slots.state.set(held);
-        self.slots.delta.set(delta);
-        let merged = collect(&self.plans.merge, &self.plans.task, &self.merged_schema).await;
-        self.slots.state.clear();
-        self.slots.delta.clear();
-        let merged = as_schema(&self.merged_schema, &merged?)?;
+        let (merged, merged_away) = match self.index.is_some() {
+            true => (self.merge_indexed(delta).await?, None),
+            false => self.merge_all(delta).await?,
+        };
         let touched_col = merged.num_columns().saturating_sub(1);
         let updated = merged
             .column(touched_col)
@@ -400,6 +490,14 @@ impl StageState for Aggregation {
             Some(e) => {
                 let keep =
                     datafusion::arrow::compute::not(e).map_err(|err| internal("evicting", err))?;
+                if let Some(index) = self.index.as_mut() {
+                    let keys: Vec<ArrayRef> = next.columns()[..n_keys]
+                        .iter()
+                        .map(|c| datafusion::arrow::compute::filter(c, e))
+                        .collect::<std::result::Result<_, _>>()
+                        .map_err(|err| internal("evicting", err))?;
+                    index.evicting(&keys, keep.clone())?;
+                }
                 let kept = datafusion::arrow::compute::filter_record_batch(&next, &keep)
                     .map_err(|err| internal("evicting", err))?;
                 let removed = (next.num_rows() - kept.num_rows()) as u64;
@@ -416,7 +514,8 @@ impl StageState for Aggregation {
             .columns()
             .iter()
             .map(|c| c.get_array_memory_size() as u64)
-            .sum();
+            .sum::<u64>()
+            + self.index.as_ref().map_or(0, KeyIndex::memory);
         self.next = Some(next);
         Ok((out.num_rows() > 0).then_some(out))
     }
@@ -426,6 +525,9 @@ impl StageState for Aggregation {
         if let Some(next) = self.next.take() {
             self.state = next;
             self.clock.commit();
+            if let Some(index) = self.index.as_mut() {
+                index.commit();
+            }
         }
         let header = store::Header {
             signature: &self.split.signature,
@@ -480,6 +582,9 @@ impl StageState for Aggregation {
         let out = self.end_batch().await?;
         if let Some(next) = self.next.take() {
             self.state = next;
+            if let Some(index) = self.index.as_mut() {
+                index.commit();
+            }
         }
         self.clock.commit();
         self.chunk_changes.extend(self.changes.take());
