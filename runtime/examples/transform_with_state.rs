@@ -28,7 +28,7 @@ connector = "files"
 options = { path = "examples/data", "cloudFiles.format" = "json", "cloudFiles.maxFilesPerTrigger" = 2, schema = "order_id BIGINT, store STRING, item STRING, quantity BIGINT, price DOUBLE, ordered_at TIMESTAMP" }
 [[sink]]
 connector = "console"
-options = { format = "table", numRows = 20 }
+options = { format = "table", numRows = 20, truncate = false }
 [trigger]
 kind = "availableNow"
 "#;
@@ -112,6 +112,7 @@ impl StatefulProcessor for StoreActivity {
         }
         let keep = recent.len().saturating_sub(3);
         state.put_list("recent", &recent[keep..])?;
+        revenue = (revenue * 100.0).round() / 100.0;
         state.set_value("revenue", &revenue)?;
         for t in state.list_timers() {
             state.delete_timer(t);
