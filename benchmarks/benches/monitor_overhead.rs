@@ -63,6 +63,7 @@ fn event(batch_id: u64) -> ProgressEvent {
         tasks: Vec::new(),
         scheduling_ms: None,
         state_operators: Vec::new(),
+        event_time: None,
     }
 }
 

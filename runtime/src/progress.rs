@@ -107,6 +107,9 @@ pub struct ProgressEvent {
     /// Stateful stages (aggregations): Spark's `stateOperators`, one per operator.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub state_operators: Vec<tributary_sdk::StateOperatorProgress>,
+    /// Queries with a watermark: Spark's `eventTime` (min, max, avg, watermark).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_time: Option<tributary_sdk::EventTimeProgress>,
 }
 
 /// One task of a distributed batch.

@@ -351,7 +351,30 @@ fn same_rows_as_spark(window: &str, expected: &str) {
     let progress = l.root.path().join("progress.jsonl");
     run(&p, &progress);
     // Spark ran 12 data batches and one no-data batch; so does this
-    assert_eq!(progress_events(&progress).len(), 13);
+    let events = progress_events(&progress);
+    assert_eq!(events.len(), 13);
+    // Spark's eventTime block: the first batch (e00.json, 00:00:00 to 00:01:38) runs with the
+    // epoch as its watermark, the second with the first's latest event time - 30 s; the
+    // no-data batch has no event times
+    let e = &events[0]["eventTime"];
+    assert_eq!(e["min"], "2026-01-01T00:00:00.000Z", "{e}");
+    assert_eq!(e["max"], "2026-01-01T00:01:38.000Z", "{e}");
+    assert_eq!(e["watermark"], "1970-01-01T00:00:00.000Z", "{e}");
+    assert!(
+        e["avg"].as_str().unwrap().starts_with("2026-01-01T00:0"),
+        "{e}"
+    );
+    // batch 1 as Spark 4.3 reported it (recentProgress[1].eventTime of the oracle's query)
+    assert_eq!(
+        events[1]["eventTime"],
+        serde_json::json!({"avg": "2026-01-01T00:02:08.750Z", "max": "2026-01-01T00:03:17.000Z",
+            "min": "2026-01-01T00:00:00.000Z", "watermark": "2026-01-01T00:01:08.000Z"})
+    );
+    let last = &events[12]["eventTime"];
+    assert_eq!(
+        last,
+        &serde_json::json!({"watermark": "2026-01-01T00:22:45.000Z"})
+    );
 
     use arrow::array::AsArray;
     use arrow::datatypes::{Float64Type, Int64Type};

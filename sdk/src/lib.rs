@@ -104,7 +104,7 @@ pub use sink_writer::{PartAck, SinkWriter, WriteMode, WriteShape};
 pub use source::{
     batch_stream, fail_before_first_part, BatchStream, Source, SourceIdentity, SourceMetrics,
 };
-pub use stage::{Stage, StageFactory, StageState, StateOperatorProgress};
+pub use stage::{EventTimeProgress, Stage, StageFactory, StageState, StateOperatorProgress};
 pub use stager::{PartitionStager, StagedOutput};
 pub use state::{LoggedBatch, StateReport, StateRequest};
 pub use stream_binding::{IngestionColumn, StreamBinding};

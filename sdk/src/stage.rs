@@ -107,6 +107,12 @@ pub trait StageState: Send {
         ))
     }
 
+    /// Spark's `eventTime` block for the batch's progress event (the event times the batch
+    /// read and the watermark it ran with), when the stage has a watermark.
+    fn event_time(&self) -> Option<EventTimeProgress> {
+        None
+    }
+
     /// Whether a batch without input would change the state or the output (Spark's
     /// `noDataMicroBatches`: the watermark moved, so groups may now be final). The micro-batch
     /// driver then runs such a batch when the source has nothing new.
@@ -134,14 +140,33 @@ pub struct StateOperatorProgress {
     pub memory_used_bytes: u64,
     /// Milliseconds spent making the state durable.
     pub commit_time_ms: u64,
-    /// The watermark after the batch, when the query has one (Spark reports it in the
-    /// event's `eventTime.watermark`).
+    /// The watermark after the batch, when the query has one (the next batch's
+    /// `eventTime.watermark`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub watermark: Option<String>,
     /// The operator's own counters, as Spark's `customMetrics` (`numDroppedDuplicateRows`
     /// for a deduplication).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub custom_metrics: std::collections::BTreeMap<String, u64>,
+}
+
+/// Spark's `eventTime` block of a progress event: the minimum, maximum and average event time
+/// of the rows the batch read (absent for a batch without rows) and the watermark it ran with, as
+/// ISO-8601 UTC timestamps.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EventTimeProgress {
+    /// The mean event time of the batch's rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub avg: Option<String>,
+    /// The latest event time of the batch's rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<String>,
+    /// The earliest event time of the batch's rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min: Option<String>,
+    /// The watermark the batch ran with (the epoch before the first batch moved it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watermark: Option<String>,
 }
 
 /// Builds stages of one kind (the pipeline file names it: `[source].decode`).

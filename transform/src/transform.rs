@@ -259,15 +259,23 @@ impl Stage for SqlTransform {
         let (built, _ctx) = self.build(Arc::clone(&input), true).await?;
         let output = built.schema();
         // Collects and hashes the broadcast sides of the joins now (an empty batch).
+        let event_times = match &self.spec.watermark {
+            Some(w) => Some(stateful::event_time::EventTimes::new(
+                stateful::watermark_column(&input, w)?,
+            )),
+            None => None,
+        };
         let mut query = StatefulQuery {
             dedup: built.dedup,
             body: built.body,
+            event_times,
         };
         query.prime(&self.slot, &input, &output).await?;
         let kind = match query {
             StatefulQuery {
                 dedup: None,
                 body: Body::Stateless { plan, task },
+                ..
             } => Kind::Stateless { plan, task },
             query => Kind::Stateful(Box::new(query)),
         };

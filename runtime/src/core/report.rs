@@ -126,6 +126,7 @@ impl Pipeline {
             tasks: report.tasks,
             scheduling_ms: report.scheduling_ms,
             state_operators: self.stages.state_progress(),
+            event_time: self.stages.event_time(),
         };
         for l in &mut self.listeners {
             l.on_progress(&event);

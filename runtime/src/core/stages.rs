@@ -178,6 +178,13 @@ impl StageChain {
     }
 
     /// Spark's `stateOperators` of the last batch, every stateful stage's in stage order.
+    /// The `eventTime` block of the first stage with a watermark.
+    pub(crate) fn event_time(&mut self) -> Option<tributary_sdk::EventTimeProgress> {
+        self.stages
+            .iter_mut()
+            .find_map(|(_, s)| s.state().and_then(|st| st.event_time()))
+    }
+
     pub(crate) fn state_progress(&mut self) -> Vec<StateOperatorProgress> {
         self.stages
             .iter_mut()

@@ -511,6 +511,7 @@ mod tests {
             tasks: Vec::new(),
             scheduling_ms: None,
             state_operators: Vec::new(),
+            event_time: None,
         }
     }
 

@@ -325,6 +325,11 @@ impl Aggregation {
         ))
     }
 
+    /// The watermark this batch evicts with (the previous batch's), when there is one.
+    pub(crate) fn batch_watermark(&self) -> Option<i64> {
+        self.watermark.as_ref().and(self.clock.eviction())
+    }
+
     /// Notes the latest event time of a part whose rows an operator before this one removed
     /// (a deduplication): the watermark is the whole input's, as in Spark.
     pub(crate) fn observe(&mut self, max_ms: i64) {

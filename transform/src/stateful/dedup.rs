@@ -299,6 +299,11 @@ impl Dedup {
         Ok((part, max_ms))
     }
 
+    /// The watermark this batch evicts with (the previous batch's), when there is one.
+    pub(crate) fn batch_watermark(&self) -> Option<i64> {
+        self.event_time.as_ref().and(self.clock.eviction())
+    }
+
     /// Ends the batch: evicts the keys the eviction watermark passed, fills the progress.
     pub(crate) fn end_batch(&mut self) {
         self.finish(false);

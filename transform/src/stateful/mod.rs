@@ -20,6 +20,7 @@
 pub(crate) mod aggregation;
 pub(crate) mod clock;
 pub(crate) mod dedup;
+pub(crate) mod event_time;
 pub(crate) mod index;
 pub(crate) mod query;
 pub(crate) mod rewrite;

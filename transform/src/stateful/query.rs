@@ -42,6 +42,8 @@ pub(crate) enum Body {
 pub(crate) struct StatefulQuery {
     pub(crate) dedup: Option<Dedup>,
     pub(crate) body: Body,
+    /// With a watermark: the event times of the batch's input, for the progress event.
+    pub(crate) event_times: Option<super::event_time::EventTimes>,
 }
 
 impl std::fmt::Debug for StatefulQuery {
@@ -64,6 +66,24 @@ impl std::fmt::Debug for StatefulQuery {
 }
 
 impl StatefulQuery {
+    /// The watermark the batch (or chunk) runs with, as Spark's `eventTime.watermark` shows it:
+    /// the one the previous batch left (the epoch before any).
+    fn batch_watermark(&self) -> String {
+        let agg = match &self.body {
+            Body::Aggregating(agg) => agg.batch_watermark(),
+            Body::Stateless { .. } => None,
+        };
+        let wm = agg.or_else(|| self.dedup.as_ref().and_then(Dedup::batch_watermark));
+        super::clock::format_ms(wm.unwrap_or(0))
+    }
+
+    /// The event-time block after a batch or chunk that ran with `watermark`.
+    fn finish_event_times(&mut self, watermark: String) {
+        if let Some(e) = &mut self.event_times {
+            e.finish(Some(watermark));
+        }
+    }
+
     /// Runs one part through the operators, the query reading it from `slot`: the stateless
     /// query's rows, or none until the batch ends for an aggregation.
     pub(crate) async fn apply(
@@ -72,6 +92,9 @@ impl StatefulQuery {
         part: &RecordBatch,
         output: &SchemaRef,
     ) -> Result<RecordBatch> {
+        if let Some(e) = &mut self.event_times {
+            e.observe(part.column(e.column))?;
+        }
         let (part, max_ms) = match &mut self.dedup {
             Some(d) => d.filter(part)?,
             None => (part.clone(), None),
@@ -125,13 +148,16 @@ impl StageState for StatefulQuery {
     }
 
     async fn end_batch(&mut self) -> Result<Option<RecordBatch>> {
+        let watermark = self.batch_watermark();
         if let Some(d) = &mut self.dedup {
             d.end_batch();
         }
-        match &mut self.body {
+        let out = match &mut self.body {
             Body::Aggregating(agg) => agg.end_batch().await,
             Body::Stateless { .. } => Ok(None),
-        }
+        };
+        self.finish_event_times(watermark);
+        out
     }
 
     async fn save(&mut self, dir: &Path, version: u64) -> Result<()> {
@@ -140,6 +166,9 @@ impl StageState for StatefulQuery {
         }
         if let Body::Aggregating(agg) = &mut self.body {
             agg.save(dir, version).await?;
+        }
+        if let Some(e) = &mut self.event_times {
+            e.reset();
         }
         Ok(())
     }
@@ -152,13 +181,20 @@ impl StageState for StatefulQuery {
     }
 
     async fn end_chunk(&mut self) -> Result<Option<RecordBatch>> {
+        let watermark = self.batch_watermark();
         if let Some(d) = &mut self.dedup {
             d.end_chunk();
         }
-        match &mut self.body {
+        let out = match &mut self.body {
             Body::Aggregating(agg) => agg.end_chunk().await,
             Body::Stateless { .. } => Ok(None),
-        }
+        };
+        self.finish_event_times(watermark);
+        out
+    }
+
+    fn event_time(&self) -> Option<tributary_sdk::EventTimeProgress> {
+        self.event_times.as_ref().and_then(|e| e.last())
     }
 
     fn progress(&self) -> Vec<StateOperatorProgress> {
