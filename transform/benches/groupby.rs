@@ -23,9 +23,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use datafusion::arrow::array::{
-    Array, AsArray, Int64Array, RecordBatch, TimestampMillisecondArray,
-};
+use datafusion::arrow::array::{AsArray, Int64Array, RecordBatch, TimestampMillisecondArray};
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef, TimeUnit};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
@@ -83,7 +81,7 @@ fn groups(into: &mut HashMap<i64, (i64, i64)>, b: &RecordBatch) {
 
 const SQL: &str = "SELECT k, count(*) AS n, sum(v) AS total FROM source GROUP BY k";
 
-async fn stream_run(batches: &[RecordBatch]) -> (Duration, HashMap<i64, (i64, i64)>) {
+async fn stream_run(batches: &[RecordBatch], save: bool) -> (Duration, HashMap<i64, (i64, i64)>) {
     let dir = tempfile::tempdir().unwrap();
     let mut t =
         SqlTransform::new(TransformSpec::new(SQL).with_output_mode(OutputMode::Update)).unwrap();
@@ -97,7 +95,9 @@ async fn stream_run(batches: &[RecordBatch]) -> (Duration, HashMap<i64, (i64, i6
         if let Some(out) = state.end_batch().await.unwrap() {
             emitted.push(out);
         }
-        state.save(dir.path(), v as u64).await.unwrap();
+        if save {
+            state.save(dir.path(), v as u64).await.unwrap();
+        }
     }
     let took = start.elapsed();
     let mut last = HashMap::new();
@@ -125,14 +125,19 @@ async fn datafusion_run(batches: &[RecordBatch]) -> (Duration, HashMap<i64, (i64
 /// before the index) against DataFusion, over `keys` distinct keys.
 async fn throughput(keys: i64) {
     let batches: Vec<RecordBatch> = (0..ROWS / BATCH).map(|i| batch(i * BATCH, keys)).collect();
-    let (mut indexed, mut regrouped, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut indexed, mut regrouped, mut unsaved, mut theirs) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
         let (d, got) = datafusion_run(&batches).await;
         theirs.push(d);
         assert_eq!(got.len(), keys as usize);
-        for (regroup, times) in [(false, &mut indexed), (true, &mut regrouped)] {
+        for (regroup, save, times) in [
+            (false, true, &mut indexed),
+            (true, true, &mut regrouped),
+            (false, false, &mut unsaved),
+        ] {
             tributary_transform::bench_regroup(regroup);
-            let (s, last) = stream_run(&batches).await;
+            let (s, last) = stream_run(&batches, save).await;
             times.push(s);
             assert!(
                 last == got,
@@ -141,14 +146,21 @@ async fn throughput(keys: i64) {
         }
     }
     tributary_transform::bench_regroup(false);
-    let (indexed, regrouped, theirs) = (median(indexed), median(regrouped), median(theirs));
+    let (indexed, regrouped, unsaved, theirs) = (
+        median(indexed),
+        median(regrouped),
+        median(unsaved),
+        median(theirs),
+    );
     let rate = |d: Duration| ROWS as f64 / d.as_secs_f64() / 1e6;
     println!(
-        "throughput, {keys} keys: stream GROUP BY (100 batches, state saved each) {:.2} M rows/s ({indexed:?}), regrouping the whole state {:.2} M rows/s ({regrouped:?}); DataFusion once {:.2} M rows/s ({theirs:?}); stream/DataFusion {:.2}x, index/regroup {:.2}x",
+        "throughput, {keys} keys: stream GROUP BY (100 batches, state saved each) {:.2} M rows/s ({indexed:?}), regrouping the whole state {:.2} M rows/s ({regrouped:?}), not saving the state {:.2} M rows/s ({unsaved:?}); DataFusion once {:.2} M rows/s ({theirs:?}); stream/DataFusion {:.2}x (unsaved {:.2}x), index/regroup {:.2}x",
         rate(indexed),
         rate(regrouped),
+        rate(unsaved),
         rate(theirs),
         theirs.as_secs_f64() / indexed.as_secs_f64(),
+        theirs.as_secs_f64() / unsaved.as_secs_f64(),
         regrouped.as_secs_f64() / indexed.as_secs_f64()
     );
 }

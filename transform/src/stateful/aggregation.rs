@@ -450,6 +450,11 @@ impl StageState for Aggregation {
                 RecordBatch::try_new(Arc::clone(&self.merged_schema), columns)
                     .map_err(|e| internal("the finalised groups", e))?
             }
+            // update: only the touched groups go through the output plan
+            (_, OutputMode::Update) => {
+                datafusion::arrow::compute::filter_record_batch(&merged, &touched)
+                    .map_err(|e| internal("the touched groups", e))?
+            }
             _ => merged,
         };
         self.slots.merged.set(merged);

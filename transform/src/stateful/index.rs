@@ -28,7 +28,12 @@ pub(crate) struct KeyIndex {
     appended: Vec<Box<[u8]>>,
     /// The current batch's evictions: the evicted keys and which rows of its state stay.
     evicted: Option<(Vec<Box<[u8]>>, BooleanArray)>,
+    /// Bytes of the keys held.
+    key_bytes: u64,
 }
+
+/// What one entry costs beside its key bytes (the box, the position, the table's slot).
+const ENTRY_OVERHEAD: u64 = 28;
 
 impl KeyIndex {
     /// An empty index for a state whose first `keys` columns of `schema` are the key.
@@ -47,6 +52,7 @@ impl KeyIndex {
             at: HashMap::new(),
             appended: Vec::new(),
             evicted: None,
+            key_bytes: 0,
         })
     }
 
@@ -63,7 +69,9 @@ impl KeyIndex {
         self.evicted = None;
         let rows = self.encode(&state.columns()[..keys])?;
         self.at.reserve(rows.num_rows());
+        self.key_bytes = 0;
         for (i, r) in rows.iter().enumerate() {
+            self.key_bytes += r.as_ref().len() as u64;
             self.at.insert(r.as_ref().into(), i as u32);
         }
         Ok(())
@@ -94,6 +102,7 @@ impl KeyIndex {
                     let key: Box<[u8]> = r.as_ref().into();
                     let pos = u32::try_from(from.len())
                         .map_err(|_| internal("the state", "holds more than 2^32 groups"))?;
+                    self.key_bytes += key.len() as u64;
                     self.at.insert(key.clone(), pos);
                     self.appended.push(key);
                     from.push((1, j));
@@ -117,7 +126,9 @@ impl KeyIndex {
             return;
         };
         for k in &gone {
-            self.at.remove(k);
+            if self.at.remove(k).is_some() {
+                self.key_bytes -= k.len() as u64;
+            }
         }
         let mut moved = Vec::with_capacity(kept.len());
         let mut next = 0u32;
@@ -137,14 +148,16 @@ impl KeyIndex {
     /// The batch's state is dropped: its appended keys leave the index.
     pub(crate) fn discard(&mut self) {
         for k in self.appended.drain(..) {
-            self.at.remove(&k);
+            if self.at.remove(&k).is_some() {
+                self.key_bytes -= k.len() as u64;
+            }
         }
         self.evicted = None;
     }
 
     /// Bytes the index holds (keys and positions), for `memoryUsedBytes`.
     pub(crate) fn memory(&self) -> u64 {
-        self.at.keys().map(|k| k.len() as u64 + 20).sum()
+        self.key_bytes + self.at.len() as u64 * ENTRY_OVERHEAD
     }
 }
 
