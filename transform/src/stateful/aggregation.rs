@@ -409,6 +409,12 @@ impl StageState for Aggregation {
     }
 
     async fn end_batch(&mut self) -> Result<Option<RecordBatch>> {
+        // a batch ended but never saved (its state dropped): the index forgets its groups
+        if self.next.take().is_some() {
+            if let Some(index) = self.index.as_mut() {
+                index.discard();
+            }
+        }
         let delta = concat(&self.state_schema, &std::mem::take(&mut self.pending))?;
         let (merged, merged_away) = match self.index.is_some() {
             true => (self.merge_indexed(delta).await?, None),

@@ -6,11 +6,12 @@
 //! groups and evictions become the index's only when the batch's state is kept
 //! ([`KeyIndex::commit`]).
 
-use std::collections::HashMap;
-
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
 use arrow_schema::SchemaRef;
 use datafusion::arrow::row::{RowConverter, SortField};
+// DataFusion's map (hashbrown with foldhash): the default SipHash was a fifth of a batch at
+// 1 M groups
+use datafusion::common::HashMap;
 use tributary_sdk::{Error, ErrorCode, Result};
 
 fn internal(what: &str, e: impl std::fmt::Display) -> Error {
@@ -94,7 +95,9 @@ impl KeyIndex {
     /// appended. The appended keys are noted until [`Self::commit`] or [`Self::discard`].
     pub(crate) fn place(&mut self, keys: &[ArrayRef], held: usize) -> Result<Vec<(usize, usize)>> {
         let rows = self.encode(keys)?;
-        let mut from: Vec<(usize, usize)> = (0..held).map(|i| (0, i)).collect();
+        let mut from: Vec<(usize, usize)> = Vec::with_capacity(held + rows.num_rows());
+        from.extend((0..held).map(|i| (0, i)));
+        self.at.reserve(rows.num_rows());
         for (j, r) in rows.iter().enumerate() {
             match self.at.get(r.as_ref()) {
                 Some(&i) if (i as usize) < held => from[i as usize] = (1, j),
