@@ -55,6 +55,9 @@ pub struct ProcessorStage {
     opened: Option<Opened>,
     /// Every key's state as of the last saved (or restored) batch and the batches since.
     held: HashMap<Box<[u8]>, Entry>,
+    /// The saved size of `held` (keys and encoded entries), kept up to date by the keys that
+    /// change, for `memoryUsedBytes`.
+    held_bytes: u64,
     /// Keys changed or removed since the last save.
     changed: BTreeSet<Box<[u8]>>,
     /// The current batch's rows, one entry per part.
@@ -71,6 +74,11 @@ impl std::fmt::Debug for ProcessorStage {
             .field("held", &self.held.len())
             .finish()
     }
+}
+
+/// What a key's state takes saved: its key and its encoded entry.
+fn entry_bytes(key: &[u8], entry: &Entry) -> u64 {
+    (key.len() + entry.encode().map_or(0, |b| b.len())) as u64
 }
 
 /// The schema the state is saved in: the key in Arrow's row format, the key's entry as JSON.
@@ -95,6 +103,7 @@ impl ProcessorStage {
             clock: wall_clock(),
             opened: None,
             held: HashMap::new(),
+            held_bytes: 0,
             changed: BTreeSet::new(),
             pending: Vec::new(),
             compactor: store::Compactor::default(),
@@ -167,11 +176,15 @@ impl ProcessorStage {
             return;
         }
         self.changed.insert(key.clone());
+        if let Some(b) = before {
+            self.held_bytes = self.held_bytes.saturating_sub(entry_bytes(&key, b));
+        }
         match state.entry.is_empty() {
             true => {
                 self.held.remove(&key);
             }
             false => {
+                self.held_bytes += entry_bytes(&key, &state.entry);
                 self.held.insert(key, state.entry);
             }
         }
@@ -248,11 +261,7 @@ impl ProcessorStage {
         }
         self.progress.num_rows_total = self.held.len() as u64;
         self.progress.num_rows_updated += (self.changed.len() - changed_before) as u64;
-        self.progress.memory_used_bytes = self
-            .held
-            .iter()
-            .map(|(k, e)| (k.len() + e.encode().map_or(0, |b| b.len())) as u64)
-            .sum();
+        self.progress.memory_used_bytes = self.held_bytes;
         let output = Arc::clone(&self.opened()?.output);
         let out = concat_batches(&output, &out).map_err(|e| internal("the emitted rows", e))?;
         Ok((out.num_rows() > 0).then_some(out))
@@ -346,6 +355,7 @@ impl StageState for ProcessorStage {
         self.pending.clear();
         self.changed.clear();
         self.held.clear();
+        self.held_bytes = 0;
         self.progress.num_rows_updated = 0;
         if let Some(v) = version {
             let (state, _) = store::load(dir, v, &self.signature(), &state_schema())?;
@@ -362,6 +372,7 @@ impl StageState for ProcessorStage {
                 if keys.is_null(i) || entries.is_null(i) {
                     continue;
                 }
+                self.held_bytes += (keys.value(i).len() + entries.value(i).len()) as u64;
                 self.held
                     .insert(keys.value(i).into(), Entry::decode(entries.value(i))?);
             }

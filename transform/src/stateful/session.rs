@@ -22,7 +22,7 @@ use datafusion::logical_expr::{
 };
 use tributary_sdk::{Error, ErrorCode, Result};
 
-use super::window::{in_unit, parse_interval, window_type};
+use super::window::{in_unit, literal_interval, parse_interval, timestamps, window_type};
 
 /// The function's name in SQL.
 pub(crate) const SESSION_WINDOW: &str = "session_window";
@@ -68,29 +68,10 @@ impl ScalarUDFImpl for SessionWindow {
         let [ts, gap] = args.args.as_slice() else {
             return exec_err!("session_window takes (timeColumn, gapDuration)");
         };
-        let gap = match gap {
-            ColumnarValue::Scalar(
-                ScalarValue::Utf8(Some(s))
-                | ScalarValue::Utf8View(Some(s))
-                | ScalarValue::LargeUtf8(Some(s)),
-            ) => s.clone(),
-            _ => return exec_err!("session_window's gap must be a literal such as '5 minutes'"),
-        };
-        let Some(gap) = parse_interval(&gap) else {
-            return exec_err!(
-                "session_window gap '{gap}' is not an interval such as '30 seconds' or '5 minutes'"
-            );
-        };
+        let gap = literal_interval(gap, SESSION_WINDOW, "gap")?;
         let ts = ts.to_array(args.number_rows)?;
-        let ts_type = ts.data_type().clone();
-        let DataType::Timestamp(unit, _) = &ts_type else {
-            return exec_err!("session_window needs a TIMESTAMP column, not {ts_type}");
-        };
-        let gap = in_unit(gap, unit);
-        let raw = cast(&ts, &DataType::Int64)?;
-        let raw = raw.as_any().downcast_ref::<Int64Array>().ok_or_else(|| {
-            datafusion::error::DataFusionError::Internal("timestamp as i64".into())
-        })?;
+        let (raw, ts_type, unit) = timestamps(&ts, SESSION_WINDOW)?;
+        let gap = in_unit(gap, &unit);
         let ends: Int64Array = raw
             .iter()
             .map(|v| v.map(|v| v.saturating_add(gap)))

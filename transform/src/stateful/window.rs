@@ -39,12 +39,8 @@ pub(crate) fn udf() -> ScalarUDF {
 
 /// Parses Spark's interval text (`1 minute`, `10 seconds`, `interval 2 hours`).
 pub(crate) fn parse_interval(text: &str) -> Option<Duration> {
-    let t = text.trim();
-    let t = t
-        .strip_prefix("interval ")
-        .or_else(|| t.strip_prefix("INTERVAL "))
-        .unwrap_or(t);
-    tributary_sdk::options::parse_duration(t).filter(|d| !d.is_zero())
+    // parse_duration takes Spark's interval strings, `interval` prefix included
+    tributary_sdk::options::parse_duration(text).filter(|d| !d.is_zero())
 }
 
 /// The struct type of a window over timestamps of type `ts`.
@@ -97,29 +93,10 @@ impl ScalarUDFImpl for Window {
                 "a sliding window(timeColumn, windowDuration, slideDuration) can only be a GROUP BY key of the query's aggregation"
             );
         };
-        let size = match size {
-            ColumnarValue::Scalar(
-                ScalarValue::Utf8(Some(s))
-                | ScalarValue::Utf8View(Some(s))
-                | ScalarValue::LargeUtf8(Some(s)),
-            ) => s.clone(),
-            _ => return exec_err!("window's duration must be a literal such as '1 minute'"),
-        };
-        let Some(size) = parse_interval(&size) else {
-            return exec_err!(
-                "window duration '{size}' is not an interval such as '10 seconds', '1 minute' or '2 hours'"
-            );
-        };
+        let size = literal_interval(size, WINDOW, "duration")?;
         let ts = ts.to_array(args.number_rows)?;
-        let ts_type = ts.data_type().clone();
-        let DataType::Timestamp(unit, _) = &ts_type else {
-            return exec_err!("window needs a TIMESTAMP column, not {ts_type}");
-        };
-        let step = in_unit(size, unit);
-        let raw = cast(&ts, &DataType::Int64)?;
-        let raw = raw.as_any().downcast_ref::<Int64Array>().ok_or_else(|| {
-            datafusion::error::DataFusionError::Internal("timestamp as i64".into())
-        })?;
+        let (raw, ts_type, unit) = timestamps(&ts, WINDOW)?;
+        let step = in_unit(size, &unit);
         let starts: Int64Array = raw
             .iter()
             .map(|v| v.map(|v| v.div_euclid(step) * step))
@@ -159,20 +136,37 @@ pub(crate) fn windows_udf() -> ScalarUDF {
     })
 }
 
-fn literal_interval(v: &ColumnarValue, what: &str) -> DfResult<Duration> {
+/// Argument `what` of function `func`: a literal interval such as `'1 minute'`.
+pub(crate) fn literal_interval(v: &ColumnarValue, func: &str, what: &str) -> DfResult<Duration> {
     let text = match v {
         ColumnarValue::Scalar(
             ScalarValue::Utf8(Some(s))
             | ScalarValue::Utf8View(Some(s))
             | ScalarValue::LargeUtf8(Some(s)),
         ) => s.clone(),
-        _ => return exec_err!("window's {what} must be a literal such as '1 minute'"),
+        _ => return exec_err!("{func}'s {what} must be a literal such as '1 minute'"),
     };
     parse_interval(&text).ok_or_else(|| {
         datafusion::error::DataFusionError::Execution(format!(
-            "window {what} '{text}' is not an interval such as '10 seconds', '1 minute' or '2 hours'"
+            "{func} {what} '{text}' is not an interval such as '10 seconds', '1 minute' or '2 hours'"
         ))
     })
+}
+
+/// A TIMESTAMP argument of `func` as its raw values, its type and its unit.
+pub(crate) fn timestamps(ts: &ArrayRef, func: &str) -> DfResult<(Int64Array, DataType, TimeUnit)> {
+    let ts_type = ts.data_type().clone();
+    let DataType::Timestamp(unit, _) = &ts_type else {
+        return exec_err!("{func} needs a TIMESTAMP column, not {ts_type}");
+    };
+    let unit = *unit;
+    let raw = cast(ts, &DataType::Int64)?;
+    let raw = raw
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .cloned()
+        .ok_or_else(|| datafusion::error::DataFusionError::Internal("timestamp as i64".into()))?;
+    Ok((raw, ts_type, unit))
 }
 
 impl ScalarUDFImpl for SlidingWindows {
@@ -202,22 +196,15 @@ impl ScalarUDFImpl for SlidingWindows {
             return exec_err!("sliding windows take three arguments");
         };
         let (size, slide) = (
-            literal_interval(size, "duration")?,
-            literal_interval(slide, "slide")?,
+            literal_interval(size, WINDOW, "duration")?,
+            literal_interval(slide, WINDOW, "slide")?,
         );
         if slide > size {
             return exec_err!("window slide ({slide:?}) must not exceed its duration ({size:?})");
         }
         let ts = ts.to_array(args.number_rows)?;
-        let ts_type = ts.data_type().clone();
-        let DataType::Timestamp(unit, _) = &ts_type else {
-            return exec_err!("window needs a TIMESTAMP column, not {ts_type}");
-        };
-        let (size, slide) = (in_unit(size, unit), in_unit(slide, unit));
-        let raw = cast(&ts, &DataType::Int64)?;
-        let raw = raw.as_any().downcast_ref::<Int64Array>().ok_or_else(|| {
-            datafusion::error::DataFusionError::Internal("timestamp as i64".into())
-        })?;
+        let (raw, ts_type, unit) = timestamps(&ts, WINDOW)?;
+        let (size, slide) = (in_unit(size, &unit), in_unit(slide, &unit));
         let mut offsets = vec![0i32];
         let (mut starts, mut ends) = (Vec::new(), Vec::new());
         for v in raw.iter() {
