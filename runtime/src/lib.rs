@@ -40,6 +40,9 @@ pub mod core;
 pub mod delta_cli;
 pub mod drivers;
 pub mod engine;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod latency;
 pub mod logging;
 pub mod monitor;

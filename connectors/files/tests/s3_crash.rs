@@ -4,6 +4,10 @@
 //! more files land, and finishes with one last run. The output is read back with the `parquet`
 //! crate directly (not through the sink or the source) and every id must be there exactly once;
 //! every input object must have moved to the archive prefix.
+//!
+//! And S3 unreachable for 30 s mid-run (a stalling TCP proxy in front of moto, then every held
+//! connection reset): the run waits and finishes, or fails with one clear error; a re-run then
+//! finishes, every id exactly once.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::io::{Read, Write};
@@ -256,4 +260,128 @@ kind = "availableNow"
         "{kills} kills in {runs} runs; {} rows exactly once; {archived} files moved",
         ids.len()
     );
+}
+
+fn bucket_named(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+            % 1_000_000
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_unreachable_for_30_seconds_mid_run_loses_and_duplicates_nothing() {
+    let Some(endpoint) =
+        tributary_skip_log::require_env("TRIBUTARY_S3_ENDPOINT", "scripts/services/objectstore.sh")
+    else {
+        return;
+    };
+    let Some(bin) = binary() else { return };
+    let bucket = bucket_named("stall");
+    http_put(&endpoint, &format!("/{bucket}"));
+    let store: Arc<dyn ObjectStore> = Arc::new(
+        AmazonS3Builder::new()
+            .with_endpoint(&endpoint)
+            .with_allow_http(true)
+            .with_bucket_name(&bucket)
+            .with_region("us-east-1")
+            .with_access_key_id("testing")
+            .with_secret_access_key("testing")
+            .build()
+            .unwrap(),
+    );
+    let rows = upload(&store, "f", 40, 25, 0).await;
+    let target: std::net::SocketAddr = endpoint
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let proxy = tributary_stall_proxy::StallProxy::start(target).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let (out, ck) = (root.path().join("out"), root.path().join("ck"));
+    let pipeline = root.path().join("pipeline.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            r#"
+name = "s3-stall"
+checkpoint = "{ck}"
+[source]
+connector = "files"
+options = {{ path = "s3://{bucket}/landing", "cloudFiles.format" = "json", schema = "id BIGINT, name STRING", "cloudFiles.maxFilesPerTrigger" = 1, "cloudFiles.endpoint" = "{proxied}", "cloudFiles.awsAccessKey" = "testing", "cloudFiles.awsSecretKey" = "testing" }}
+[[sink]]
+connector = "parquet"
+options = {{ path = "{out}" }}
+[trigger]
+kind = "availableNow"
+"#,
+            ck = ck.display(),
+            out = out.display(),
+            proxied = proxy.http_endpoint(),
+        ),
+    )
+    .unwrap();
+
+    let mut child = std::process::Command::new(&bin)
+        .args(["run", "-q"])
+        .arg(&pipeline)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Stall once the run is in its batch loop (a batch committed), for 30 s.
+    let commits = ck.join("commits");
+    let t0 = Instant::now();
+    while std::fs::read_dir(&commits).map(|d| d.count()).unwrap_or(0) < 2 {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no batch committed");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before the stall");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    proxy.stall();
+    let stalled_at = Instant::now();
+    std::thread::sleep(Duration::from_secs(30));
+    let ended_during_stall = child.try_wait().unwrap();
+    proxy.reset();
+    proxy.resume();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            stalled_at.elapsed() < Duration::from_secs(30 + 180),
+            "the run neither finished nor failed within 180 s of S3's return"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let err = std::io::read_to_string(child.stderr.take().unwrap()).unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    if status.success() {
+        eprintln!("the run waited out the 30 s stall and finished");
+    } else {
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(lines.len(), 1, "one clear error: {err}");
+        assert!(
+            !lines[0].contains("DispatchFailure") && !lines[0].contains("<?xml"),
+            "a one-line error: {}",
+            lines[0]
+        );
+        eprintln!(
+            "the run failed {}: {}",
+            if ended_during_stall.is_some() { "during the stall" } else { "after it" },
+            lines[0]
+        );
+        let o = std::process::Command::new(&bin)
+            .args(["run", "-q"])
+            .arg(&pipeline)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "re-run: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert!(proxy.connections() > 1);
+    let ids = parquet_ids(&out);
+    assert_eq!(ids, (0..rows as i64).collect::<Vec<_>>(), "every id exactly once");
 }

@@ -477,16 +477,8 @@ fn run(cli: Cli) -> Result<(), Error> {
                     }
                     None => None,
                 };
-                let stop = p.shutdown_handle();
-                tokio::spawn(async move {
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        logging::notice("stopping after the current batch (Ctrl-C again to abort)");
-                        stop.trigger();
-                        if tokio::signal::ctrl_c().await.is_ok() {
-                            std::process::exit(130);
-                        }
-                    }
-                });
+                p.shutdown_handle()
+                    .on_signals("stopping after the current batch");
                 let summary = p.run().await?;
                 if !quiet {
                     logging::notice(&format!(

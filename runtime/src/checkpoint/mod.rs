@@ -102,11 +102,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut f = File::create(&tmp).map_err(|e| ck_err("create", &tmp, e))?;
-    f.write_all(bytes).map_err(|e| ck_err("write", &tmp, e))?;
-    f.sync_all().map_err(|e| ck_err("fsync", &tmp, e))?;
-    drop(f);
-    fs::rename(&tmp, path).map_err(|e| ck_err("rename into", path, e))?;
+    let written = File::create(&tmp)
+        .map_err(|e| ck_err("create", &tmp, e))
+        .and_then(|mut f| {
+            f.write_all(bytes).map_err(|e| ck_err("write", &tmp, e))?;
+            f.sync_all().map_err(|e| ck_err("fsync", &tmp, e))
+        })
+        .and_then(|()| fs::rename(&tmp, path).map_err(|e| ck_err("rename into", path, e)));
+    if let Err(e) = written {
+        // A full disk or a failed fsync leaves no half-written file behind.
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| ck_err("fsync", dir, e))?;

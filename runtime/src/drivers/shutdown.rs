@@ -1,4 +1,6 @@
-//! [`Shutdown`]: a cloneable flag that asks a running pipeline to stop after the current batch.
+//! [`Shutdown`]: a cloneable flag that asks a running pipeline to stop after the current batch,
+//! and [`Shutdown::on_signals`], which raises it on `SIGINT` (Ctrl-C) or `SIGTERM` (what
+//! `kill`, systemd and Kubernetes send) so a stop ends as cleanly as a requested one.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -39,5 +41,92 @@ impl Shutdown {
             _ = tokio::time::sleep(d) => {}
             _ = notified => {}
         }
+    }
+
+    /// Raises the flag on the first `SIGINT` or `SIGTERM`, logging `notice` (what will stop);
+    /// a second signal of either kind exits at once (130 after `SIGINT`, 143 after `SIGTERM`,
+    /// the shell's codes), leaving the batch in flight to replay.
+    ///
+    /// Must be called inside a Tokio runtime. Signals that cannot be watched (no such handler on
+    /// this platform) are skipped with a warning; Ctrl-C is always watched.
+    pub fn on_signals(&self, notice: &'static str) {
+        let stop = self.clone();
+        tokio::spawn(async move {
+            let mut signals = Signals::new();
+            let first = signals.next().await;
+            crate::logging::notice(&format!("{first}: {notice} (a second signal aborts)"));
+            stop.trigger();
+            let second = signals.next().await;
+            std::process::exit(second.exit_code());
+        });
+    }
+}
+
+/// The stop signals a run listens for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopSignal {
+    Interrupt,
+    Terminate,
+}
+
+impl StopSignal {
+    fn exit_code(self) -> i32 {
+        match self {
+            StopSignal::Interrupt => 130,
+            StopSignal::Terminate => 143,
+        }
+    }
+}
+
+impl std::fmt::Display for StopSignal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StopSignal::Interrupt => "SIGINT",
+            StopSignal::Terminate => "SIGTERM",
+        })
+    }
+}
+
+struct Signals {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let term = match signal(SignalKind::terminate()) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::warn!("SIGTERM cannot be watched ({e}); it will end the run at once");
+                    None
+                }
+            };
+            Signals { term }
+        }
+        #[cfg(not(unix))]
+        Signals {}
+    }
+
+    async fn next(&mut self) -> StopSignal {
+        #[cfg(unix)]
+        if let Some(term) = self.term.as_mut() {
+            return tokio::select! {
+                r = tokio::signal::ctrl_c() => Self::interrupt(r).await,
+                _ = term.recv() => StopSignal::Terminate,
+            };
+        }
+        Self::interrupt(tokio::signal::ctrl_c().await).await
+    }
+
+    /// A Ctrl-C handler that cannot be installed never fires (rather than firing at once).
+    async fn interrupt(r: std::io::Result<()>) -> StopSignal {
+        if let Err(e) = r {
+            tracing::warn!("Ctrl-C cannot be watched ({e})");
+            std::future::pending::<()>().await;
+        }
+        StopSignal::Interrupt
     }
 }

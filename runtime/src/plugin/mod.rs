@@ -29,8 +29,8 @@ mod foreign_source;
 mod foreign_streaming;
 mod format;
 mod loader;
-mod manifest;
-mod precheck;
+pub(crate) mod manifest;
+pub(crate) mod precheck;
 
 pub use foreign_sink::{ForeignSink, ForeignSinkFactory};
 pub use foreign_source::{ForeignSource, ForeignSourceFactory};

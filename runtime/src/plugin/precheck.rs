@@ -67,7 +67,21 @@ pub(crate) fn check_library(path: &Path) -> Result<()> {
     }
     let data =
         std::fs::read(path).map_err(|e| not_a_library(&format!("it cannot be read: {e}")))?;
-    let file = object::File::parse(&*data)
+    check_library_bytes(path, &data)
+}
+
+/// [`check_library`] on the file's bytes, already read (`path` names it in errors).
+pub(crate) fn check_library_bytes(path: &Path, data: &[u8]) -> Result<()> {
+    let not_a_library = |why: &str| {
+        bad(
+            path,
+            &format!(
+                "it cannot be loaded as a shared library for this host ({}): {why}",
+                target()
+            ),
+        )
+    };
+    let file = object::File::parse(data)
         .map_err(|e| not_a_library(&format!("it is not a complete object file ({e})")))?;
     if let Some(format) = host_format() {
         if file.format() != format {

@@ -236,16 +236,7 @@ fn run_command(catalog: Catalog, args: RunArgs) -> Result<()> {
             _ => None,
         };
         let stop = Shutdown::default();
-        let on_signal = stop.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                logging::notice("stopping after the current batches (Ctrl-C again to abort)");
-                on_signal.trigger();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(130);
-                }
-            }
-        });
+        stop.on_signals("stopping after the current batches");
         let results = match args.name {
             Some(name) => {
                 let s = run_stream(&catalog, &name, &options, stop).await?;

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Fuzzes the readers Tributary runs on untrusted bytes (fuzz/, cargo-fuzz on libFuzzer):
+#   decode_json, decode_avro, decode_protobuf   the payload decoders (PERMISSIVE never fails a
+#                                              batch, no row is lost or added; FAILFAST may refuse)
+#   pipeline_file                               the pipeline-file parser
+#   checkpoint_logs                             checkpoint verification and recovery
+#   plugin_file, plugin_manifest                a plugin file before it is mapped; its manifest
+#
+#   scripts/fuzz.sh                  # every target, 10,000,000 executions each
+#   RUNS=100000 scripts/fuzz.sh decode_json pipeline_file
+#
+# Needs the nightly toolchain (rustup's; cargo-fuzz instruments with -Zsanitizer flags) and
+# installs cargo-fuzz when it is missing. Built without AddressSanitizer (`-s none`): the code
+# is safe Rust but for the manifest reader's C pointers, and ASan would cost about half the
+# executions. Corpora live in fuzz/corpus/<target> (kept in the repository: what the fuzzer
+# learned is the next run's start); a crash is written to fuzz/artifacts/<target>/ and fails
+# this script. Prints one line per target: executions, corpus size, time.
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+RUNS=${RUNS:-10000000}
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=(decode_json decode_avro decode_protobuf pipeline_file checkpoint_logs plugin_file plugin_manifest)
+fi
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+cargo +nightly fuzz build -s none --release
+status=0
+for t in "${targets[@]}"; do
+  mkdir -p "corpus/$t" "artifacts/$t"
+  log=$(mktemp)
+  start=$(date +%s)
+  if cargo +nightly fuzz run -s none --release "$t" "corpus/$t" -- \
+      -runs="$RUNS" -max_len=65536 -rss_limit_mb=4096 -timeout=30 -print_final_stats=1 >"$log" 2>&1; then
+    result=ok
+  else
+    result=CRASH; status=1
+  fi
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+  echo "$t: $result, $execs executions, $(ls "corpus/$t" | wc -l) corpus files, $(( $(date +%s) - start )) s"
+  [ "$result" = ok ] || tail -40 "$log"
+  rm -f "$log"
+done
+exit $status
