@@ -119,6 +119,15 @@ impl StageFactory for DecodeStageFactory {
         Binding::new(&config, source).map(|_| ())
     }
 
+    /// Schemas given as text open without I/O; a registry is asked when the run opens.
+    fn opens_without_io(&self, options: &Options) -> bool {
+        DecodeConfig::parse(options).is_ok_and(|(config, _)| {
+            [&config.key, &config.payload]
+                .iter()
+                .all(|side| !matches!(side, Some(SideSource::Registry(_))))
+        })
+    }
+
     fn create(
         &self,
         options: &Options,

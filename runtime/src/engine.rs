@@ -4,5 +4,5 @@
 //! the commit sequence, progress events) driven by the trigger's driver (`crate::drivers`:
 //! micro-batch, real-time, distributed). This module gathers what an embedding crate needs.
 
-pub use crate::core::{check_checkpoint, validate, Pipeline, RunSummary};
+pub use crate::core::{check_checkpoint, plan, validate, Pipeline, Plan, RunSummary};
 pub use crate::drivers::Shutdown;

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use arrow::array::{Array, AsArray};
+use arrow::array::AsArray;
 use common::*;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
@@ -35,7 +35,8 @@ struct Broker {
 
 impl Broker {
     fn start(dir: &Path) -> Option<Broker> {
-        let bin = tributary_skip_log::require_env("TRIBUTARY_TANSU_BIN", "scripts/services/kafka.sh")?;
+        let bin =
+            tributary_skip_log::require_env("TRIBUTARY_TANSU_BIN", "scripts/services/kafka.sh")?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -69,8 +70,17 @@ impl Broker {
             .env_remove("ADVERTISED_LISTENER_URL")
             .env_remove("STORAGE_ENGINE")
             .env_remove("CLUSTER_ID")
-            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url])
-            .args(["--storage-engine", "sqlite://data/tansu.db?maintenance_interval=1s"])
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+            ])
+            .args([
+                "--storage-engine",
+                "sqlite://data/tansu.db?maintenance_interval=1s",
+            ])
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -78,7 +88,10 @@ impl Broker {
         self.child = Some(child);
         let t0 = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(t0.elapsed() < Duration::from_secs(60), "tansu did not listen");
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "tansu did not listen"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -205,14 +218,22 @@ fn run_through_a_broker_kill(
     assert!(!err.contains("panicked"), "{err}");
     if !status.success() {
         let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
-        assert_eq!(errors.len(), 1, "one clear error when the broker went away: {err}");
+        assert_eq!(
+            errors.len(),
+            1,
+            "one clear error when the broker went away: {err}"
+        );
         eprintln!("run failed while the broker was away: {}", errors[0]);
     }
     status.success()
 }
 
 fn run_to_the_end(pipeline: &Path) {
-    let o = tributary().args(["run", "-q"]).arg(pipeline).output().unwrap();
+    let o = tributary()
+        .args(["run", "-q"])
+        .arg(pipeline)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -263,7 +284,11 @@ kind = "availableNow"
     let (positions, rows) = parquet_positions(&l.output());
     let values: std::collections::BTreeSet<u64> =
         positions.values().map(|v| v.parse().unwrap()).collect();
-    assert_eq!(rows, positions.len(), "a (partition, offset) was written twice");
+    assert_eq!(
+        rows,
+        positions.len(),
+        "a (partition, offset) was written twice"
+    );
     assert_eq!(rows as u64, N, "rows in the output");
     assert_eq!(values, (0..N).collect(), "every produced value once");
     eprintln!("{failed} of 3 runs failed while the broker was away; {rows} rows exactly once");
@@ -279,14 +304,18 @@ fn topic_ids(bootstrap: &str, topic: &str, partitions: i32, want: usize) -> Vec<
         .unwrap();
     let mut tpl = TopicPartitionList::new();
     for p in 0..partitions {
-        tpl.add_partition_offset(topic, p, Offset::Beginning).unwrap();
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
     }
     c.assign(&tpl).unwrap();
     let (mut ids, mut distinct) = (Vec::new(), std::collections::BTreeSet::new());
     let t0 = Instant::now();
     while distinct.len() < want && t0.elapsed() < Duration::from_secs(30) {
         if let Some(Ok(m)) = c.poll(Duration::from_millis(100)) {
-            let id: u64 = std::str::from_utf8(m.payload().unwrap()).unwrap().parse().unwrap();
+            let id: u64 = std::str::from_utf8(m.payload().unwrap())
+                .unwrap()
+                .parse()
+                .unwrap();
             distinct.insert(id);
             ids.push(id);
         }
@@ -340,7 +369,11 @@ kind = "availableNow"
     run_to_the_end(&pipeline);
     let ids = topic_ids(&bootstrap, "out", 2, n as usize);
     let distinct: std::collections::BTreeSet<u64> = ids.iter().copied().collect();
-    assert_eq!(distinct, (0..n).collect(), "every id in the topic at least once");
+    assert_eq!(
+        distinct,
+        (0..n).collect(),
+        "every id in the topic at least once"
+    );
     eprintln!(
         "{failed} of 2 runs failed while the broker was away; {} records for {n} ids",
         ids.len()

@@ -121,7 +121,11 @@ fn assert_checkpoint_whole(ck: &Path) {
 
 fn finish_and_check(l: &Layout, p: &Path, rows: u64) {
     let o = tributary().args(["run", "-q"]).arg(p).output().unwrap();
-    assert!(o.status.success(), "restart after freeing space: {}", stderr(&o));
+    assert!(
+        o.status.success(),
+        "restart after freeing space: {}",
+        stderr(&o)
+    );
     let ids = output_ids(&l.output());
     assert_eq!(ids.len() as u64, rows, "rows in output after the restart");
     assert_eq!(ids, (0..rows as i64).collect::<Vec<_>>());
@@ -143,10 +147,16 @@ fn a_full_checkpoint_file_system_fails_clearly_and_resumes_exactly_once() {
         line.contains("No space left on device") || line.contains("disk full"),
         "{line}"
     );
-    assert!(line.contains(&l.checkpoint().display().to_string()), "the path: {line}");
+    assert!(
+        line.contains(&l.checkpoint().display().to_string()),
+        "the path: {line}"
+    );
     assert_checkpoint_whole(&l.checkpoint());
     let before = output_ids(&l.output()).len();
-    assert!(before > 0 && (before as u64) < rows, "{before} rows before the stop");
+    assert!(
+        before > 0 && (before as u64) < rows,
+        "{before} rows before the stop"
+    );
 
     fs.free();
     finish_and_check(&l, &p, rows);

@@ -325,3 +325,64 @@ fn check_refuses_what_run_refuses() {
         assert!(!l.checkpoint().exists(), "case {i} created the checkpoint");
     }
 }
+
+/// `check` opens the `[transform]` SQL against the source's schema as `run` does (#22 item 7):
+/// an unknown column is refused by both with the same line, a good query names the columns the
+/// sinks receive, and a schema inferred from data is said to be left to the run.
+#[test]
+fn check_plans_the_sql_as_run_does() {
+    let l = Layout::new();
+    let base = std::fs::read_to_string(l.pipeline("", "availableNow")).unwrap();
+    let write = |name: &str, text: &str| {
+        let p = l.root.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let good = write(
+        "good.toml",
+        &format!("{base}\n[transform]\nsql = \"SELECT id, amount * 2 AS doubled FROM source\"\n"),
+    );
+    let o = tributary().arg("check").arg(&good).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("planned: the sinks receive 2 column(s): id Int64, doubled Float64"),
+        "{stdout}"
+    );
+
+    let bad = write(
+        "bad.toml",
+        &format!("{base}\n[transform]\nsql = \"SELECT id, nope FROM source\"\n"),
+    );
+    let mut lines = Vec::new();
+    for cmd in ["check", "run"] {
+        let o = tributary().arg(cmd).arg(&bad).output().unwrap();
+        let line = assert_one_clear_error(&o);
+        assert!(line.contains("nope"), "{cmd}: {line}");
+        lines.push(line);
+    }
+    assert_eq!(lines[0], lines[1], "check and run refuse the query alike");
+
+    let inferred = write(
+        "inferred.toml",
+        &format!(
+            "{}\n[transform]\nsql = \"SELECT nope FROM source\"\n",
+            base.replace(", schema = \"id BIGINT, name STRING, amount DOUBLE\"", "")
+        ),
+    );
+    let o = tributary().arg("check").arg(&inferred).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("not planned: source 'files' infers its schema from the data"),
+        "{stdout}"
+    );
+}

@@ -415,7 +415,11 @@ fn sigterm_ends_the_long_batch_and_commits_it() {
         let want = ((round + 1) * 300) as usize;
         let seen = read_ids(&bootstrap, &output, 3, want, Duration::from_secs(60));
         let distinct: BTreeSet<u64> = seen.iter().copied().collect();
-        assert_eq!(distinct.len(), want, "round {round}: delivered before the stop");
+        assert_eq!(
+            distinct.len(),
+            want,
+            "round {round}: delivered before the stop"
+        );
         let pid = child.id().to_string();
         assert!(std::process::Command::new("kill")
             .args(["-TERM", &pid])
@@ -437,7 +441,11 @@ fn sigterm_ends_the_long_batch_and_commits_it() {
         assert!(status.success(), "round {round}: {status}: {err}");
         assert!(err.contains("SIGTERM: stopping"), "round {round}: {err}");
         let committed = std::fs::read_dir(&commits).map(|d| d.count()).unwrap_or(0);
-        assert_eq!(committed as u64, round + 1, "round {round}: long batches committed");
+        assert_eq!(
+            committed as u64,
+            round + 1,
+            "round {round}: long batches committed"
+        );
     }
     // Everything, read to the end: no record twice (the second run began after the first's
     // committed positions).

@@ -67,7 +67,10 @@ fn sigterm_mid_run_finishes_the_batch_and_commits_it() {
     let (mut stopped, mut runs) = (0, 0);
     while stopped < 6 {
         runs += 1;
-        assert!(runs <= 20, "only {stopped} of {runs} runs were stopped mid-way");
+        assert!(
+            runs <= 20,
+            "only {stopped} of {runs} runs were stopped mid-way"
+        );
         next_id = write_json_files(&l.input(), &format!("f{runs:03}"), 20, 20, next_id);
         let before = ids_in(&commits).len();
         let mut child = tributary()
@@ -119,7 +122,10 @@ fn sigterm_mid_run_finishes_the_batch_and_commits_it() {
     let expected: Vec<i64> = (0..next_id as i64).collect();
     assert_eq!(ids.len(), expected.len(), "seed {seed}: rows in output");
     assert_eq!(ids, expected, "seed {seed}: ids in output");
-    eprintln!("{stopped} SIGTERM stops in {runs} runs, {} rows exactly once", ids.len());
+    eprintln!(
+        "{stopped} SIGTERM stops in {runs} runs, {} rows exactly once",
+        ids.len()
+    );
 }
 
 #[test]
@@ -142,7 +148,10 @@ fn sigterm_while_waiting_for_the_next_trigger_ends_at_once() {
     let t0 = Instant::now();
     while ids_in(&commits).is_empty() {
         assert!(t0.elapsed() < Duration::from_secs(60), "no batch committed");
-        assert!(child.try_wait().unwrap().is_none(), "the run ended by itself");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended by itself"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     std::thread::sleep(Duration::from_millis(200));
@@ -150,6 +159,9 @@ fn sigterm_while_waiting_for_the_next_trigger_ends_at_once() {
     let status = wait_bounded(&mut child, Duration::from_secs(10));
     let err = std::io::read_to_string(child.stderr.take().unwrap()).unwrap();
     assert!(status.success(), "{status}: {err}");
-    assert!(err.contains("SIGTERM: stopping after the current batch"), "{err}");
+    assert!(
+        err.contains("SIGTERM: stopping after the current batch"),
+        "{err}"
+    );
     assert_eq!(output_ids(&l.output()), (0..40).collect::<Vec<i64>>());
 }

@@ -120,6 +120,13 @@ pub trait PreparedSource: Send + Sync + Debug {
     /// What the configured source reads.
     fn description(&self) -> &SourceDescription;
 
+    /// The schema the configured source produces, when its options fix it; `Ok(None)` (the
+    /// default) when only the built source can tell. No I/O (see
+    /// [`crate::typed::SourceConnector::schema`]).
+    fn schema(&self) -> Result<Option<arrow_schema::SchemaRef>> {
+        Ok(None)
+    }
+
     /// Resolves secrets and builds the source. Opening connections may happen here or lazily
     /// in the source's first call.
     fn build(self: Box<Self>, context: &ConnectorContext) -> Result<Box<dyn Source>>;

@@ -180,6 +180,15 @@ pub trait StageFactory: Send + Sync + Debug {
     /// Checks the options against the source without I/O (no secret resolved).
     fn validate(&self, options: &Options, source: &SourceDescription) -> Result<()>;
 
+    /// Whether a stage with these options is created and opened without I/O and without a
+    /// secret (a decoder given its schemas as text, not a registry), so `tributary check` can
+    /// plan what follows it against its output schema. `false` (the default) stops the plan
+    /// at this stage.
+    fn opens_without_io(&self, options: &Options) -> bool {
+        let _ = options;
+        false
+    }
+
     /// Builds the stage for this source.
     fn create(
         &self,

@@ -110,6 +110,8 @@
 use std::fmt::Debug;
 use std::sync::Arc;
 
+use arrow_schema::SchemaRef;
+
 use crate::command::ConnectorCommand;
 use crate::connector::{
     ConnectorContext, PreparedSink, PreparedSource, SinkFactory, SourceFactory,
@@ -139,6 +141,15 @@ pub trait SourceConnector: Send + Sync + Debug + Clone + 'static {
 
     /// What a source with this config reads.
     fn describe(&self, config: &Self::Config) -> SourceDescription;
+
+    /// The schema a source with this config produces, when the config alone fixes it (Kafka's
+    /// and Kinesis's record schema, a files source given `schema`); `Ok(None)` (the default)
+    /// when only building the source can tell (an inferred schema). No I/O. `tributary check`
+    /// plans the pipeline's stages and SQL against it, as `run` does.
+    fn schema(&self, config: &Self::Config) -> Result<Option<SchemaRef>> {
+        let _ = config;
+        Ok(None)
+    }
 
     /// Builds the source: resolves secrets, opens what it needs.
     fn build(&self, config: Self::Config, context: &ConnectorContext) -> Result<Box<dyn Source>>;
@@ -199,6 +210,10 @@ struct Prepared<C: SourceConnector> {
 impl<C: SourceConnector> PreparedSource for Prepared<C> {
     fn description(&self) -> &SourceDescription {
         &self.description
+    }
+
+    fn schema(&self) -> Result<Option<SchemaRef>> {
+        self.connector.schema(&self.config)
     }
 
     fn build(self: Box<Self>, context: &ConnectorContext) -> Result<Box<dyn Source>> {

@@ -41,6 +41,12 @@ impl SourceConnector for FilesSourceFactory {
         SourceDescription::new(CONNECTOR, config.target())
     }
 
+    /// Fixed by the `schema` option (with `_rescued_data`, `_metadata` and the partition
+    /// columns as the built source adds them); an inferred schema is only known when built.
+    fn schema(&self, config: &FilesConfig) -> Result<Option<arrow_schema::SchemaRef>> {
+        crate::schema::given_output_schema(config)
+    }
+
     fn build(&self, config: FilesConfig, context: &ConnectorContext) -> Result<Box<dyn Source>> {
         Ok(Box::new(FilesSource::open(config, context)?))
     }

@@ -49,32 +49,7 @@ pub(crate) fn resolve_schema(
     store: Option<&SchemaStore>,
 ) -> Result<StreamSchema> {
     let (schema, partition_names) = match &config.schema_ddl {
-        Some(ddl) => {
-            let schema = parse_ddl(ddl)?;
-            let names = match &config.partition_columns {
-                PartitionColumns::Discover => Vec::new(),
-                PartitionColumns::Named(names) => names.clone(),
-            };
-            for name in &names {
-                if !schema
-                    .fields()
-                    .iter()
-                    .any(|f| f.name().eq_ignore_ascii_case(name))
-                {
-                    return Err(Error::new(
-                        ErrorCode::InvalidOption,
-                        format!(
-                            "option '{}' names column '{name}', which the 'schema' option \
-                             lacks; with a given schema, partition columns must be in it (their \
-                             type is taken from it)",
-                            names::PARTITION_COLUMNS
-                        ),
-                    )
-                    .with_context("option", names::PARTITION_COLUMNS));
-                }
-            }
-            (schema, names)
-        }
+        Some(ddl) => given(config, ddl)?,
         None => {
             match store.map(SchemaStore::load).transpose()?.flatten() {
                 Some(stored) => {
@@ -146,6 +121,11 @@ pub(crate) fn resolve_schema(
             }
         }
     };
+    split(config, schema, &partition_names)
+}
+
+/// The file columns and the partition columns of a resolved schema.
+fn split(config: &FilesConfig, schema: Schema, partition_names: &[String]) -> Result<StreamSchema> {
     let is_partition = |f: &Field| {
         partition_names
             .iter()
@@ -171,6 +151,49 @@ pub(crate) fn resolve_schema(
         file: Arc::new(Schema::new(file)),
         partitions,
     })
+}
+
+/// The `schema` option's columns and the partition columns among them (no I/O).
+fn given(config: &FilesConfig, ddl: &str) -> Result<(Schema, Vec<String>)> {
+    let schema = parse_ddl(ddl)?;
+    let names = match &config.partition_columns {
+        PartitionColumns::Discover => Vec::new(),
+        PartitionColumns::Named(names) => names.clone(),
+    };
+    for name in &names {
+        if !schema
+            .fields()
+            .iter()
+            .any(|f| f.name().eq_ignore_ascii_case(name))
+        {
+            return Err(Error::new(
+                ErrorCode::InvalidOption,
+                format!(
+                    "option '{}' names column '{name}', which the 'schema' option \
+                     lacks; with a given schema, partition columns must be in it (their \
+                     type is taken from it)",
+                    names::PARTITION_COLUMNS
+                ),
+            )
+            .with_context("option", names::PARTITION_COLUMNS));
+        }
+    }
+    Ok((schema, names))
+}
+
+/// The source's output schema when the `schema` option fixes it (no I/O: nothing inferred,
+/// nothing stored); `None` when the schema is inferred from the files.
+pub(crate) fn given_output_schema(config: &FilesConfig) -> Result<Option<SchemaRef>> {
+    let Some(ddl) = &config.schema_ddl else {
+        return Ok(None);
+    };
+    let (schema, names) = given(config, ddl)?;
+    let resolved = split(config, schema, &names)?;
+    let decode = crate::source::decode_context(config, resolved.file);
+    Ok(Some(output_schema(
+        &decode.decoded_schema,
+        &resolved.partitions,
+    )))
 }
 
 /// Refuses columns named like the ones the source adds itself.

@@ -258,7 +258,7 @@ impl FilesSource {
 }
 
 /// The decoding of `file_schema` with the config's format options.
-fn decode_context(config: &FilesConfig, file_schema: SchemaRef) -> DecodeContext {
+pub(crate) fn decode_context(config: &FilesConfig, file_schema: SchemaRef) -> DecodeContext {
     DecodeContext::new(
         config.format,
         file_schema,

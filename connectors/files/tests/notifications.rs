@@ -394,6 +394,70 @@ s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguratio
     eprintln!("S3 auto-setup notification latency {took:?}");
 }
 
+/// A set-up that fails after creating its queue deletes it again (#22 item 5): on a bucket
+/// that does not exist, the queue is made, the bucket's notification configuration cannot be
+/// read, and the error says the new queue was deleted; none is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_setup_failing_after_the_queue_deletes_the_queue_it_made() {
+    let Some(endpoint) = tributary_skip_log::require_env("TRIBUTARY_S3_ENDPOINT", SERVICE) else {
+        return;
+    };
+    let Some(_) = tributary_skip_log::require_env("TRIBUTARY_MOTO_PYTHON", SERVICE) else {
+        return;
+    };
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        % 10_000_000;
+    let path = format!("s3://missing-{n}/in");
+    let options: Options = [
+        ("path", path.as_str()),
+        ("cloudFiles.format", "json"),
+        ("schema", "id BIGINT"),
+        ("cloudFiles.endpoint", endpoint.as_str()),
+        ("cloudFiles.awsAccessKey", "testing"),
+        ("cloudFiles.awsSecretKey", "testing"),
+        ("cloudFiles.useNotifications", "true"),
+    ]
+    .into_iter()
+    .collect();
+    let checkpoint_id = format!("undo-{n}");
+    let state = tempfile::tempdir().unwrap();
+    let context = ConnectorContext {
+        state_dir: Some(state.path().to_path_buf()),
+        checkpoint_id: Some(checkpoint_id.clone()),
+        ..Default::default()
+    };
+    let queue = format!("tributary-{checkpoint_id}");
+    let e = match FilesSourceFactory.create(&options, &context) {
+        Err(e) => e,
+        Ok(mut source) => {
+            let start = source.initial_offset().await.unwrap();
+            source
+                .latest_offset(&start, &source.default_read_limit())
+                .await
+                .unwrap_err()
+        }
+    };
+    let text = e.to_string();
+    assert!(!text.contains('\n'), "{text}");
+    assert!(
+        text.contains("automatic notification setup")
+            && text.contains("notification configuration"),
+        "the failure is the set-up's, after the queue: {text}"
+    );
+    assert!(
+        text.contains(&format!("deleted the new queue '{queue}'")),
+        "{text}"
+    );
+    let queues = boto3(
+        "print(sqs.list_queues(QueueNamePrefix=sys.argv[1]).get('QueueUrls', []))",
+        &[&queue],
+    );
+    assert_eq!(queues, "[]", "the queue was left behind");
+}
+
 /// Calls Azurite's REST API signed with the development key (a few lines of Python: no Azure
 /// SDK is installed here): `container NAME` (Blob), `queue NAME`, `post NAME TEXT` (a message
 /// whose text is the base64 of TEXT, as Event Grid writes it), `count NAME` (Queue).

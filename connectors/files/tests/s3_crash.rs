@@ -338,7 +338,10 @@ kind = "availableNow"
     let t0 = Instant::now();
     while std::fs::read_dir(&commits).map(|d| d.count()).unwrap_or(0) < 2 {
         assert!(t0.elapsed() < Duration::from_secs(60), "no batch committed");
-        assert!(child.try_wait().unwrap().is_none(), "the run ended before the stall");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before the stall"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     proxy.stall();
@@ -371,7 +374,11 @@ kind = "availableNow"
         );
         eprintln!(
             "the run failed {}: {}",
-            if ended_during_stall.is_some() { "during the stall" } else { "after it" },
+            if ended_during_stall.is_some() {
+                "during the stall"
+            } else {
+                "after it"
+            },
             lines[0]
         );
         let o = std::process::Command::new(&bin)
@@ -379,9 +386,17 @@ kind = "availableNow"
             .arg(&pipeline)
             .output()
             .unwrap();
-        assert!(o.status.success(), "re-run: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "re-run: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
     assert!(proxy.connections() > 1);
     let ids = parquet_ids(&out);
-    assert_eq!(ids, (0..rows as i64).collect::<Vec<_>>(), "every id exactly once");
+    assert_eq!(
+        ids,
+        (0..rows as i64).collect::<Vec<_>>(),
+        "every id exactly once"
+    );
 }

@@ -45,6 +45,11 @@ impl SourceConnector for KafkaSourceFactory {
         }
     }
 
+    /// Kafka's record schema (with `headers` when `includeHeaders=true`).
+    fn schema(&self, config: &SourceConfig) -> Result<Option<arrow_schema::SchemaRef>> {
+        Ok(Some(crate::schema::kafka_schema(config.include_headers)))
+    }
+
     fn build(&self, config: SourceConfig, context: &ConnectorContext) -> Result<Box<dyn Source>> {
         Ok(Box::new(KafkaSource::build(config, context)?))
     }

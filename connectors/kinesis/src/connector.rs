@@ -51,6 +51,11 @@ impl SourceConnector for KinesisSourceFactory {
         vec![Arc::new(crate::commands::ConsumersCommandLine)]
     }
 
+    /// Kinesis's record schema.
+    fn schema(&self, _: &SourceConfig) -> Result<Option<arrow_schema::SchemaRef>> {
+        Ok(Some(crate::schema::kinesis_schema()))
+    }
+
     fn build(&self, config: SourceConfig, context: &ConnectorContext) -> Result<Box<dyn Source>> {
         let identity = SourceConnector::describe(self, &config).identity;
         Ok(Box::new(KinesisSource::new(

@@ -38,9 +38,14 @@ async fn a_30_second_stall_fails_calls_clearly_and_loses_or_duplicates_nothing()
     put(&client, &stream, "k1", &sent[..20]).await;
 
     let real = endpoint(Server::Mock);
-    let port: u16 = real.rsplit(':').next().unwrap().trim_end_matches('/').parse().unwrap();
-    let proxy =
-        tributary_stall_proxy::StallProxy::start(([127, 0, 0, 1], port).into()).unwrap();
+    let port: u16 = real
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let proxy = tributary_stall_proxy::StallProxy::start(([127, 0, 0, 1], port).into()).unwrap();
     let proxied = format!("https://localhost:{}", proxy.addr().port());
     let mut opts = source_options(Server::Mock, &stream, &[]);
     opts.set("endpoint", proxied.clone());

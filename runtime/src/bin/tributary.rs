@@ -523,6 +523,9 @@ fn run(cli: Cli) -> Result<(), Error> {
             let registry = Registry::with_plugins(&spec.plugin_path)?;
             let description = engine::validate(&spec, &registry)?;
             engine::check_checkpoint(&spec, &registry, &description.identity)?;
+            // The stages opened against the source's schema, as `run` opens them, when the
+            // options fix that schema (no I/O).
+            let plan = tokio::runtime::Runtime::new()?.block_on(engine::plan(&spec, &registry))?;
             println!(
                 "{}: ok ({} -> {}, trigger {})",
                 pipeline.display(),
@@ -534,6 +537,23 @@ fn run(cli: Cli) -> Result<(), Error> {
                     .join(", "),
                 spec.trigger
             );
+            if !spec.stages.is_empty() {
+                match plan {
+                    engine::Plan::Planned(schema) => println!(
+                        "  planned: the sinks receive {} column(s): {}",
+                        schema.fields().len(),
+                        schema
+                            .fields()
+                            .iter()
+                            .map(|f| format!("{} {}", f.name(), f.data_type()))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    engine::Plan::Stopped(why) => {
+                        println!("  not planned: {why}; run plans the stages when it starts")
+                    }
+                }
+            }
             if explain {
                 print!("{}", explain_options(&spec, &registry, markdown)?);
             }

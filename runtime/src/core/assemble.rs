@@ -2,12 +2,14 @@
 //!
 //! 1. [`prepare`] checks every connector's and stage's options without I/O (`tributary check`)
 //!    and returns what to build.
+//!    [`plan`] goes on to open the stages against the source's schema when that needs no I/O.
 //! 2. [`Prepared::build`] builds the source, the ordered stages and the sinks with the given
 //!    contexts: the driver's source gets the checkpoint's state directory, an executor's gets
 //!    none (it reads partitions, never plans or commits).
 
 use std::sync::Arc;
 
+use arrow::datatypes::SchemaRef;
 use tributary_sdk::{
     ConnectorContext, Error, ErrorCode, PreparedSink, PreparedSource, RealTimeSupport, Result,
     SecretStore, Sink, Source, SourceDescription, Stage, StageFactory,
@@ -177,6 +179,58 @@ fn one_sink_per_path(spec: &PipelineSpec) -> Result<()> {
 /// are valid for this source. Returns what the source reads.
 pub fn validate(spec: &PipelineSpec, registry: &Registry) -> Result<SourceDescription> {
     Ok(prepare(spec, registry)?.description().clone())
+}
+
+/// How far `tributary check` planned a pipeline's stages without I/O.
+#[derive(Debug, Clone)]
+pub enum Plan {
+    /// Every stage opened against the source's schema, as `run` opens them (unknown columns,
+    /// type errors and stateful operators the trigger or engine cannot run are refused); the
+    /// schema the sinks would receive.
+    Planned(SchemaRef),
+    /// Planning stopped here: what only the run can tell (an inferred schema, a registry).
+    Stopped(String),
+}
+
+/// Opens the pipeline's stages against the source's schema without I/O, with `run`'s checks
+/// (see [`Plan`]): the source must fix its schema from its options and every registered stage
+/// before the last SQL must open without I/O; otherwise planning stops, saying why.
+pub async fn plan(spec: &PipelineSpec, registry: &Registry) -> Result<Plan> {
+    let prepared = prepare(spec, registry)?;
+    let Some(schema) = prepared.source.schema()? else {
+        return Ok(Plan::Stopped(format!(
+            "source '{}' infers its schema from the data when it runs",
+            spec.source
+        )));
+    };
+    let description = prepared.description().clone();
+    let no_secrets = tributary_sdk::EnvSecretStore;
+    let mut stages: Vec<(String, Box<dyn Stage>)> = Vec::new();
+    for stage in &prepared.stages {
+        stages.push(match stage {
+            PreparedStage::Registered(factory, options) => {
+                if !factory.opens_without_io(options) {
+                    return Ok(Plan::Stopped(format!(
+                        "stage '{}' resolves its schema (a registry) when it runs",
+                        factory.name()
+                    )));
+                }
+                (
+                    factory.name().to_string(),
+                    factory.create(options, &description, &no_secrets)?,
+                )
+            }
+            PreparedStage::Sql(section) => (
+                "sql".to_string(),
+                crate::transform::stage(section, &prepared.origin)?,
+            ),
+        });
+    }
+    let mut chain = StageChain::new(stages);
+    let out = chain.open(schema).await?;
+    let distributed = spec.engine != crate::distributed::EngineSpec::Embedded;
+    super::refuse_state(&mut chain, spec.trigger, distributed)?;
+    Ok(Plan::Planned(out))
 }
 
 /// Every sink honours the query's output mode (`[transform] outputMode`), as Spark checks

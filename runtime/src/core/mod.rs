@@ -42,7 +42,7 @@ use crate::trigger::Trigger;
 use sinks::SinkSet;
 use stages::StageChain;
 
-pub use assemble::validate;
+pub use assemble::{plan, validate, Plan};
 
 /// What a finished run did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -255,24 +255,11 @@ impl Pipeline {
     /// A query with state runs on this process only (so far), under the `realTime` trigger
     /// when its stages can run chunk by chunk.
     fn refuse_state_elsewhere(&mut self) -> Result<()> {
-        if matches!(self.trigger, Trigger::RealTime { .. }) {
-            if let Some(why) = self.stages.real_time_refusal() {
-                return Err(tributary_sdk::Error::new(
-                    tributary_sdk::ErrorCode::InvalidPipeline,
-                    format!("the query keeps state that the realTime trigger cannot run: {why}"),
-                )
-                .with_context("option", "trigger"));
-            }
-        }
         #[cfg(feature = "ballista")]
-        if self.distributed.is_some() {
-            return Err(tributary_sdk::Error::new(
-                tributary_sdk::ErrorCode::InvalidPipeline,
-                "a stage keeps state across batches (a [transform] aggregation or deduplication, or a stateful processor), which the Ballista engine does not support yet; run it on the embedded engine (engine.kind = \"embedded\")",
-            )
-            .with_context("option", "engine.kind"));
-        }
-        Ok(())
+        let distributed = self.distributed.is_some();
+        #[cfg(not(feature = "ballista"))]
+        let distributed = false;
+        refuse_state(&mut self.stages, self.trigger, distributed)
     }
 
     /// Opens the stages and sinks, checks each sink's own record against the checkpoint and
@@ -348,4 +335,30 @@ pub(crate) fn next_id(id: u64) -> Result<u64> {
             format!("the checkpoint's batch id {id} is the last possible one: the offsets log was edited or is damaged"),
         )
     })
+}
+
+/// A stateful chain is refused where its state cannot run: a stage that cannot run under the
+/// `realTime` trigger, or any state on the Ballista engine. `run` and `check` both ask here.
+pub(crate) fn refuse_state(
+    stages: &mut StageChain,
+    trigger: Trigger,
+    distributed: bool,
+) -> Result<()> {
+    if matches!(trigger, Trigger::RealTime { .. }) {
+        if let Some(why) = stages.real_time_refusal() {
+            return Err(tributary_sdk::Error::new(
+                tributary_sdk::ErrorCode::InvalidPipeline,
+                format!("the query keeps state that the realTime trigger cannot run: {why}"),
+            )
+            .with_context("option", "trigger"));
+        }
+    }
+    if distributed && stages.is_stateful() {
+        return Err(tributary_sdk::Error::new(
+            tributary_sdk::ErrorCode::InvalidPipeline,
+            "a stage keeps state across batches (a [transform] aggregation or deduplication, or a stateful processor), which the Ballista engine does not support yet; run it on the embedded engine (engine.kind = \"embedded\")",
+        )
+        .with_context("option", "engine.kind"));
+    }
+    Ok(())
 }

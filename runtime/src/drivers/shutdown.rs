@@ -51,8 +51,9 @@ impl Shutdown {
     /// this platform) are skipped with a warning; Ctrl-C is always watched.
     pub fn on_signals(&self, notice: &'static str) {
         let stop = self.clone();
+        // Installed before returning, so a signal that comes at once is already handled.
+        let mut signals = Signals::new();
         tokio::spawn(async move {
-            let mut signals = Signals::new();
             let first = signals.next().await;
             crate::logging::notice(&format!("{first}: {notice} (a second signal aborts)"));
             stop.trigger();

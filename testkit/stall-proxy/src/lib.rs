@@ -183,7 +183,8 @@ mod tests {
     fn forwards_stalls_resets_and_resumes() {
         let proxy = StallProxy::start(echo_server()).unwrap();
         let mut c = TcpStream::connect(proxy.addr()).unwrap();
-        c.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+        c.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
         let mut b = [0u8; 5];
         c.write_all(b"hello").unwrap();
         c.read_exact(&mut b).unwrap();

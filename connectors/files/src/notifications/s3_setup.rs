@@ -7,7 +7,9 @@
 //! Every step is idempotent, so a restart reuses what the first start made: `CreateQueue` of an
 //! existing name returns its URL, and the bucket configuration is left alone when it already
 //! sends to the queue. The bucket's other notification configurations are kept as they are.
-//! [`Setup::teardown`] undoes both (the `notifications teardown` command, `crate::commands`).
+//! [`Setup::teardown`] undoes both (the `notifications teardown` command, `crate::commands`),
+//! deleting the queue even when the bucket's configuration cannot be read. A set-up that fails
+//! after creating its queue deletes that queue again (a queue that existed before is kept).
 //!
 //! With `cloudFiles.endpoint` the same endpoint serves SQS too (moto, LocalStack); without it
 //! the AWS endpoints of `cloudFiles.region` are used. Credentials are those of the bucket.
@@ -160,6 +162,7 @@ impl Setup {
         prefix: &str,
         tags: &[(String, String)],
     ) -> Result<String> {
+        let existed = self.queue_url(name).await?.is_some();
         let url = self
             .sqs
             .create_queue()
@@ -169,19 +172,45 @@ impl Setup {
             .map_err(|e| self.error(&format!("create the SQS queue '{name}'"), e))?
             .queue_url
             .ok_or_else(|| self.missing("CreateQueue", "QueueUrl"))?;
+        match self.configure(name, &url, prefix, tags).await {
+            Ok(()) => Ok(url),
+            // A queue this call created is deleted again, so a failed set-up leaves nothing
+            // behind; a queue that existed (a restart's) stays for `notifications teardown`.
+            Err(e) if !existed => match self.sqs.delete_queue().queue_url(&url).send().await {
+                Ok(_) => Err(e.with_context("rolled_back", format!("deleted the new queue '{name}'"))),
+                Err(undo) => Err(e.with_context(
+                    "rolled_back",
+                    format!(
+                        "the new queue '{name}' could not be deleted ({}); remove it with `notifications teardown`",
+                        error_text(&undo)
+                    ),
+                )),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The steps after the queue exists: tags, the queue policy, the bucket's notification.
+    async fn configure(
+        &self,
+        name: &str,
+        url: &str,
+        prefix: &str,
+        tags: &[(String, String)],
+    ) -> Result<()> {
         if !tags.is_empty() {
             self.sqs
                 .tag_queue()
-                .queue_url(&url)
+                .queue_url(url)
                 .set_tags(Some(tags.iter().cloned().collect()))
                 .send()
                 .await
                 .map_err(|e| self.error(&format!("tag the SQS queue '{name}'"), e))?;
         }
-        let arn = self.queue_arn(&url).await?;
+        let arn = self.queue_arn(url).await?;
         self.sqs
             .set_queue_attributes()
-            .queue_url(&url)
+            .queue_url(url)
             .attributes(QueueAttributeName::Policy, self.policy(&arn))
             .send()
             .await
@@ -193,7 +222,7 @@ impl Setup {
             .any(|q| q.queue_arn() == arn)
         {
             tracing::debug!(queue = %url, bucket = %self.bucket, "bucket notification reused");
-            return Ok(url);
+            return Ok(());
         }
         let mut queues = current.queue_configurations().to_vec();
         queues.push(
@@ -207,7 +236,7 @@ impl Setup {
         );
         self.put(current, queues).await?;
         tracing::info!(queue = %url, bucket = %self.bucket, prefix, "bucket notification to SQS set up");
-        Ok(url)
+        Ok(())
     }
 
     /// The bucket's queue configurations whose id starts with `tributary-`.
@@ -246,7 +275,24 @@ impl Setup {
             Some(url) => Some(self.queue_arn(url).await?),
             None => None,
         };
-        let current = self.configuration().await?;
+        let current = match self.configuration().await {
+            Ok(c) => c,
+            // The bucket's configuration cannot be read (the very step a set-up may have
+            // failed on): the queue is still deleted, then the error is reported.
+            Err(e) => {
+                if let Some(url) = &url {
+                    self.delete_queue(name, url).await?;
+                }
+                return Err(e.with_context(
+                    "queue_deleted",
+                    if url.is_some() {
+                        "yes"
+                    } else {
+                        "no such queue"
+                    },
+                ));
+            }
+        };
         let (gone, kept): (Vec<_>, Vec<_>) = current
             .queue_configurations()
             .iter()
@@ -258,14 +304,19 @@ impl Setup {
             self.put(current, kept).await?;
         }
         if let Some(url) = &url {
-            self.sqs
-                .delete_queue()
-                .queue_url(url)
-                .send()
-                .await
-                .map_err(|e| self.error(&format!("delete the SQS queue '{name}'"), e))?;
+            self.delete_queue(name, url).await?;
         }
         Ok((gone.len(), url.is_some()))
+    }
+
+    async fn delete_queue(&self, name: &str, url: &str) -> Result<()> {
+        self.sqs
+            .delete_queue()
+            .queue_url(url)
+            .send()
+            .await
+            .map_err(|e| self.error(&format!("delete the SQS queue '{name}'"), e))?;
+        Ok(())
     }
 
     async fn configuration(
