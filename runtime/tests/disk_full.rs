@@ -134,17 +134,18 @@ fn finish_and_check(l: &Layout, p: &Path, rows: u64) {
 #[test]
 fn a_full_checkpoint_file_system_fails_clearly_and_resumes_exactly_once() {
     let l = Layout::new();
-    let Some(fs) = Tmpfs::mount(&l.checkpoint(), 1 << 20) else {
+    let Some(fs) = Tmpfs::mount(&l.checkpoint(), 8 << 20) else {
         return;
     };
     let rows = write_json_files(&l.input(), "f", 120, 20, 0);
     let p = l.pipeline(r#", "cloudFiles.maxFilesPerTrigger" = 1"#, "availableNow");
-    // Room for a few batches' logs and the file state, not for 120 of them.
+    // Room for a few batches' logs and the file state, not for 120 of them (a tmpfs file
+    // takes a 4 KiB page, so the whole run needs about 1 MiB of the 8 MiB).
     fs.fill_leaving(160 << 10);
     let o = tributary().args(["run"]).arg(&p).output().unwrap();
     let line = assert_one_clear_error(&o);
     assert!(
-        line.contains("No space left on device") || line.contains("disk full"),
+        line.contains("No space left on device") || line.contains("disk is full"),
         "{line}"
     );
     assert!(
@@ -176,7 +177,7 @@ fn a_full_sink_file_system_fails_clearly_and_resumes_exactly_once() {
     let o = tributary().args(["run"]).arg(&p).output().unwrap();
     let line = assert_one_clear_error(&o);
     assert!(
-        line.contains("No space left on device") || line.contains("disk full"),
+        line.contains("No space left on device") || line.contains("disk is full"),
         "{line}"
     );
     assert_checkpoint_whole(&l.checkpoint());

@@ -358,6 +358,8 @@ fn check_plans_the_sql_as_run_does() {
         "bad.toml",
         &format!("{base}\n[transform]\nsql = \"SELECT id, nope FROM source\"\n"),
     );
+    // `run` opens the input directory before the stages: it must exist to reach the SQL.
+    std::fs::create_dir_all(l.input()).unwrap();
     let mut lines = Vec::new();
     for cmd in ["check", "run"] {
         let o = tributary().arg(cmd).arg(&bad).output().unwrap();

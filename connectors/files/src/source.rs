@@ -291,6 +291,53 @@ fn metadata_column(file: &QueuedFile, rows: usize) -> ArrayRef {
     Arc::new(StructArray::new(file_metadata_fields(), columns, None))
 }
 
+/// The bodies of `latest_offset` and `commit`; their file-state errors are located there.
+impl FilesSource {
+    /// `latest_offset`'s work: discovery, then the next range.
+    async fn plan_files(&mut self, start: &Offset, limit: &ReadLimit) -> Result<Offset> {
+        let start = seq_range(start)?;
+        if self.available_now_end.is_none() {
+            self.discover().await?;
+        }
+        let end = self.state.plan(
+            start,
+            self.available_now_end,
+            limit.max_files(),
+            limit.max_bytes(),
+        )?;
+        self.outstanding = self.state.outstanding(end)?;
+        offset(end)
+    }
+
+    /// `commit`'s work: the file state, expiry, clean-up.
+    async fn commit_files(&mut self, end: &Offset) -> Result<()> {
+        let end = seq_range(end)?;
+        let now = now_ms();
+        self.state.commit(end, now)?;
+        if let Some(age) = self.discovery.max_file_age_ms() {
+            // Entries whose file is older than maxFileAge: the listing ignores such files, so
+            // forgetting them never re-ingests one (a file still to be cleaned is kept).
+            let expired = self.state.expire(
+                now - age,
+                self.config.clean_source != crate::config::CleanSource::Off,
+            )?;
+            self.expired += expired as u64;
+        }
+        let pass = crate::clean::clean(
+            &mut self.state,
+            &self.config.clean_source,
+            self.config.clean_retention,
+            &self.discovery,
+            now,
+        )
+        .await?;
+        self.cleaned.done += pass.done;
+        self.cleaned.skipped += pass.skipped;
+        self.cleaned.failed += pass.failed;
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl Source for FilesSource {
     fn schema(&self) -> SchemaRef {
@@ -321,18 +368,8 @@ impl Source for FilesSource {
     }
 
     async fn latest_offset(&mut self, start: &Offset, limit: &ReadLimit) -> Result<Offset> {
-        let start = seq_range(start)?;
-        if self.available_now_end.is_none() {
-            self.discover().await?;
-        }
-        let end = self.state.plan(
-            start,
-            self.available_now_end,
-            limit.max_files(),
-            limit.max_bytes(),
-        )?;
-        self.outstanding = self.state.outstanding(end)?;
-        offset(end)
+        let planned = self.plan_files(start, limit).await;
+        planned.map_err(|e| self.state.locate(e))
     }
 
     async fn read_stream<'a>(
@@ -380,30 +417,8 @@ impl Source for FilesSource {
     }
 
     async fn commit(&mut self, end: &Offset) -> Result<()> {
-        let end = seq_range(end)?;
-        let now = now_ms();
-        self.state.commit(end, now)?;
-        if let Some(age) = self.discovery.max_file_age_ms() {
-            // Entries whose file is older than maxFileAge: the listing ignores such files, so
-            // forgetting them never re-ingests one (a file still to be cleaned is kept).
-            let expired = self.state.expire(
-                now - age,
-                self.config.clean_source != crate::config::CleanSource::Off,
-            )?;
-            self.expired += expired as u64;
-        }
-        let pass = crate::clean::clean(
-            &mut self.state,
-            &self.config.clean_source,
-            self.config.clean_retention,
-            &self.discovery,
-            now,
-        )
-        .await?;
-        self.cleaned.done += pass.done;
-        self.cleaned.skipped += pass.skipped;
-        self.cleaned.failed += pass.failed;
-        Ok(())
+        let committed = self.commit_files(end).await;
+        committed.map_err(|e| self.state.locate(e))
     }
 
     fn metrics(&self) -> SourceMetrics {

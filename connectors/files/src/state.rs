@@ -81,6 +81,8 @@ pub struct FileStateStore {
     next_seq: u64,
     /// Rows in `files`.
     rows: u64,
+    /// The database file, named in errors (`None` in memory).
+    location: Option<std::path::PathBuf>,
 }
 
 /// `meta` key: the next sequence number, kept when expiry deletes the newest entries.
@@ -178,7 +180,19 @@ impl FileStateStore {
             known,
             next_seq,
             rows: count,
+            location: state_dir.map(|d| d.join(STATE_DB)),
         })
+    }
+
+    /// Names the database file in a file-state error (a full disk, a damaged file), so the
+    /// user knows which file system or file is the cause; other errors pass unchanged.
+    pub fn locate(&self, e: Error) -> Error {
+        match &self.location {
+            Some(db) if e.code() == ErrorCode::Checkpoint && e.context_value("path").is_none() => e
+                .prefixed(format!("{}", db.display()))
+                .with_context("path", db.display()),
+            _ => e,
+        }
     }
 
     /// True when `path` was queued before.

@@ -19,6 +19,13 @@ use crate::config::{BaseCredentials, ConnectionSettings};
 /// The region used when neither the `region` option nor the AWS chain gives one.
 pub const FALLBACK_REGION: &str = "us-east-1";
 
+/// How long a connection may take to open (the AWS SDK's own default is 3.1 s).
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long a call may wait for the first byte of its response before the attempt fails and
+/// the SDK's retry policy takes over (GetRecords answers in well under a second).
+const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// Builds a Kinesis client: resolves secrets, reads the CA file, loads the AWS configuration
 /// and assumes the role if asked. Nothing is sent to Kinesis yet.
 pub async fn build_client(
@@ -53,6 +60,16 @@ pub async fn build_client(
     if let Some(path) = &settings.ca_file {
         loader = loader.http_client(https_client_with_ca(path)?);
     }
+    // The SDK sets no read timeout: a server that accepts the connection and never answers
+    // (a stalled proxy, a half-open connection) held a call forever. A response's first byte
+    // must come within READ_TIMEOUT; SubscribeToShard's initial response comes at once, so the
+    // stream that follows is not cut.
+    loader = loader.timeout_config(
+        aws_config::timeout::TimeoutConfig::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(READ_TIMEOUT)
+            .build(),
+    );
     let base = loader.load().await;
     let mut builder = aws_sdk_kinesis::config::Builder::from(&base);
     if let Some(role) = &settings.assume_role {

@@ -177,14 +177,18 @@ impl Setup {
             // A queue this call created is deleted again, so a failed set-up leaves nothing
             // behind; a queue that existed (a restart's) stays for `notifications teardown`.
             Err(e) if !existed => match self.sqs.delete_queue().queue_url(&url).send().await {
-                Ok(_) => Err(e.with_context("rolled_back", format!("deleted the new queue '{name}'"))),
-                Err(undo) => Err(e.with_context(
-                    "rolled_back",
-                    format!(
-                        "the new queue '{name}' could not be deleted ({}); remove it with `notifications teardown`",
+                Ok(_) => Err(e
+                    .prefixed(format!(
+                        "deleted the new queue '{name}' after the set-up failed"
+                    ))
+                    .with_context("rolled_back", "yes")),
+                Err(undo) => Err(e
+                    .prefixed(format!(
+                        "the new queue '{name}' could not be deleted ({}); remove it with \
+                         `notifications teardown`",
                         error_text(&undo)
-                    ),
-                )),
+                    ))
+                    .with_context("rolled_back", "no")),
             },
             Err(e) => Err(e),
         }

@@ -181,9 +181,11 @@ pub(crate) fn access_error(spec: &StoreSpec, what: &str, e: object_store::Error)
     let store = cloud.path.cloud.name();
     let bucket = format!("{} '{}'", cloud.path.cloud.bucket_word(), cloud.path.bucket);
     let tried = spec.credentials_tried();
-    let text = redact(&e.to_string());
-    let lower = text.to_ascii_lowercase();
-    let status = |codes: &[&str]| codes.iter().any(|c| text.contains(c));
+    // Matched on the whole text; printed as one line (an S3 XML body becomes `Code: Message`).
+    let raw = redact(&e.to_string());
+    let text = tributary_sdk::one_line::one_line(&raw);
+    let lower = raw.to_ascii_lowercase();
+    let status = |codes: &[&str]| codes.iter().any(|c| raw.contains(c));
     let rejected = status(&[
         "403 Forbidden",
         "401 Unauthorized",
