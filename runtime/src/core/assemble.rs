@@ -26,6 +26,26 @@ enum PreparedStage {
     Sql(crate::transform::TransformSection),
 }
 
+impl PreparedStage {
+    /// The stage, named for progress and errors (`run`'s build and `check`'s plan alike).
+    fn create(
+        &self,
+        description: &SourceDescription,
+        secrets: &dyn SecretStore,
+        origin: &str,
+    ) -> Result<(String, Box<dyn Stage>)> {
+        Ok(match self {
+            PreparedStage::Registered(factory, options) => (
+                factory.name().to_string(),
+                factory.create(options, description, secrets)?,
+            ),
+            PreparedStage::Sql(section) => {
+                ("sql".to_string(), crate::transform::stage(section, origin)?)
+            }
+        })
+    }
+}
+
 /// A pipeline whose options were all checked, nothing built or opened yet.
 pub(crate) struct Prepared {
     source: Box<dyn PreparedSource>,
@@ -129,16 +149,7 @@ impl Prepared {
         }
         let mut stages: Vec<(String, Box<dyn Stage>)> = Vec::new();
         for stage in &self.stages {
-            stages.push(match stage {
-                PreparedStage::Registered(factory, options) => (
-                    factory.name().to_string(),
-                    factory.create(options, &description, secrets.as_ref())?,
-                ),
-                PreparedStage::Sql(section) => (
-                    "sql".to_string(),
-                    crate::transform::stage(section, &self.origin)?,
-                ),
-            });
+            stages.push(stage.create(&description, secrets.as_ref(), &self.origin)?);
         }
         let mut sinks = Vec::new();
         for (name, sink) in self.sinks {
@@ -207,24 +218,15 @@ pub async fn plan(spec: &PipelineSpec, registry: &Registry) -> Result<Plan> {
     let no_secrets = tributary_sdk::EnvSecretStore;
     let mut stages: Vec<(String, Box<dyn Stage>)> = Vec::new();
     for stage in &prepared.stages {
-        stages.push(match stage {
-            PreparedStage::Registered(factory, options) => {
-                if !factory.opens_without_io(options) {
-                    return Ok(Plan::Stopped(format!(
-                        "stage '{}' resolves its schema (a registry) when it runs",
-                        factory.name()
-                    )));
-                }
-                (
-                    factory.name().to_string(),
-                    factory.create(options, &description, &no_secrets)?,
-                )
+        if let PreparedStage::Registered(factory, options) = stage {
+            if !factory.opens_without_io(options) {
+                return Ok(Plan::Stopped(format!(
+                    "stage '{}' resolves its schema (a registry) when it runs",
+                    factory.name()
+                )));
             }
-            PreparedStage::Sql(section) => (
-                "sql".to_string(),
-                crate::transform::stage(section, &prepared.origin)?,
-            ),
-        });
+        }
+        stages.push(stage.create(&description, &no_secrets, &prepared.origin)?);
     }
     let mut chain = StageChain::new(stages);
     let out = chain.open(schema).await?;
