@@ -231,6 +231,10 @@ impl PreparedSource for BrokenPrepared {
         self.inner.description()
     }
 
+    fn schema(&self) -> Result<Option<SchemaRef>> {
+        self.inner.schema()
+    }
+
     fn build(self: Box<Self>, context: &ConnectorContext) -> Result<Box<dyn Source>> {
         let token = match &self.token {
             Some(v) => resolve_value(context.secrets.as_ref(), v)?

@@ -36,8 +36,8 @@ options = {{ maxOffsetsPerTrigger = 1000 }}
 [connection]
 options = {{ "kafka.bootstrap.servers" = "127.0.0.1:9", "kafka.security.protocol" = "SASL_PLAINTEXT", "kafka.sasl.mechanism" = "SCRAM-SHA-256", "kafka.sasl.jaas.config" = "{{{{secrets/kafka/jaas}}}}" }}
 schema_registry_url = "http://127.0.0.1:8081"
-schema_registry_key = "{{{{secrets/registry/key}}}}"
-schema_registry_secret = "{{{{secrets/registry/secret}}}}"
+schema_registry_api_key = "{{{{secrets/registry/key}}}}"
+schema_registry_api_secret = "{{{{secrets/registry/secret}}}}"
 
 [schema.payload]
 format = "avro"
@@ -244,7 +244,7 @@ fn get_and_list_never_show_secrets() {
         assert!(!shown.contains(secret), "{secret} in {shown}");
     }
     assert!(
-        shown.contains("\"schema_registry_secret\":\"***\""),
+        shown.contains("\"schema_registry_api_secret\":\"***\""),
         "{shown}"
     );
     assert!(
@@ -267,7 +267,16 @@ fn every_validation_error_is_named() {
         (good.replace("topics = [\"orders\"]", "topics = \"orders\""), "option 'source.topics' must be a list of names"),
         (good.replace("topics = [\"orders\"]", "topics = []"), "option 'source.topics' is required"),
         (good.replace("topics = [\"orders\"]", "topics = [\"a,b\"]"), "is not a name"),
-        (good.replace("topics = [\"orders\"]", "topics = [\"orders\"]\nstreams = [\"s\"]"), "'source.streams' does not apply to a kafka source"),
+        (good.replace("topics = [\"orders\"]", "topics = [\"orders\"]\nstreams = [\"s\"]"), "'source.streams' does not apply to a kafka source; it reads source.topics, source.subscribe_pattern or source.assign"),
+        (good.replace("topics = [\"orders\"]", "topics = [\"orders\"]\nsubscribe_pattern = \"o.*\""), "'source.topics' conflicts with 'source.subscribe_pattern'"),
+        (good.replace("topics = [\"orders\"]", "subscribe_pattern = \"\""), "'source.subscribe_pattern' must be a non-empty regular expression"),
+        (good.replace("topics = [\"orders\"]", "subscribe_pattern = [\"o\"]"), "'source.subscribe_pattern' must be a non-empty regular expression"),
+        (good.replace("topics = [\"orders\"]", "subscribe_pattern = \"(orders\""), "subscribePattern"),
+        (good.replace("topics = [\"orders\"]", "assign = [\"orders\"]"), "'source.assign' must be a table of names to partition numbers"),
+        (good.replace("topics = [\"orders\"]", "assign = { orders = [] }"), "'orders' needs a non-empty list of partitions"),
+        (good.replace("topics = [\"orders\"]", "assign = { orders = [-1] }"), "the partitions of 'orders' are not numbers >= 0"),
+        (good.replace("topics = [\"orders\"]\n", ""), "option 'source.topics' is required: the kafka source reads source.topics, source.subscribe_pattern or source.assign (one of them)"),
+        (good.replace("maxOffsetsPerTrigger = 1000", "subscribePattern = \"x\""), "option 'subscribePattern' is set by the stream itself"),
         (good.replace("maxOffsetsPerTrigger = 1000", "startingOffsets = \"earliest\""), "startingOffsets"),
         (good.replace("maxOffsetsPerTrigger = 1000", "subscribe = \"x\""), "subscribe"),
         (good.replace("maxOffsetsPerTrigger = 1000", "maxOffsetsPerTriger = 1000"), "did you mean 'maxOffsetsPerTrigger'"),
@@ -275,12 +284,12 @@ fn every_validation_error_is_named() {
         (good.replace("maxOffsetsPerTrigger = 1000", "\"kafka.bootstrap.servers\" = \"x:1\""), "given twice"),
         (good.replace("colour", "x").replace("description =", "colour = 1\ndescription ="), "unknown field `colour`"),
         (good.replace("\"{{secrets/kafka/jaas}}\"", "\"org.apache.kafka.common.security.plain.PlainLoginModule required username='u' password='p';\""), "holds a secret"),
-        (good.replace("schema_registry_secret = \"{{secrets/registry/secret}}\"", "schema_registry_secret = \"hunter2\""), "must be a {{secrets/<scope>/<key>}} reference"),
-        (good.replace("schema_registry_key = \"{{secrets/registry/key}}\"", "schema_registry_key = \"AKIA\""), "not the API key itself"),
-        (good.replace("schema_registry_key = \"{{secrets/registry/key}}\"\n", ""), "an API secret needs its key"),
+        (good.replace("schema_registry_api_secret = \"{{secrets/registry/secret}}\"", "schema_registry_api_secret = \"hunter2\""), "must be a {{secrets/<scope>/<key>}} reference"),
+        (good.replace("schema_registry_api_key = \"{{secrets/registry/key}}\"", "schema_registry_api_key = \"AKIA\""), "not the API key itself"),
+        (good.replace("schema_registry_api_key = \"{{secrets/registry/key}}\"\n", ""), "an API secret needs its key"),
         (good.replace("schema_registry_url = \"http://127.0.0.1:8081\"\n", "")
-                .replace("schema_registry_key = \"{{secrets/registry/key}}\"\n", "")
-                .replace("schema_registry_secret = \"{{secrets/registry/secret}}\"\n", ""), "'connection.schema_registry_url' is required"),
+                .replace("schema_registry_api_key = \"{{secrets/registry/key}}\"\n", "")
+                .replace("schema_registry_api_secret = \"{{secrets/registry/secret}}\"\n", ""), "'connection.schema_registry_url' is required"),
         (good.replace("subject = \"orders-value\"", &format!("text = '{AVRO}'")), "no schema is read from the registry"),
         (good.replace("subject = \"orders-value\"", &format!("subject = \"orders-value\"\ntext = '{AVRO}'")), "not both"),
         (good.replace("format = \"avro\"\nsubject = \"orders-value\"", "format = \"avro\""), "needs 'text'"),
@@ -321,9 +330,12 @@ fn a_stream_with_no_schema_reads_plain_strings_and_starts_at_its_creation() {
         .next()
         .unwrap()
         .replace("schema_registry_url = \"http://127.0.0.1:8081\"\n", "")
-        .replace("schema_registry_key = \"{{secrets/registry/key}}\"\n", "")
         .replace(
-            "schema_registry_secret = \"{{secrets/registry/secret}}\"\n",
+            "schema_registry_api_key = \"{{secrets/registry/key}}\"\n",
+            "",
+        )
+        .replace(
+            "schema_registry_api_secret = \"{{secrets/registry/secret}}\"\n",
             "",
         )
         + "[ingestion]\ntable = \"main.raw.events_t\"\n";
@@ -372,6 +384,59 @@ fn a_stream_with_no_schema_reads_plain_strings_and_starts_at_its_creation() {
         Some(r#"{"type":"object","properties":{"user":{"type":"string"}}}"#)
     );
     assert_eq!(decode.get("schema_registry_key"), Some("resolved-key"));
+}
+
+/// Kafka's other subscriptions (Spark's subscribePattern and assign) compile to the source
+/// options with the stream's start; the registry credentials' older spelling still reads.
+#[test]
+fn a_kafka_stream_subscribes_by_pattern_or_assignment() {
+    let (_dir, c) = catalog();
+    let created = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
+    let base = spec_text("main.sales.orders", "main.sales.orders_raw");
+    let cases = [
+        (
+            "subscribe_pattern = \"orders-.*\"",
+            "subscribePattern",
+            "orders-.*",
+        ),
+        (
+            "assign = { orders = [0, 2], refunds = [1] }",
+            "assign",
+            r#"{"orders":[0,2],"refunds":[1]}"#,
+        ),
+    ];
+    for (i, (field, option, value)) in cases.into_iter().enumerate() {
+        let name = format!("main.sales.orders{i}");
+        let text = spec_text(&name, &format!("main.sales.orders{i}_raw"))
+            .replace("topics = [\"orders\"]", field);
+        let e = c
+            .create_at(
+                StreamSpec::parse(&text, "orders.toml").unwrap(),
+                &stream_registry(),
+                created,
+            )
+            .unwrap();
+        let p = pipeline_spec(&c, &e, Trigger::AvailableNow, None).unwrap();
+        assert_eq!(p.source_options.get(option), Some(value), "{field}");
+        assert_eq!(p.source_options.get("subscribe"), None);
+        assert_eq!(
+            p.source_options.get("startingTimestamp"),
+            Some(created.timestamp_millis().to_string().as_str())
+        );
+        // The catalog keeps the field as written.
+        let shown = serde_json::to_string(&c.get(&name).unwrap().spec).unwrap();
+        assert!(shown.contains(field.split(' ').next().unwrap()), "{shown}");
+    }
+    // Catalogs written before the stream API's spelling hold schema_registry_key/_secret.
+    let old = base
+        .replace("schema_registry_api_key", "schema_registry_key")
+        .replace("schema_registry_api_secret", "schema_registry_secret");
+    let s = StreamSpec::parse(&old, "old.toml").unwrap();
+    assert_eq!(
+        s.connection.schema_registry_api_key.as_deref(),
+        Some("{{secrets/registry/key}}")
+    );
+    assert!(s.connection.schema_registry_api_secret.is_some());
 }
 
 /// The Kinesis source's binding: its names field, its starting position, its columns.
@@ -423,7 +488,7 @@ deduplication_columns = ["{dedup}"]
         )
         .unwrap_err();
     assert!(
-        e.message().contains("option 'initialPosition' a stream sets it itself: it reads its named streams from its creation time on"),
+        e.message().contains("option 'initialPosition' is set by the stream itself: it reads its streams from its creation time on"),
         "{}",
         e.message()
     );

@@ -424,8 +424,8 @@ topics = ["{topic}"]
 [connection]
 options = {{ "kafka.bootstrap.servers" = "{bootstrap}" }}
 schema_registry_url = "{url}"
-schema_registry_key = "{{{{secrets/env/STREAMS_REG_KEY_{suffix}}}}}"
-schema_registry_secret = "{{{{secrets/env/STREAMS_REG_SECRET_{suffix}}}}}"
+schema_registry_api_key = "{{{{secrets/env/STREAMS_REG_KEY_{suffix}}}}}"
+schema_registry_api_secret = "{{{{secrets/env/STREAMS_REG_SECRET_{suffix}}}}}"
 [schema.payload]
 format = "avro"
 subject = "{topic}-value"

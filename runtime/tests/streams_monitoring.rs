@@ -1,9 +1,14 @@
-//! `tributary streams run --http` end to end: a named Kafka stream (JSON Schema payload) runs
-//! continuously into its Delta ingestion table on the broker of `scripts/services/kafka.sh`
-//! while its monitoring endpoint is scraped. The stream's counters must reach the records
-//! produced after its creation, under the stream's name; `/api/status` lists it running,
-//! `/readyz` and `/healthz` answer, `/api/progress?pipeline=` filters by it, and Ctrl-C
-//! (SIGINT) ends the run with the same count in its summary.
+//! Named streams running continuously, end to end on the broker of `scripts/services/kafka.sh`,
+//! watched through their monitoring endpoint:
+//!
+//! - `tributary streams run --http`: a Kafka stream (JSON Schema payload) into its Delta
+//!   ingestion table. Its counters reach the records produced after its creation, under the
+//!   stream's name; `/api/status` lists it running, `/readyz` and `/healthz` answer,
+//!   `/api/progress?pipeline=` filters by it, and Ctrl-C (SIGINT) ends the run.
+//! - `tributary streams serve`: a stream created while serve runs is started; one whose table
+//!   cannot be written fails and is restarted with back-off until the operator clears the
+//!   obstacle, then ingests every record once; a pattern subscription picks up a topic created
+//!   later; a deleted stream is stopped; SIGTERM stops everything.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -12,7 +17,7 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::http::{get, labelled, scrape, spawn_monitored};
+use common::http::{get, labelled, scrape, spawn_monitored, spawn_monitored_with_log, Samples};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -153,4 +158,192 @@ table = "main.shop.watched_raw"
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "{status:?}");
+}
+
+async fn create_topic(admin: &AdminClient<DefaultClientContext>, topic: &str, partitions: i32) {
+    admin
+        .create_topics(
+            &[NewTopic::new(topic, partitions, TopicReplication::Fixed(1))],
+            &AdminOptions::new(),
+        )
+        .await
+        .unwrap();
+}
+
+async fn produce(producer: &FutureProducer, topic: &str, ids: std::ops::Range<i32>) {
+    for i in ids {
+        producer
+            .send(
+                FutureRecord::to(topic)
+                    .key(&format!("k{i}"))
+                    .payload(&format!(r#"{{"id": {i}, "name": "n{i}"}}"#)),
+                Duration::from_secs(10),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+/// Waits until `pred(metrics)` holds; panics naming `what` after 90 s.
+fn wait_metrics(addr: std::net::SocketAddr, what: &str, pred: impl Fn(&Samples) -> bool) {
+    let t0 = Instant::now();
+    loop {
+        let s = scrape(addr);
+        if pred(&s) {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "never: {what}\n{s:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn wait_line(log: &std::sync::Mutex<Vec<String>>, what: &str) {
+    let t0 = Instant::now();
+    while !log.lock().unwrap().iter().any(|l| l.contains(what)) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "serve never printed '{what}'"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn stream_spec(name: &str, subscription: &str, bootstrap: &str, table: &str) -> StreamSpec {
+    StreamSpec::parse(
+        &format!(
+            r#"
+name = "{name}"
+[source]
+kind = "kafka"
+{subscription}
+[connection]
+options = {{ "kafka.bootstrap.servers" = "{bootstrap}" }}
+[schema.payload]
+format = "json_schema"
+text = '{JSON_SCHEMA}'
+[ingestion]
+table = "{table}"
+"#
+        ),
+        "serve.toml",
+    )
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_serve_starts_restarts_and_stops_the_catalog_s_streams() {
+    let Some(bootstrap) =
+        tributary_skip_log::require_env("TRIBUTARY_KAFKA_BOOTSTRAP", "scripts/services/kafka.sh")
+    else {
+        return;
+    };
+    let prefix = format!("serve-{}-{}", std::process::id(), rand::random::<u32>());
+    let (orders, events1, events2) = (
+        format!("{prefix}-orders"),
+        format!("{prefix}-ev-1"),
+        format!("{prefix}-ev-2"),
+    );
+    let mut cfg = ClientConfig::new();
+    cfg.set("bootstrap.servers", &bootstrap);
+    let admin: AdminClient<DefaultClientContext> = cfg.create().unwrap();
+    create_topic(&admin, &orders, 2).await;
+    create_topic(&admin, &events1, 1).await;
+    let producer: FutureProducer = cfg.clone().set("linger.ms", "0").create().unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = Catalog::open(dir.path()).unwrap();
+    let orders_stream = catalog
+        .create(stream_spec(
+            "main.shop.orders",
+            &format!("topics = [\"{orders}\"]"),
+            &bootstrap,
+            "main.shop.orders_raw",
+        ))
+        .unwrap()
+        .name;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tributary"));
+    cmd.args([
+        "streams",
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--poll-interval-secs",
+        "1",
+        "--max-backoff-secs",
+        "2",
+        "--catalog-root",
+    ])
+    .arg(dir.path());
+    let (mut child, addr, log) = spawn_monitored_with_log(cmd);
+    wait_line(&log, "main.shop.orders: started");
+    produce(&producer, &orders, 0..12).await;
+    let sink_rows = |stream: &str| {
+        let stream = stream.to_string();
+        move |s: &Samples| labelled(s, "tributary_sink_rows_total", Some(("pipeline", &stream)))
+    };
+    let orders_rows = sink_rows(&orders_stream);
+    wait_metrics(addr, "orders' 12 rows written", |s| orders_rows(s) >= 12.0);
+
+    // A stream created while serve runs, by pattern, whose table's place is taken by a file:
+    // every run fails until the file goes, then the stream ingests every record once.
+    let table_dir = dir.path().join("warehouse/main/shop/events_raw");
+    std::fs::create_dir_all(table_dir.parent().unwrap()).unwrap();
+    std::fs::write(&table_dir, b"not a table").unwrap();
+    let events_stream = catalog
+        .create(stream_spec(
+            "main.shop.events",
+            &format!("subscribe_pattern = \"{prefix}-ev-.*\""),
+            &bootstrap,
+            "main.shop.events_raw",
+        ))
+        .unwrap()
+        .name;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    produce(&producer, &events1, 0..5).await;
+    wait_line(&log, "main.shop.events: started");
+    wait_line(&log, "main.shop.events: failed (restart 2 in 2 s)");
+    std::fs::remove_file(&table_dir).unwrap();
+    wait_line(&log, "main.shop.events: restarted");
+    let events_rows = sink_rows(&events_stream);
+    wait_metrics(addr, "events' 5 rows written", |s| events_rows(s) >= 5.0);
+    // A topic created later that matches the pattern is read from its start.
+    create_topic(&admin, &events2, 1).await;
+    produce(&producer, &events2, 100..103).await;
+    wait_metrics(addr, "events' 8 rows written", |s| events_rows(s) >= 8.0);
+
+    // Deleting a stream stops it; the other keeps running.
+    let plan = catalog.delete(&orders_stream, true).unwrap();
+    assert!(plan.deleted);
+    wait_line(&log, "main.shop.orders: stopped (deleted from the catalog");
+    produce(&producer, &events1, 5..7).await;
+    wait_metrics(addr, "events' 10 rows written", |s| events_rows(s) >= 10.0);
+    let s = scrape(addr);
+    assert_eq!(orders_rows(&s), 12.0, "orders wrote each record once");
+    assert_eq!(events_rows(&s), 10.0, "events wrote each record once");
+
+    let pid = child.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("streams serve did not stop on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    wait_line(&log, "main.shop.events: stopped (serve is stopping");
+    let lines = log.lock().unwrap().clone();
+    assert!(
+        lines.iter().any(|l| l.contains("served 2 stream(s)")),
+        "{lines:#?}"
+    );
 }

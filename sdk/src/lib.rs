@@ -107,7 +107,7 @@ pub use source::{
 pub use stage::{EventTimeProgress, Stage, StageFactory, StageState, StateOperatorProgress};
 pub use stager::{PartitionStager, StagedOutput};
 pub use state::{LoggedBatch, StateReport, StateRequest};
-pub use stream_binding::{IngestionColumn, StreamBinding};
+pub use stream_binding::{IngestionColumn, StreamBinding, Subscription, SubscriptionKind};
 pub use streaming::{
     chunk_queue, Ack, ChunkReceiver, ChunkSender, RealTimeSupport, StreamChunk, StreamingSink,
     StreamingSource,

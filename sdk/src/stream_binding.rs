@@ -8,17 +8,58 @@
 //!
 //! 1. refuses a stream spec that sets one of [`StreamBinding::owned_options`] itself (naming
 //!    what sets it instead),
-//! 2. reads the names the stream reads from the spec field [`StreamBinding::names_field`],
-//! 3. builds the source options with [`StreamBinding::bind`] (names and start time), and
+//! 2. reads what the stream reads from the spec: the names under
+//!    [`StreamBinding::names_field`], or one of the other subscription fields the connector
+//!    offers ([`StreamBinding::subscription_fields`]: a pattern, an assignment), exactly one,
+//! 3. builds the source options with [`StreamBinding::bind_subscription`] (what it reads and
+//!    the start time), and
 //! 4. fills the ingestion table's `stream_record_timestamp` from
 //!    [`StreamBinding::time_column`] and its connector columns from
 //!    [`StreamBinding::metadata_columns`].
 
+use std::collections::BTreeMap;
 use std::fmt::Debug;
 
 use arrow_schema::DataType;
 
+use crate::error::{Error, ErrorCode, Result};
 use crate::options::Options;
+
+/// What a named stream reads, as its spec says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subscription {
+    /// The names listed under the binding's [`StreamBinding::names_field`]
+    /// (`topics = ["orders", "refunds"]`).
+    Names(Vec<String>),
+    /// A regular expression over names; names created later that match are read too
+    /// (`subscribe_pattern = "orders-.*"`, Spark's `subscribePattern`).
+    Pattern(String),
+    /// Names with the partitions (shards) to read, by number (`assign = { orders = [0, 1] }`,
+    /// Spark's `assign`).
+    Assign(BTreeMap<String, Vec<u32>>),
+}
+
+/// The shape of a subscription field of a stream spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubscriptionKind {
+    /// A list of names.
+    Names,
+    /// One regular expression.
+    Pattern,
+    /// A table of names to partition numbers.
+    Assign,
+}
+
+impl Subscription {
+    /// The kind of this subscription.
+    pub fn kind(&self) -> SubscriptionKind {
+        match self {
+            Subscription::Names(_) => SubscriptionKind::Names,
+            Subscription::Pattern(_) => SubscriptionKind::Pattern,
+            Subscription::Assign(_) => SubscriptionKind::Assign,
+        }
+    }
+}
 
 /// One connector metadata column of an ingestion table, copied from a source column.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,6 +95,31 @@ pub trait StreamBinding: Send + Sync + Debug {
     /// The source options that read `names` from `start_ms` (milliseconds since the epoch) on,
     /// added to the spec's own options.
     fn bind(&self, names: &[String], start_ms: i64) -> Options;
+
+    /// The spec's `[source]` fields that may say what the stream reads instead of the names,
+    /// with their shape (`[("subscribe_pattern", Pattern), ("assign", Assign)]`); a spec gives
+    /// exactly one of these or [`Self::names_field`]. None by default.
+    fn subscription_fields(&self) -> Vec<(&'static str, SubscriptionKind)> {
+        Vec::new()
+    }
+
+    /// The source options that read `subscription` from `start_ms` on. The default binds
+    /// names with [`Self::bind`] and refuses the other kinds, which a connector offering them
+    /// in [`Self::subscription_fields`] binds itself.
+    fn bind_subscription(&self, subscription: &Subscription, start_ms: i64) -> Result<Options> {
+        match subscription {
+            Subscription::Names(names) => Ok(self.bind(names, start_ms)),
+            other => Err(Error::new(
+                ErrorCode::InvalidOption,
+                format!(
+                    "this source reads named streams by their names (source.{}), not by {:?}",
+                    self.names_field(),
+                    other.kind()
+                ),
+            )
+            .with_context("option", format!("source.{}", self.names_field()))),
+        }
+    }
 
     /// The source column holding each record's time (`stream_record_timestamp`).
     fn time_column(&self) -> &'static str;

@@ -111,6 +111,10 @@ impl PreparedSource for BrokenPrepared {
         self.inner.description()
     }
 
+    fn schema(&self) -> Result<Option<SchemaRef>> {
+        self.inner.schema()
+    }
+
     fn build(self: Box<Self>, context: &ConnectorContext) -> Result<Box<dyn Source>> {
         Ok(Box::new(BrokenSource {
             inner: self.inner.build(context)?,

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use tributary_sdk::options::conflicting;
-use tributary_sdk::{Error, ErrorCode, Result, StreamBinding};
+use tributary_sdk::{Error, ErrorCode, Result, StreamBinding, Subscription, SubscriptionKind};
 
 use super::spec::StreamSpec;
 use crate::registry::Registry;
@@ -86,60 +86,139 @@ fn invalid(option: &str, message: String) -> Error {
     Error::new(ErrorCode::InvalidPipeline, message).with_context("option", option)
 }
 
-/// The names the stream reads (from the binding's field), checked.
-pub fn names(spec: &StreamSpec, binding: &dyn StreamBinding) -> Result<Vec<String>> {
+/// What the stream reads: the names under the binding's field, or one of the connector's
+/// other subscription fields (a pattern, an assignment) — exactly one, checked.
+pub fn subscription(spec: &StreamSpec, binding: &dyn StreamBinding) -> Result<Subscription> {
     let s = &spec.source;
-    let field = binding.names_field();
-    let option = format!("source.{field}");
-    if let Some(other) = s.names.keys().find(|k| k.as_str() != field) {
+    let mut fields = vec![(binding.names_field(), SubscriptionKind::Names)];
+    fields.extend(binding.subscription_fields());
+    let allowed = || {
+        or_list(
+            &fields
+                .iter()
+                .map(|(f, _)| format!("source.{f}"))
+                .collect::<Vec<_>>(),
+        )
+    };
+    if let Some(other) = s.names.keys().find(|k| !fields.iter().any(|(f, _)| f == k)) {
         let other = format!("source.{other}");
         return Err(invalid(
             &other,
             format!(
-                "option '{other}' does not apply to a {} source; use '{option}'",
-                s.kind
+                "option '{other}' does not apply to a {} source; it reads {}",
+                s.kind,
+                allowed()
             ),
         ));
     }
-    let names = match s.names.get(field) {
-        None => Vec::new(),
-        Some(serde_json::Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().map(str::to_string))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| {
-                invalid(
-                    &option,
-                    format!("option '{option}' must be a list of names ([\"a\", \"b\"])"),
-                )
-            })?,
-        Some(_) => {
-            return Err(invalid(
-                &option,
-                format!("option '{option}' must be a list of names ([\"a\", \"b\"])"),
+    let given: Vec<&(&str, SubscriptionKind)> = fields
+        .iter()
+        .filter(|(f, _)| s.names.contains_key(*f))
+        .collect();
+    let (field, kind) = match given.as_slice() {
+        [] => {
+            let option = format!("source.{}", binding.names_field());
+            return Err(Error::new(
+                ErrorCode::MissingOption,
+                format!(
+                    "option '{option}' is required: the {} source reads {} (one of them)",
+                    s.kind,
+                    allowed()
+                ),
+            )
+            .with_context("option", &option));
+        }
+        [one] => **one,
+        [a, b, ..] => {
+            return Err(conflicting(
+                &format!("source.{}", a.0),
+                &format!("source.{}", b.0),
+                &format!(
+                    "conflicts with 'source.{}': a stream reads by one subscription",
+                    b.0
+                ),
             ))
         }
     };
+    let option = format!("source.{field}");
+    let value = &s.names[field];
+    match kind {
+        SubscriptionKind::Names => names_list(&option, value, &s.kind).map(Subscription::Names),
+        SubscriptionKind::Pattern => match value.as_str() {
+            Some(p) if !p.trim().is_empty() => Ok(Subscription::Pattern(p.to_string())),
+            _ => Err(invalid(
+                &option,
+                format!("option '{option}' must be a non-empty regular expression (\"orders-.*\")"),
+            )),
+        },
+        SubscriptionKind::Assign => assignment(&option, value).map(Subscription::Assign),
+    }
+}
+
+fn names_list(option: &str, value: &serde_json::Value, kind: &str) -> Result<Vec<String>> {
+    let bad = || {
+        invalid(
+            option,
+            format!("option '{option}' must be a list of names ([\"a\", \"b\"])"),
+        )
+    };
+    let names = value
+        .as_array()
+        .ok_or_else(bad)?
+        .iter()
+        .map(|v| v.as_str().map(str::to_string))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(bad)?;
     if names.is_empty() {
         return Err(Error::new(
             ErrorCode::MissingOption,
-            format!(
-                "option '{option}' is required: the {} source reads at least one",
-                s.kind
-            ),
+            format!("option '{option}' is required: the {kind} source reads at least one"),
         )
-        .with_context("option", &option));
+        .with_context("option", option));
     }
-    if let Some(bad) = names
-        .iter()
-        .find(|n| n.trim().is_empty() || n.contains(',') || n.contains(char::is_whitespace))
-    {
+    if let Some(bad) = names.iter().find(|n| !is_name(n)) {
         return Err(invalid(
-            &option,
+            option,
             format!("option '{option}': '{bad}' is not a name (empty, or holds ',' or spaces)"),
         ));
     }
     Ok(names)
+}
+
+fn is_name(n: &str) -> bool {
+    !(n.trim().is_empty() || n.contains(',') || n.contains(char::is_whitespace))
+}
+
+fn assignment(
+    option: &str,
+    value: &serde_json::Value,
+) -> Result<std::collections::BTreeMap<String, Vec<u32>>> {
+    let bad = |why: &str| {
+        invalid(
+            option,
+            format!("option '{option}' must be a table of names to partition numbers ({{ orders = [0, 1] }}): {why}"),
+        )
+    };
+    let table = value.as_object().ok_or_else(|| bad("it is not a table"))?;
+    if table.is_empty() {
+        return Err(bad("it is empty"));
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for (name, parts) in table {
+        if !is_name(name) {
+            return Err(bad(&format!("'{name}' is not a name")));
+        }
+        let parts = parts
+            .as_array()
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| bad(&format!("'{name}' needs a non-empty list of partitions")))?
+            .iter()
+            .map(|p| p.as_u64().and_then(|p| u32::try_from(p).ok()))
+            .collect::<Option<Vec<u32>>>()
+            .ok_or_else(|| bad(&format!("the partitions of '{name}' are not numbers >= 0")))?;
+        out.insert(name.clone(), parts);
+    }
+    Ok(out)
 }
 
 /// The ingestion table's top-level columns: key, value, time, record source, then the
@@ -155,7 +234,7 @@ pub fn ingestion_columns(binding: &dyn StreamBinding) -> Vec<String> {
 /// The checks that need the binding: the names, options the stream sets itself, the key
 /// schema, the deduplication columns.
 pub fn check_bound(spec: &StreamSpec, binding: &dyn StreamBinding) -> Result<()> {
-    names(spec, binding)?;
+    subscription(spec, binding)?;
     let owned = binding.owned_options();
     for key in spec
         .source
@@ -168,7 +247,7 @@ pub fn check_bound(spec: &StreamSpec, binding: &dyn StreamBinding) -> Result<()>
                 option,
                 by,
                 &format!(
-                    "a stream sets it itself: it reads its named {} from its creation time on",
+                    "is set by the stream itself: it reads its {} from its creation time on",
                     binding.names_field()
                 ),
             ));

@@ -8,6 +8,7 @@
 //! tributary streams delete main.sales.orders --yes
 //! tributary streams run main.sales.orders [--available-now]
 //! tributary streams run --all [--available-now]
+//! tributary streams serve [--catalog main] [--poll-interval-secs 10]   # keeps every stream running
 //! ```
 //!
 //! The catalog root is `--catalog-root` (env `TRIBUTARY_CATALOG`, default
@@ -21,6 +22,7 @@ use tributary_sdk::{ChainSecretStore, EnvSecretStore, Error, ErrorCode, FileSecr
 
 use super::catalog::{Catalog, ListRequest};
 use super::runner::{run_all, run_stream, RunOptions};
+use super::serve::{serve, ServeEvent, ServeOptions, StopReason};
 use super::spec::StreamSpec;
 use super::view::{describe, table};
 use crate::engine::Shutdown;
@@ -93,6 +95,49 @@ pub enum StreamsCommand {
     /// Run a stream's ingestion pipeline (continuous until Ctrl-C; --available-now for
     /// scheduled runs), or every stream's with --all, one task each in this process.
     Run(RunArgs),
+    /// Keep every stream of the catalog running until Ctrl-C or SIGTERM: start new streams,
+    /// restart a failed one with back-off (1 s doubling to 5 min), stop deleted ones.
+    ///
+    /// Example: tributary streams serve --http 9090
+    Serve(ServeArgs),
+}
+
+/// How served or run streams connect, report and check their backfill.
+#[derive(Debug, Args)]
+pub struct StreamRunFlags {
+    /// Directory of file secrets: {{secrets/<scope>/<key>}} reads <dir>/<scope>/<key>.
+    #[arg(long, value_name = "DIR", env = "TRIBUTARY_SECRETS_DIR")]
+    pub secrets_dir: Option<PathBuf>,
+    /// Seconds between backfill checks of a continuous run.
+    #[arg(long, default_value_t = 60)]
+    pub backfill_interval_secs: u64,
+    /// No progress line on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Serve metrics, progress, health and a live page of every stream run on this address
+    /// (host:port, or a port on loopback). Off by default.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+}
+
+/// `streams serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Only the streams of this catalog.
+    #[arg(long)]
+    pub catalog: Option<String>,
+    /// Only the streams of this schema.
+    #[arg(long)]
+    pub schema: Option<String>,
+    /// Seconds between reads of the catalog (new and deleted streams are seen this late).
+    #[arg(long, default_value_t = 10)]
+    pub poll_interval_secs: u64,
+    /// The longest wait, in seconds, before a failed stream is restarted.
+    #[arg(long, default_value_t = 300)]
+    pub max_backoff_secs: u64,
+    /// Connection, progress and monitoring.
+    #[command(flatten)]
+    pub flags: StreamRunFlags,
 }
 
 /// `streams run`.
@@ -107,19 +152,9 @@ pub struct RunArgs {
     /// Stop once the data available at start is in the table.
     #[arg(long)]
     pub available_now: bool,
-    /// Directory of file secrets: {{secrets/<scope>/<key>}} reads <dir>/<scope>/<key>.
-    #[arg(long, value_name = "DIR", env = "TRIBUTARY_SECRETS_DIR")]
-    pub secrets_dir: Option<PathBuf>,
-    /// Seconds between backfill checks of a continuous run.
-    #[arg(long, default_value_t = 60)]
-    pub backfill_interval_secs: u64,
-    /// No progress line on stderr.
-    #[arg(long, short)]
-    pub quiet: bool,
-    /// Serve metrics, progress, health and a live page of every stream run on this address
-    /// (host:port, or a port on loopback). Off by default.
-    #[arg(long, value_name = "ADDR")]
-    pub http: Option<String>,
+    /// Connection, progress and monitoring.
+    #[command(flatten)]
+    pub flags: StreamRunFlags,
 }
 
 fn json_text(v: &impl serde::Serialize) -> Result<String> {
@@ -188,27 +223,36 @@ pub fn dispatch(args: StreamsArgs) -> Result<()> {
             );
         }
         StreamsCommand::Run(run) => return run_command(catalog, run),
+        StreamsCommand::Serve(serve) => return serve_command(catalog, serve),
     }
     Ok(())
 }
 
-fn run_command(catalog: Catalog, args: RunArgs) -> Result<()> {
+/// The run options, monitor and address the flags ask for.
+fn prepare(
+    flags: StreamRunFlags,
+    available_now: bool,
+) -> Result<(
+    RunOptions,
+    Option<crate::monitor::Monitor>,
+    Option<std::net::SocketAddr>,
+)> {
     let mut secrets = ChainSecretStore::new().with(EnvSecretStore);
-    if let Some(dir) = args.secrets_dir {
+    if let Some(dir) = flags.secrets_dir {
         secrets = secrets.with(FileSecretStore::new(dir));
     }
     let mut options = RunOptions::new(Arc::new(secrets));
-    options.available_now = args.available_now;
-    options.backfill_interval = std::time::Duration::from_secs(args.backfill_interval_secs.max(1));
-    let address = args
+    options.available_now = available_now;
+    options.backfill_interval = std::time::Duration::from_secs(flags.backfill_interval_secs.max(1));
+    let address = flags
         .http
         .as_deref()
         .map(|a| crate::monitor::parse_address(a, "--http"))
         .transpose()?;
     let monitor =
         address.map(|_| crate::monitor::Monitor::new(crate::monitor::DEFAULT_READY_WITHIN));
-    let (quiet, watch) = (args.quiet, monitor.clone());
-    let trigger = if args.available_now {
+    let (quiet, watch) = (flags.quiet, monitor.clone());
+    let trigger = if available_now {
         "availableNow"
     } else {
         "continuous"
@@ -225,16 +269,105 @@ fn run_command(catalog: Catalog, args: RunArgs) -> Result<()> {
             listeners
         }));
     }
+    Ok((options, monitor, address))
+}
+
+/// Starts the monitoring server when asked.
+async fn monitoring(
+    monitor: Option<crate::monitor::Monitor>,
+    address: Option<std::net::SocketAddr>,
+) -> Result<Option<crate::monitor::Server>> {
+    match (monitor, address) {
+        (Some(m), Some(addr)) => {
+            let server = crate::monitor::serve(m, addr).await?;
+            logging::notice(&format!("monitoring on http://{}/", server.addr()));
+            Ok(Some(server))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn serve_command(catalog: Catalog, args: ServeArgs) -> Result<()> {
+    let (run, monitor, address) = prepare(args.flags, false)?;
+    let mut options = ServeOptions::new(run);
+    options.filter = ListRequest {
+        catalog: args.catalog,
+        schema: args.schema,
+        ..Default::default()
+    };
+    options.poll_interval = std::time::Duration::from_secs(args.poll_interval_secs.max(1));
+    options.backoff_max = std::time::Duration::from_secs(args.max_backoff_secs.max(1));
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
-        let _server = match (monitor, address) {
-            (Some(m), Some(addr)) => {
-                let server = crate::monitor::serve(m, addr).await?;
-                logging::notice(&format!("monitoring on http://{}/", server.addr()));
-                Some(server)
+        let _server = monitoring(monitor, address).await?;
+        let stop = Shutdown::default();
+        stop.on_signals("stopping every stream after its current batch");
+        logging::notice(&format!(
+            "serving the streams of {} (catalog read every {} s)",
+            catalog.root().display(),
+            options.poll_interval.as_secs()
+        ));
+        let summary = serve(&catalog, &options, stop, log_event).await?;
+        let failures: u32 = summary.failures.values().sum();
+        logging::notice(&format!(
+            "served {} stream(s); {failures} failed run(s) restarted",
+            summary.starts.len()
+        ));
+        Ok(())
+    })
+}
+
+/// One line per serve transition.
+fn log_event(e: &ServeEvent) {
+    match e {
+        ServeEvent::Started { stream, attempt: 0 } => {
+            logging::notice(&format!("{stream}: started"))
+        }
+        ServeEvent::Started { stream, attempt } => {
+            logging::notice(&format!("{stream}: restarted (attempt {attempt})"))
+        }
+        ServeEvent::Failed {
+            stream,
+            error,
+            retry_in,
+            attempt,
+        } => logging::error_line(&format!(
+            "{stream}: failed (restart {attempt} in {} s): {error}",
+            retry_in.as_secs_f64()
+        )),
+        ServeEvent::Stopped {
+            stream,
+            reason,
+            rows,
+            leftovers,
+        } => {
+            let why = match reason {
+                StopReason::Deleted => "deleted from the catalog",
+                StopReason::Replaced => "replaced by a new stream of the same name",
+                StopReason::Shutdown => "serve is stopping",
+            };
+            let rows = rows.map(|r| format!(", {r} rows")).unwrap_or_default();
+            logging::notice(&format!("{stream}: stopped ({why}{rows})"));
+            if !leftovers.is_empty() {
+                let paths: Vec<String> =
+                    leftovers.iter().map(|p| p.display().to_string()).collect();
+                logging::error_line(&format!(
+                    "{stream}: its last batch wrote after the delete; remove by hand: {}",
+                    paths.join(", ")
+                ));
             }
-            _ => None,
-        };
+        }
+        ServeEvent::CatalogError { error } => logging::error_line(&format!(
+            "cannot read the catalog (running streams kept): {error}"
+        )),
+    }
+}
+
+fn run_command(catalog: Catalog, args: RunArgs) -> Result<()> {
+    let (options, monitor, address) = prepare(args.flags, args.available_now)?;
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async move {
+        let _server = monitoring(monitor, address).await?;
         let stop = Shutdown::default();
         stop.on_signals("stopping after the current batches");
         let results = match args.name {

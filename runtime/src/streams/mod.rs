@@ -11,7 +11,9 @@
 //!   [`binding`]: the spec bound to its connector's stream binding.
 //! - [`pipeline`]: a stream's ingestion pipeline as an ordinary pipeline spec;
 //!   [`ingest`]: the stage that shapes records into the ingestion table's columns.
-//! - [`runner`]: `streams run` (one stream, or all in one process, one task each).
+//! - [`runner`]: `streams run` (one stream, or all in one process, one task each);
+//!   [`serve`]: `streams serve`, which keeps every stream of a catalog running (starts new
+//!   ones, restarts failed ones with back-off, stops deleted ones).
 //! - [`backfill`]: the backfill state machine and its overlap rule; the MERGE itself needs the
 //!   `delta` feature.
 //! - [`cli`]: the `tributary streams` subcommands.
@@ -42,6 +44,7 @@ pub mod ingest;
 pub mod name;
 pub mod pipeline;
 pub mod runner;
+pub mod serve;
 pub mod spec;
 pub mod view;
 

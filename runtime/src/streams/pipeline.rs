@@ -48,12 +48,12 @@ pub fn pipeline_spec_with(
     let name = spec.stream_name()?;
     let created_ms = entry.created()?.timestamp_millis();
     let bound = binding::resolve(registry, &spec.source.kind)?;
-    let names = binding::names(spec, bound.as_ref())?;
+    let subscription = binding::subscription(spec, bound.as_ref())?;
     let mut source_options = spec.source_options();
-    for (k, v) in bound.bind(&names, created_ms).iter() {
+    for (k, v) in bound.bind_subscription(&subscription, created_ms)?.iter() {
         source_options.set(k, v);
     }
-    let key = registry_key.or(spec.connection.schema_registry_key.as_deref());
+    let key = registry_key.or(spec.connection.schema_registry_api_key.as_deref());
     let mut stages = Vec::new();
     if let Some(decode) = spec.decode_options(key) {
         stages.push(StageSpec::registered("decode", decode));

@@ -82,7 +82,7 @@ pub fn build(catalog: &Catalog, name: &str, options: &RunOptions) -> Result<Pipe
         .with_context("connector", SINK)
         .with_context("feature", "delta"));
     }
-    let key = match &entry.spec.connection.schema_registry_key {
+    let key = match &entry.spec.connection.schema_registry_api_key {
         Some(r) => Some(resolve_value(options.secrets.as_ref(), r)?),
         None => None,
     };

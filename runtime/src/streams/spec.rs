@@ -6,14 +6,15 @@
 //!
 //! [source]
 //! kind = "kafka"                      # a source connector that can back a stream
-//! topics = ["orders"]                 # under the field the connector names
+//! topics = ["orders"]                 # under the field the connector names, or (Kafka)
+//!                                     # subscribe_pattern = "orders-.*" / assign = { orders = [0, 1] }
 //! options = { maxOffsetsPerTrigger = 10000 }
 //!
 //! [connection]                        # auth and endpoints, kept apart from the stream options
 //! options = { "kafka.bootstrap.servers" = "broker:9092", "kafka.sasl.jaas.config" = "{{secrets/kafka/jaas}}" }
 //! schema_registry_url = "https://registry:8081"
-//! schema_registry_key = "{{secrets/registry/key}}"
-//! schema_registry_secret = "{{secrets/registry/secret}}"
+//! schema_registry_api_key = "{{secrets/registry/key}}"
+//! schema_registry_api_secret = "{{secrets/registry/secret}}"
 //!
 //! [schema.payload]                    # and/or [schema.key]; neither: plain strings
 //! format = "avro"                     # avro | json_schema | protobuf
@@ -125,12 +126,22 @@ pub struct ConnectionConfig {
     /// Confluent Schema Registry URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schema_registry_url: Option<String>,
-    /// Registry API key: a `{{secrets/scope/key}}` reference.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schema_registry_key: Option<String>,
-    /// Registry API secret: a `{{secrets/scope/key}}` reference.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schema_registry_secret: Option<String>,
+    /// Registry API key: a `{{secrets/scope/key}}` reference. Also read as
+    /// `schema_registry_key`, the spelling of catalogs written before the stream API's.
+    #[serde(
+        default,
+        alias = "schema_registry_key",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub schema_registry_api_key: Option<String>,
+    /// Registry API secret: a `{{secrets/scope/key}}` reference. Also read as
+    /// `schema_registry_secret`.
+    #[serde(
+        default,
+        alias = "schema_registry_secret",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub schema_registry_api_secret: Option<String>,
 }
 
 /// `[schema]`.
@@ -288,11 +299,11 @@ impl StreamSpec {
 
     fn check_connection(&self) -> Result<()> {
         let c = &self.connection;
-        if let Some(secret) = &c.schema_registry_secret {
+        if let Some(secret) = &c.schema_registry_api_secret {
             if SecretRef::parse(secret).is_none() {
                 return Err(invalid(
-                    "connection.schema_registry_secret",
-                    "option 'connection.schema_registry_secret' must be a {{secrets/<scope>/<key>}} reference, not the secret itself",
+                    "connection.schema_registry_api_secret",
+                    "option 'connection.schema_registry_api_secret' must be a {{secrets/<scope>/<key>}} reference, not the secret itself",
                 ));
             }
         }
@@ -300,38 +311,38 @@ impl StreamSpec {
             if tributary_sdk::options::redact_embedded(url) != url.as_str() {
                 return Err(invalid(
                     "connection.schema_registry_url",
-                    "option 'connection.schema_registry_url' holds a password: give the credentials as schema_registry_key and schema_registry_secret references, the catalog stores no secret",
+                    "option 'connection.schema_registry_url' holds a password: give the credentials as schema_registry_api_key and schema_registry_api_secret references, the catalog stores no secret",
                 ));
             }
         }
-        if let Some(key) = &c.schema_registry_key {
+        if let Some(key) = &c.schema_registry_api_key {
             if SecretRef::parse(key).is_none() {
                 return Err(invalid(
-                    "connection.schema_registry_key",
-                    "option 'connection.schema_registry_key' must be a {{secrets/<scope>/<key>}} reference, not the API key itself",
+                    "connection.schema_registry_api_key",
+                    "option 'connection.schema_registry_api_key' must be a {{secrets/<scope>/<key>}} reference, not the API key itself",
                 ));
             }
         }
-        match (&c.schema_registry_key, &c.schema_registry_secret) {
+        match (&c.schema_registry_api_key, &c.schema_registry_api_secret) {
             (Some(_), None) => {
                 return Err(conflicting(
-                    "connection.schema_registry_key",
-                    "connection.schema_registry_secret",
+                    "connection.schema_registry_api_key",
+                    "connection.schema_registry_api_secret",
                     "an API key needs its secret",
                 ))
             }
             (None, Some(_)) => {
                 return Err(conflicting(
-                    "connection.schema_registry_secret",
-                    "connection.schema_registry_key",
+                    "connection.schema_registry_api_secret",
+                    "connection.schema_registry_api_key",
                     "an API secret needs its key",
                 ))
             }
             _ => {}
         }
-        if (c.schema_registry_key.is_some()) && c.schema_registry_url.is_none() {
+        if (c.schema_registry_api_key.is_some()) && c.schema_registry_url.is_none() {
             return Err(conflicting(
-                "connection.schema_registry_key",
+                "connection.schema_registry_api_key",
                 "connection.schema_registry_url",
                 "registry credentials without a registry URL would be ignored",
             ));
@@ -487,7 +498,9 @@ impl StreamSpec {
         if let Some(url) = &self.connection.schema_registry_url {
             o.set("schema_registry_url", url.clone());
         }
-        if let (Some(key), Some(secret)) = (registry_key, &self.connection.schema_registry_secret) {
+        if let (Some(key), Some(secret)) =
+            (registry_key, &self.connection.schema_registry_api_secret)
+        {
             o.set("schema_registry_key", key);
             o.set("schema_registry_secret", secret.clone());
         }

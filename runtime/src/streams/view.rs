@@ -20,7 +20,7 @@ pub fn describe(entry: &StreamEntry, catalog: &Catalog, registry: &Registry) -> 
                 "options".into(),
                 printable_options(spec, registry, &spec.connection.options),
             );
-            for k in ["schema_registry_key", "schema_registry_secret"] {
+            for k in ["schema_registry_api_key", "schema_registry_api_secret"] {
                 if obj.contains_key(k) {
                     obj.insert(k.into(), json!("***"));
                 }

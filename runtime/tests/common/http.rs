@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 /// A GET over plain HTTP/1.1: (status, body).
@@ -79,20 +79,29 @@ pub fn labelled(samples: &Samples, name: &str, label: Option<(&str, &str)>) -> f
 
 /// Spawns `cmd` (a `tributary` command with `--http 127.0.0.1:0`) and returns the child and the
 /// address it printed ("monitoring on http://..."); its stderr is echoed with a prefix.
-pub fn spawn_monitored(mut cmd: Command) -> (Child, SocketAddr) {
+pub fn spawn_monitored(cmd: Command) -> (Child, SocketAddr) {
+    let (child, addr, _) = spawn_monitored_with_log(cmd);
+    (child, addr)
+}
+
+/// [`spawn_monitored`], keeping every stderr line the child printed.
+pub fn spawn_monitored_with_log(mut cmd: Command) -> (Child, SocketAddr, Arc<Mutex<Vec<String>>>) {
     let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = mpsc::channel();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let keep = log.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             if let Some(rest) = line.strip_prefix("monitoring on http://") {
                 let _ = tx.send(rest.trim_end_matches('/').to_string());
             }
             eprintln!("tributary: {line}");
+            keep.lock().unwrap().push(line);
         }
     });
     let addr = rx
         .recv_timeout(Duration::from_secs(60))
         .expect("the run prints its monitoring address");
-    (child, addr.parse().unwrap())
+    (child, addr.parse().unwrap(), log)
 }
