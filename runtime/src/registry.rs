@@ -9,14 +9,18 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use tributary_sdk::{Error, ErrorCode, Result, SinkFactory, SourceFactory, StageFactory};
+use tributary_sdk::{
+    Error, ErrorCode, Result, ScalarFunction, SinkFactory, SourceFactory, StageFactory,
+};
 
-/// Source, sink and stage factories by name.
+/// Source, sink and stage factories, and the `[transform]` SQL's user-defined functions, by
+/// name.
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     sources: BTreeMap<String, Arc<dyn SourceFactory>>,
     sinks: BTreeMap<String, Arc<dyn SinkFactory>>,
     stages: BTreeMap<String, Arc<dyn StageFactory>>,
+    functions: BTreeMap<String, Arc<dyn ScalarFunction>>,
 }
 
 /// Every built-in connector or stage: (kind, name, the cargo feature of `tributary-runtime`
@@ -96,6 +100,23 @@ impl Registry {
     /// Registers a sink factory.
     pub fn add_sink(&mut self, f: Arc<dyn SinkFactory>) {
         self.sinks.insert(f.name().to_ascii_lowercase(), f);
+    }
+
+    /// Registers a scalar function for the `[transform]` SQL (`SELECT f(x) FROM source`); a
+    /// function of the same name is replaced. Plugins' functions come through
+    /// [`crate::plugin::LoadedPlugin::register_into`], which refuses a name already taken.
+    pub fn add_function(&mut self, f: Arc<dyn ScalarFunction>) {
+        self.functions.insert(f.name().to_ascii_lowercase(), f);
+    }
+
+    /// The function called `name`, if registered.
+    pub fn function(&self, name: &str) -> Option<Arc<dyn ScalarFunction>> {
+        self.functions.get(&name.to_ascii_lowercase()).cloned()
+    }
+
+    /// Every registered function, by name.
+    pub fn functions(&self) -> Vec<Arc<dyn ScalarFunction>> {
+        self.functions.values().cloned().collect()
     }
 
     /// Registers a stage factory.

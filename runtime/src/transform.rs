@@ -38,9 +38,14 @@ pub fn output_mode(section: &TransformSection) -> Option<tributary_sdk::OutputMo
     imp::output_mode(section)
 }
 
-/// Builds the stage; errors of its `open` (planning against the source's schema) name `origin`.
-pub fn stage(section: &TransformSection, origin: &str) -> Result<Box<dyn Stage>> {
-    let inner = imp::stage(section).map_err(|e| e.prefixed(origin))?;
+/// Builds the stage with the registry's user-defined functions; errors of its `open`
+/// (planning against the source's schema) name `origin`.
+pub fn stage(
+    section: &TransformSection,
+    origin: &str,
+    functions: Vec<std::sync::Arc<dyn tributary_sdk::ScalarFunction>>,
+) -> Result<Box<dyn Stage>> {
+    let inner = imp::stage(section, functions).map_err(|e| e.prefixed(origin))?;
     Ok(Box::new(Named {
         inner,
         origin: origin.to_string(),
@@ -95,8 +100,13 @@ mod imp {
         section.validate()
     }
 
-    pub(super) fn stage(section: &TransformSpec) -> Result<Box<dyn Stage>> {
-        Ok(Box::new(SqlTransform::new(section.clone())?))
+    pub(super) fn stage(
+        section: &TransformSpec,
+        functions: Vec<std::sync::Arc<dyn tributary_sdk::ScalarFunction>>,
+    ) -> Result<Box<dyn Stage>> {
+        Ok(Box::new(
+            SqlTransform::new(section.clone())?.with_functions(functions),
+        ))
     }
 
     pub(super) fn output_mode(section: &TransformSpec) -> Option<tributary_sdk::OutputMode> {
@@ -124,7 +134,10 @@ mod imp {
         Err(unavailable())
     }
 
-    pub(super) fn stage(_section: &toml::Value) -> Result<Box<dyn Stage>> {
+    pub(super) fn stage(
+        _section: &toml::Value,
+        _functions: Vec<std::sync::Arc<dyn tributary_sdk::ScalarFunction>>,
+    ) -> Result<Box<dyn Stage>> {
         Err(unavailable())
     }
 

@@ -23,6 +23,8 @@
 //!   real-time mode (long batches, records delivered as they arrive).
 //! - [`SinkWriter`]: the one protocol hosts write every sink with (begin, write parts, finish,
 //!   commit), adapting whichever of the four write shapes a sink implements.
+//! - [`ScalarFunction`]: a user-defined function for the `[transform]` SQL, registered by an
+//!   embedding crate or exported by a plugin.
 //!
 //! Each connector owns its record schema; the SDK holds none.
 //!
@@ -55,6 +57,7 @@ pub mod connector;
 pub mod data_loss;
 pub mod description;
 pub mod error;
+pub mod function;
 pub mod input_partition;
 pub mod offset;
 pub mod one_line;
@@ -87,6 +90,7 @@ pub use connector::{
 pub use data_loss::{DataLossEvent, DataLossKind, DataLossTracker};
 pub use description::SourceDescription;
 pub use error::{Domain, Error, ErrorCode, Result, Retry};
+pub use function::ScalarFunction;
 pub use input_partition::InputPartition;
 pub use offset::Offset;
 pub use options::{OptionKind, OptionSpec, Options, ParsedOptions};

@@ -18,6 +18,8 @@
 //! For what SQL cannot say, [`processor`] runs a Rust `StatefulProcessor` per key with value,
 //! list and map state and timers (Spark's `transformWithState`).
 //! `CAST(binary AS STRING)` never fails, as in Spark: invalid UTF-8 becomes U+FFFD.
+//! User-defined scalar functions ([`tributary_sdk::ScalarFunction`], from an embedding program
+//! or a plugin) are added with [`SqlTransform::with_functions`] and called by name.
 //!
 //! ```no_run
 //! # async fn demo(input: arrow_schema::SchemaRef, batch: arrow_array::RecordBatch) -> tributary_sdk::Result<()> {
@@ -41,6 +43,7 @@ mod spec;
 mod stateful;
 mod static_tables;
 mod transform;
+mod udf;
 
 pub use spec::{StaticTable, TableFormat, TransformSpec, Watermark};
 #[cfg(feature = "bench")]

@@ -25,7 +25,7 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
 use futures::StreamExt;
-use tributary_sdk::{Error, ErrorCode, Result, Stage, StageState};
+use tributary_sdk::{Error, ErrorCode, Result, ScalarFunction, Stage, StageState};
 
 use crate::allowlist::{check_logical, check_physical};
 use crate::error::{execution_error, sql_error};
@@ -43,6 +43,7 @@ pub struct SqlTransform {
     spec: TransformSpec,
     slot: BatchSlot,
     planned: Option<Planned>,
+    functions: Vec<Arc<dyn ScalarFunction>>,
 }
 
 /// The state made at `open`.
@@ -84,6 +85,10 @@ impl fmt::Debug for SqlTransform {
         f.debug_struct("SqlTransform")
             .field("sql", &self.spec.sql)
             .field("tables", &self.spec.tables)
+            .field(
+                "functions",
+                &self.functions.iter().map(|f| f.name()).collect::<Vec<_>>(),
+            )
             .field("opened", &self.planned.is_some())
             .finish()
     }
@@ -97,7 +102,15 @@ impl SqlTransform {
             spec,
             slot: BatchSlot::new(),
             planned: None,
+            functions: Vec::new(),
         })
+    }
+
+    /// Adds user-defined scalar functions the query may call (registered by an embedding
+    /// program or exported by plugins), checked against DataFusion's own function names.
+    pub fn with_functions(mut self, functions: Vec<Arc<dyn ScalarFunction>>) -> Self {
+        self.functions = functions;
+        self
     }
 
     /// The spec this transform runs.
@@ -158,6 +171,7 @@ impl SqlTransform {
         ctx.add_analyzer_rule(Arc::new(LossyBinaryCast::new()));
         ctx.register_udf(stateful::window::udf());
         ctx.register_udf(stateful::session::udf());
+        crate::udf::register(&ctx, &self.functions)?;
         ctx.register_table(
             SOURCE_TABLE,
             Arc::new(SourceTable::new(Arc::clone(&input), self.slot.clone())),

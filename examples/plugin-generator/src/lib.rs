@@ -19,6 +19,9 @@
 //!   with the runtime's checkpoint). In real-time mode it appends each acknowledged chunk to the
 //!   running long batch's file and syncs it at the checkpoint.
 //!
+//! - [`MaskEmail`] (`mask_email(email)`): a SQL function for `[transform]`, exported with the
+//!   functions extension: `alice@example.com` becomes `a***@example.com`.
+//!
 //! Build the plugin with `cargo build --release` and point the host at the directory holding
 //! `libtributary_plugin_generator.so` (`plugin_path` in a pipeline file or
 //! `TRIBUTARY_PLUGIN_PATH`). The host runs the conformance suite (`tributary-conformance`)
@@ -43,6 +46,7 @@
 
 mod config;
 pub mod control;
+mod function;
 mod rows;
 mod sink;
 mod source;
@@ -53,6 +57,7 @@ pub use config::{
     RowSupply, MAX_PARTITIONS,
 };
 pub use control::Control;
+pub use function::MaskEmail;
 pub use rows::{row_schema, RowsOffset};
 pub use sink::{JsonLinesSink, JsonLinesSinkFactory};
 pub use source::{GeneratorSource, GeneratorSourceFactory};
@@ -67,6 +72,7 @@ tributary_sdk::export_plugin! {
     version: env!("CARGO_PKG_VERSION"),
     sources: [GeneratorSourceFactory],
     sinks: [JsonLinesSinkFactory],
+    functions: [MaskEmail],
 }
 
 // A build without the streaming extension, like a plugin built before it existed: the host

@@ -23,7 +23,10 @@ use crate::trigger::Trigger;
 /// A stage whose options were checked, not built yet.
 enum PreparedStage {
     Registered(Arc<dyn StageFactory>, tributary_sdk::Options),
-    Sql(crate::transform::TransformSection),
+    Sql(
+        crate::transform::TransformSection,
+        Vec<Arc<dyn tributary_sdk::ScalarFunction>>,
+    ),
 }
 
 impl PreparedStage {
@@ -39,9 +42,10 @@ impl PreparedStage {
                 factory.name().to_string(),
                 factory.create(options, description, secrets)?,
             ),
-            PreparedStage::Sql(section) => {
-                ("sql".to_string(), crate::transform::stage(section, origin)?)
-            }
+            PreparedStage::Sql(section, functions) => (
+                "sql".to_string(),
+                crate::transform::stage(section, origin, functions.clone())?,
+            ),
         })
     }
 }
@@ -102,7 +106,7 @@ pub(crate) fn prepare(spec: &PipelineSpec, registry: &Registry) -> Result<Prepar
             }
             StageSpec::Sql(section) => {
                 crate::transform::validate(section, &spec.origin)?;
-                PreparedStage::Sql(section.clone())
+                PreparedStage::Sql(section.clone(), registry.functions())
             }
         });
     }

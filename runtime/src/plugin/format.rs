@@ -144,6 +144,27 @@ pub fn inspect(plugin: &LoadedPlugin) -> String {
             }
         }
     }
+    let _ = writeln!(out, "\nfunctions");
+    if let Some(why) = &m.functions_note {
+        let _ = writeln!(out, "  (none: the plugin {why})");
+    } else if m.functions.is_empty() {
+        out.push_str("  (none)\n");
+    } else {
+        let rows: Vec<Vec<String>> = m
+            .functions
+            .iter()
+            .map(|f| {
+                vec![
+                    f.signature.clone(),
+                    if f.deterministic { "yes" } else { "no" }.into(),
+                    f.description.clone(),
+                ]
+            })
+            .collect();
+        for l in table(&["FUNCTION", "DETERMINISTIC", "DESCRIPTION"], &rows).lines() {
+            let _ = writeln!(out, "  {l}");
+        }
+    }
     out
 }
 

@@ -13,7 +13,10 @@
 //! 5. the optional streaming extension ([`STREAMING_SYMBOL`]): a table of
 //!    [`STREAMING_VERSION`] lets the plugin's connectors run in real-time mode; no table, or a
 //!    table of another version, keeps them micro-batch only (real-time pipelines are refused at
-//!    `check` with that reason) — the plugin itself still loads.
+//!    `check` with that reason) — the plugin itself still loads;
+//! 6. the optional functions extension (`FUNCTIONS_SYMBOL`): its scalar functions' signatures
+//!    are read once; no table, or one of another version, loads the plugin without functions
+//!    (`plugins inspect` says why), a malformed signature refuses the plugin.
 //!
 //! Loaded libraries are never unloaded: record batches a plugin produced point into its memory
 //! and carry its release callbacks, so unloading could free code that live data still needs.
@@ -30,6 +33,7 @@ use tributary_sdk::plugin::export::target;
 use tributary_sdk::{ConnectorKind, Error, ErrorCode, Result, SinkFactory, SourceFactory};
 
 use crate::plugin::call::{ManifestRef, PluginShared, StreamingRef};
+use crate::plugin::foreign_function::{functions_table, read_functions, ForeignFunction};
 use crate::plugin::foreign_sink::ForeignSinkFactory;
 use crate::plugin::foreign_source::ForeignSourceFactory;
 use crate::plugin::manifest::{bad, PluginManifest};
@@ -44,6 +48,7 @@ pub struct LoadedPlugin {
     shared: Arc<PluginShared>,
     raw: ManifestRef,
     manifest: PluginManifest,
+    functions: Vec<Arc<ForeignFunction>>,
 }
 
 impl std::fmt::Debug for LoadedPlugin {
@@ -95,6 +100,14 @@ impl LoadedPlugin {
             .collect()
     }
 
+    /// Its SQL functions (the functions extension), as ordinary scalar functions.
+    pub fn functions(&self) -> Vec<Arc<dyn tributary_sdk::ScalarFunction>> {
+        self.functions
+            .iter()
+            .map(|f| f.clone() as Arc<dyn tributary_sdk::ScalarFunction>)
+            .collect()
+    }
+
     /// Adds every connector of the plugin to a registry. A connector whose name the registry
     /// already has (a built-in connector, or one of a plugin registered before) is refused with
     /// both names, and nothing of this plugin is registered: a plugin never replaces a connector
@@ -122,11 +135,30 @@ impl LoadedPlugin {
                 .with_context("connector", &c.name));
             }
         }
+        for f in &self.functions {
+            if registry
+                .function(tributary_sdk::ScalarFunction::name(f.as_ref()))
+                .is_some()
+            {
+                let name = tributary_sdk::ScalarFunction::name(f.as_ref());
+                return Err(bad(
+                    self.path(),
+                    &format!(
+                        "plugin '{}' declares a function named '{name}', and '{name}' is already a function of this host (registered by the embedding program, or from another plugin): a plugin cannot replace it; rename the plugin's function",
+                        self.manifest.name
+                    ),
+                )
+                .with_context("function", name));
+            }
+        }
         for f in self.source_factories() {
             registry.add_source(f);
         }
         for f in self.sink_factories() {
             registry.add_sink(f);
+        }
+        for f in self.functions() {
+            registry.add_function(f);
         }
         Ok(())
     }
@@ -198,7 +230,21 @@ pub fn load(path: &Path) -> Result<LoadedPlugin> {
     if let Err(why) = &streaming {
         tracing::debug!(plugin = %info.name, "plugin is micro-batch only: {why}");
     }
+    let table = functions_table(&library);
     let library = Arc::new(library);
+    let mut info = info;
+    let functions = match table {
+        Ok(t) => read_functions(&info.name, t, &library)
+            .map_err(|e| e.prefixed(path.display().to_string()))?,
+        Err(why) => {
+            info.functions_note = Some(why);
+            Vec::new()
+        }
+    };
+    info.functions = functions
+        .iter()
+        .map(|f| crate::plugin::foreign_function::FunctionInfo::of(f.as_ref()))
+        .collect();
     PINNED
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -213,6 +259,7 @@ pub fn load(path: &Path) -> Result<LoadedPlugin> {
         }),
         raw: ManifestRef(manifest),
         manifest: info,
+        functions,
     })
 }
 

@@ -31,6 +31,11 @@ pub struct PluginManifest {
     pub target: String,
     /// The connectors it offers.
     pub connectors: Vec<ConnectorInfo>,
+    /// The SQL functions it exports (the functions extension).
+    pub functions: Vec<crate::plugin::foreign_function::FunctionInfo>,
+    /// Why it exports none, when it has no functions extension the host can use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub functions_note: Option<String>,
 }
 
 /// One connector of a plugin.
@@ -149,6 +154,8 @@ impl PluginManifest {
             version: text(&file, "version", m.plugin_version)?,
             target: text(&file, "target", m.target)?,
             connectors,
+            functions: Vec::new(),
+            functions_note: None,
             file,
         })
     }

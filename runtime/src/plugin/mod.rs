@@ -24,6 +24,7 @@
 //! ```
 
 mod call;
+mod foreign_function;
 mod foreign_sink;
 mod foreign_source;
 mod foreign_streaming;
@@ -32,6 +33,7 @@ mod loader;
 pub(crate) mod manifest;
 pub(crate) mod precheck;
 
+pub use foreign_function::{ForeignFunction, FunctionInfo};
 pub use foreign_sink::{ForeignSink, ForeignSinkFactory};
 pub use foreign_source::{ForeignSource, ForeignSourceFactory};
 pub use format::{inspect, inspect_json, plugins_list_table};

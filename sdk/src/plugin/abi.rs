@@ -16,7 +16,8 @@
 //! The streaming extension of real-time mode ([`FfiStreamingTable`], [`FfiChunk`], [`FfiAck`])
 //! is optional and found through its own symbol ([`STREAMING_SYMBOL`]); its first field is its
 //! own version ([`STREAMING_VERSION`]), so adding it left [`ABI_VERSION`] and the layouts of
-//! [`FfiSource`] and [`FfiSink`] unchanged.
+//! [`FfiSource`] and [`FfiSink`] unchanged. The functions extension ([`FfiFunctionTable`],
+//! user-defined SQL functions, [`FUNCTIONS_SYMBOL`]) is optional and versioned the same way.
 //!
 //! Layout changes bump [`ABI_VERSION`]. The first field of [`FfiManifest`] is the ABI version
 //! and never moves, so a host can read it from a plugin of any version and refuse a mismatch
@@ -476,3 +477,40 @@ unsafe impl Sync for FfiStreamingTable {}
 unsafe impl Send for FfiStreamingTable {}
 // SAFETY: the context is host state built to be completed from any thread.
 unsafe impl Send for FfiAck {}
+
+// ---------------------------------------------------------------------------------------------
+// The functions extension (user-defined SQL functions), optional and versioned on its own.
+// ---------------------------------------------------------------------------------------------
+
+/// The optional symbol of the functions extension:
+/// `extern "C" fn() -> *const FfiFunctionTable`. A plugin without it (built with an older
+/// tributary-sdk) still loads and exports no function.
+pub const FUNCTIONS_SYMBOL: &str = "tributary_plugin_functions_v1";
+
+/// The layout version of [`FfiFunctionTable`] (its first field). A host ignores a table of
+/// another version (and says so in `plugins inspect`).
+pub const FUNCTIONS_VERSION: u32 = 1;
+
+/// The signature of [`FUNCTIONS_SYMBOL`]. Returns a table static for the life of the library.
+pub type FunctionsEntryFn = unsafe extern "C" fn() -> *const FfiFunctionTable;
+
+/// The plugin's scalar functions ([`crate::ScalarFunction`]), by index `0..count()`.
+///
+/// Calls may come from any host thread, concurrently: functions are `Sync`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct FfiFunctionTable {
+    /// [`FUNCTIONS_VERSION`]. Always the first field.
+    pub version: u32,
+    /// How many functions the plugin exports.
+    pub count: unsafe extern "C" fn() -> usize,
+    /// Function `index`'s signature: `json` gets `{"name", "description", "deterministic"}`
+    /// and `schema` a struct type whose fields are the argument types in order followed by
+    /// the return type (named `return`); on [`STATUS_ERROR`] `json` holds the error.
+    pub describe: unsafe extern "C" fn(usize, *mut FfiBytes, *mut FFI_ArrowSchema) -> FfiStatus,
+    /// Evaluates function `index`: `args` is a struct array with one column per argument
+    /// (its length is the row count; the plugin moves it out), `out` receives a one-column
+    /// batch with the result. On [`STATUS_ERROR`] `err` holds the error and `out` is untouched.
+    pub invoke:
+        unsafe extern "C" fn(usize, *mut FfiBatch, *mut FfiBatch, *mut FfiBytes) -> FfiStatus,
+}

@@ -23,7 +23,7 @@ use crate::plugin::abi::{
 use crate::plugin::secrets::ForeignSecretStore;
 pub(crate) use crate::plugin::wire_error::error_bytes;
 
-/// What a plugin offers: its name, version and connector factories.
+/// What a plugin offers: its name, version, connector factories and SQL functions.
 pub struct PluginDefinition {
     /// The plugin name (shown by `tributary plugins list`).
     pub name: &'static str,
@@ -33,6 +33,8 @@ pub struct PluginDefinition {
     pub sources: Vec<Arc<dyn SourceFactory>>,
     /// Sink factories.
     pub sinks: Vec<Arc<dyn SinkFactory>>,
+    /// Scalar functions for the `[transform]` SQL (the functions extension).
+    pub functions: Vec<Arc<dyn crate::function::ScalarFunction>>,
 }
 
 /// The definition and the manifest built from it, kept for the life of the library.
