@@ -85,6 +85,13 @@ impl ApiError {
         }
     }
 
+    /// True when the endpoint's host name did not resolve (a misspelt region, a wrong
+    /// endpoint, no DNS).
+    pub fn is_unresolved_host(&self) -> bool {
+        let m = self.message.to_ascii_lowercase();
+        m.contains("dns error") || m.contains("failed to lookup address")
+    }
+
     /// True when the failure is throttling.
     pub fn is_throttled(&self) -> bool {
         self.failure == ApiFailure::Throttled
@@ -93,7 +100,12 @@ impl ApiError {
     /// Into the SDK error for an operation (`what`) on a stream; `read` picks the default code
     /// (`SOURCE_READ_FAILED` or `SINK_WRITE_FAILED`).
     pub fn into_error(self, what: &str, stream: &str, read: bool) -> Error {
+        let unresolved = self.failure == ApiFailure::Connection && self.is_unresolved_host();
         let (code, hint) = match self.failure {
+            ApiFailure::Connection if unresolved => (
+                ErrorCode::Connection,
+                " (the endpoint's host name does not resolve: check region, a region that does not exist has no endpoint, and endpoint)",
+            ),
             ApiFailure::Auth => (
                 ErrorCode::Authentication,
                 " (check awsAccessKey/awsSecretKey, serviceCredential, roleArn or the AWS environment)",
@@ -143,6 +155,38 @@ fn classify_code(code: &str) -> ApiFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A real call to the endpoint of a region that does not exist: the host name does not
+    /// resolve (on a machine without DNS for it as well), and the error names the region.
+    #[tokio::test]
+    async fn a_region_that_does_not_exist_is_named_as_the_cause() {
+        let settings = crate::config::ConnectionSettings {
+            region: Some("eu-wset-1".into()),
+            endpoint: None,
+            credentials: crate::config::BaseCredentials::Static {
+                access_key: tributary_sdk::Secret::new("AKIDEXAMPLE"),
+                secret_key: tributary_sdk::Secret::new("not-a-secret"),
+            },
+            assume_role: None,
+            ca_file: None,
+        };
+        let client = crate::client::build_client(&settings, &tributary_sdk::EnvSecretStore)
+            .await
+            .expect("a client is built without I/O");
+        let err = client
+            .list_streams()
+            .send()
+            .await
+            .expect_err("no such endpoint");
+        let e = ApiError::from_sdk(err).into_error("ListStreams", "s", true);
+        assert_eq!(e.code(), ErrorCode::Connection, "{e}");
+        assert!(
+            e.to_string()
+                .contains("host name does not resolve: check region"),
+            "{e}"
+        );
+        assert!(!e.to_string().contains("not-a-secret"), "{e}");
+    }
 
     #[test]
     fn codes_are_classified() {
