@@ -108,11 +108,22 @@ impl BallistaDriver {
         }
         let name = job.name.clone();
         let failed = |why: String| {
+            if let Some(lost) = connection_lost(&why) {
+                return Error::new(
+                    ErrorCode::Connection,
+                    format!(
+                        "{name}: the connection to the Ballista scheduler at {} was lost during the batch ({lost}); nothing of the batch was committed, it runs again when the pipeline restarts",
+                        self.url
+                    ),
+                )
+                .with_context("option", "engine.scheduler");
+            }
             Error::new(
                 ErrorCode::SourceRead,
                 format!(
-                    "{name} failed on the Ballista cluster at {}: {why}",
-                    self.url
+                    "{name} failed on the Ballista cluster at {}: {}",
+                    self.url,
+                    tributary_sdk::one_line::one_line(&why)
                 ),
             )
         };
@@ -139,6 +150,41 @@ impl BallistaDriver {
         }
         Ok(results)
     }
+}
+
+/// When a failure's text says the scheduler's gRPC connection broke (the scheduler died or
+/// restarted), what to print of it: the transport's own words without the gRPC status dump.
+fn connection_lost(text: &str) -> Option<String> {
+    const SIGNS: [&str; 7] = [
+        "status: Unavailable",
+        "h2 protocol error",
+        "transport error",
+        "tcp connect error",
+        "Connection refused",
+        "connection reset",
+        "broken pipe",
+    ];
+    let lower = text.to_ascii_lowercase();
+    if !SIGNS
+        .iter()
+        .any(|s| lower.contains(&s.to_ascii_lowercase()))
+    {
+        return None;
+    }
+    // tonic prints `status: Unavailable, message: "...", details: [], metadata: MetadataMap {..}`.
+    let said = text
+        .split_once("message: \"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(m, _)| m.to_string());
+    let said = said.unwrap_or_else(|| {
+        SIGNS
+            .iter()
+            .find(|s| lower.contains(&s.to_ascii_lowercase()))
+            .map(|s| s.to_string())
+            .unwrap_or_default()
+    });
+    let said = said.replace("h2 protocol error: ", "");
+    Some(tributary_sdk::one_line::one_line(&said))
 }
 
 #[cfg(test)]

@@ -383,6 +383,63 @@ fn a_killed_executor_s_tasks_run_again_elsewhere_exactly_once() {
     );
 }
 
+#[test]
+fn a_scheduler_killed_mid_batch_is_one_clear_error_and_the_batch_replays() {
+    let l = Layout::new();
+    let mut cluster = Cluster::start(&l.root.path().join("logs"), 1);
+    let rows = write_json_files(&l.input(), "f", 4, 60_000, 0);
+    let p = files_pipeline(&l, &cluster.url, "");
+    let driver = tributary()
+        .args(["run", "-q"])
+        .arg(&p)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let staging = l.output().join("_staging");
+    let t = Instant::now();
+    while walk(&staging) < 1 {
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "no staged file appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cluster.scheduler.kill().unwrap();
+    cluster.scheduler.wait().unwrap();
+    let o = driver.wait_with_output().unwrap();
+    assert!(!o.status.success());
+    let line = assert_one_clear_error(&o);
+    assert!(line.contains("CONNECTION_FAILED"), "{line}");
+    assert!(
+        line.contains("the connection to the Ballista scheduler") && line.contains("was lost"),
+        "{line}"
+    );
+    for noise in ["h2", "MetadataMap", "tonic", "Status {"] {
+        assert!(!line.contains(noise), "{noise} in: {line}");
+    }
+    // Nothing of the batch was committed: a new cluster replays it, every row once.
+    assert!(!l.checkpoint().join("commits/0").exists());
+    drop(cluster);
+    let cluster = Cluster::start(&l.root.path().join("logs2"), 1);
+    let text = std::fs::read_to_string(&p).unwrap();
+    let old = text
+        .lines()
+        .find(|l| l.contains("df://"))
+        .unwrap()
+        .to_string();
+    std::fs::write(
+        &p,
+        text.replace(&old, &format!("scheduler = \"{}\"", cluster.url)),
+    )
+    .unwrap();
+    let o = tributary().args(["run", "-q"]).arg(&p).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        output_ids(&l.output()),
+        (0..rows as i64).collect::<Vec<_>>()
+    );
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap().flatten() {
