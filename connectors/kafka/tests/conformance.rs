@@ -165,6 +165,19 @@ async fn fail_on_data_loss_false_retention() {
     run_case_test("fail_on_data_loss_false", retention_setup).await;
 }
 
+/// A restart from a committed position that retention removed while no pipeline ran fails
+/// with OFFSET_OUT_OF_RANGE (failOnDataLoss=true) ...
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_position_lost_true_retention() {
+    run_case_test("resume_position_lost_true", retention_setup).await;
+}
+
+/// ... or counts the loss and reads exactly the records produced since (false).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_position_lost_false_retention() {
+    run_case_test("resume_position_lost_false", retention_setup).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fail_on_data_loss_true_recreated_topic() {
     run_case_test("fail_on_data_loss_true", recreated_setup).await;
