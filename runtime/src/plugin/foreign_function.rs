@@ -113,6 +113,9 @@ pub(crate) fn functions_table(library: &Library) -> std::result::Result<Function
     Ok(FunctionsRef(table))
 }
 
+/// The most functions a plugin may export (a larger count is refused before any is read).
+pub const MAX_FUNCTIONS: usize = 4096;
+
 /// Reads every function's signature from the table.
 pub(crate) fn read_functions(
     plugin: &str,
@@ -122,7 +125,15 @@ pub(crate) fn read_functions(
     let t = table.get();
     // SAFETY: the table's entries follow the extension's contract; `count` catches panics.
     let count = unsafe { (t.count)() };
-    let mut out = Vec::with_capacity(count.min(1024));
+    if count > MAX_FUNCTIONS {
+        return Err(Error::new(
+            ErrorCode::Plugin,
+            format!(
+                "plugin '{plugin}' declares {count} functions, more than the {MAX_FUNCTIONS} a plugin may export"
+            ),
+        ));
+    }
+    let mut out = Vec::with_capacity(count);
     for index in 0..count {
         let mut json = FfiBytes::empty();
         let mut schema = FFI_ArrowSchema::empty();
