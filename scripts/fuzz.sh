@@ -8,35 +8,48 @@
 #
 #   scripts/fuzz.sh                  # every target, 10,000,000 executions each
 #   RUNS=100000 scripts/fuzz.sh decode_json pipeline_file
+#   MAX_TOTAL_TIME=600 scripts/fuzz.sh decode_avro   # stops at RUNS or after 600 s, if sooner
 #
 # Needs the nightly toolchain (rustup's; cargo-fuzz instruments with -Zsanitizer flags) and
 # installs cargo-fuzz when it is missing. Built without AddressSanitizer (`-s none`): the code
 # is safe Rust but for the manifest reader's C pointers, and ASan would cost about half the
 # executions. Corpora live in fuzz/corpus/<target> (kept in the repository: what the fuzzer
 # learned is the next run's start); a crash is written to fuzz/artifacts/<target>/ and fails
-# this script. Prints one line per target: executions, corpus size, time.
+# this script. Prints one line per target: executions (and per second), corpus size, time.
+#
+# The targets are built once, then each binary is run directly (the arguments `cargo fuzz run`
+# would pass): `cargo fuzz run` rebuilds before every target, so a source edited during a long
+# run would change the code between targets and its build time would count as fuzzing time.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 RUNS=${RUNS:-10000000}
+MAX_TOTAL_TIME=${MAX_TOTAL_TIME:-0}
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(decode_json decode_avro decode_protobuf pipeline_file checkpoint_logs plugin_file plugin_manifest)
 fi
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-cargo +nightly fuzz build -s none --release
+triple=$(rustc +nightly -vV | sed -n 's/^host: //p')
+cargo +nightly fuzz build -s none --release --target "$triple"
 status=0
 for t in "${targets[@]}"; do
+  bin="target/$triple/release/$t"
+  [ -x "$bin" ] || { echo "$t: no such fuzz target ($bin)"; status=1; continue; }
   mkdir -p "corpus/$t" "artifacts/$t"
   log=$(mktemp)
-  start=$(date +%s)
-  if cargo +nightly fuzz run -s none --release "$t" "corpus/$t" -- \
-      -runs="$RUNS" -max_len=65536 -rss_limit_mb=4096 -timeout=30 -print_final_stats=1 >"$log" 2>&1; then
+  start=$(date +%s%N)
+  if "$bin" -artifact_prefix="artifacts/$t/" -runs="$RUNS" -max_total_time="$MAX_TOTAL_TIME" \
+      -max_len=65536 -rss_limit_mb=4096 -timeout=30 -print_final_stats=1 "corpus/$t" >"$log" 2>&1; then
     result=ok
   else
     result=CRASH; status=1
   fi
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
-  echo "$t: $result, $execs executions, $(ls "corpus/$t" | wc -l) corpus files, $(( $(date +%s) - start )) s"
+  rate='?'
+  [ "$execs" = '?' ] || rate=$(( execs * 1000 / (ms > 0 ? ms : 1) ))
+  echo "$t: $result, $execs executions ($rate/s), $(find "corpus/$t" -type f | wc -l) corpus files" \
+    "($(( $(find "corpus/$t" -type f -exec cat {} + | wc -c) / 1024 )) KiB), $(( ms / 1000 )) s"
   [ "$result" = ok ] || tail -40 "$log"
   rm -f "$log"
 done

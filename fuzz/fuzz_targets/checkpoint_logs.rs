@@ -23,6 +23,26 @@ struct File {
 }
 
 static DIR: OnceLock<PathBuf> = OnceLock::new();
+const PREFIX: &str = "tributary-fuzz-ck-";
+
+/// Removes the directories earlier fuzzer processes left in `base` (each process writes one,
+/// named by its id, and libFuzzer exits without a hook to remove it): those whose process is
+/// gone.
+fn remove_stale(base: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
+            continue;
+        };
+        let proc = std::path::Path::new("/proc");
+        if pid.parse::<u32>().is_ok() && proc.join("self").exists() && !proc.join(pid).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
 
 fuzz_target!(|files: Vec<File>| {
     // Under /dev/shm when it exists: the target writes a directory per input.
@@ -32,7 +52,8 @@ fuzz_target!(|files: Vec<File>| {
         } else {
             std::env::temp_dir()
         };
-        base.join(format!("tributary-fuzz-ck-{}", std::process::id()))
+        remove_stale(&base);
+        base.join(format!("{PREFIX}{}", std::process::id()))
     });
     let files: Vec<(String, Vec<u8>)> = files
         .into_iter()

@@ -4,8 +4,8 @@
 use std::sync::Mutex;
 
 use libfuzzer_sys::fuzz_target;
-use tributary_fuzz::{records, Decoders};
-use tributary_sdk::{SchemaFormat, WireFormat};
+use tributary_fuzz::{records, Decoders, Format};
+use tributary_sdk::WireFormat;
 
 static DECODERS: Mutex<Option<[Decoders; 2]>> = Mutex::new(None);
 
@@ -16,8 +16,8 @@ fuzz_target!(|data: &[u8]| {
     let mut d = DECODERS.lock().unwrap_or_else(|e| e.into_inner());
     let d = d.get_or_insert_with(|| {
         [
-            Decoders::new(SchemaFormat::Protobuf, WireFormat::Plain),
-            Decoders::new(SchemaFormat::Protobuf, WireFormat::Confluent),
+            Decoders::new(Format::Protobuf, WireFormat::Plain),
+            Decoders::new(Format::Protobuf, WireFormat::Confluent),
         ]
     });
     // 0xFF separates records: it is rare inside short varints, common enough to mutate in.

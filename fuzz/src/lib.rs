@@ -3,8 +3,12 @@
 //! fuzzer reports):
 //!
 //! - `PERMISSIVE` never fails a batch: a record that does not decode is a null row and a count;
+//! - the decoded column is valid Arrow data (offsets, UTF-8, child lengths);
 //! - the output has exactly the input's rows, and the payload column stays where it was;
-//! - `FAILFAST` may refuse the batch, with an error, never a panic.
+//! - every non-null record is counted once, as decoded or as malformed (then its row is null);
+//! - `FAILFAST` may refuse the batch, with an error, never a panic; it refuses exactly the
+//!   batches `PERMISSIVE` nulled something in (a malformed record, a JSON value of another
+//!   type), and decodes the others to the same rows.
 
 use std::sync::Arc;
 
@@ -106,6 +110,17 @@ fn schemas(format: SchemaFormat, text: &str, wire: WireFormat) -> StreamSchemas 
     }
 }
 
+/// The payload format a target fuzzes (each over its schema here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// [`JSON_SCHEMA`].
+    Json,
+    /// [`AVRO_SCHEMA`].
+    Avro,
+    /// [`PROTO_SCHEMA`], message `fuzz.Order`.
+    Protobuf,
+}
+
 /// The decoders of one format, PERMISSIVE and FAILFAST, built once per process.
 pub struct Decoders {
     permissive: StreamDecoder,
@@ -114,15 +129,20 @@ pub struct Decoders {
 
 impl Decoders {
     /// Decoders for `format` over its schema here, plain or Confluent-framed.
-    pub fn new(format: SchemaFormat, wire: WireFormat) -> Decoders {
-        let text = match format {
-            SchemaFormat::JsonSchema => JSON_SCHEMA,
-            SchemaFormat::Avro => AVRO_SCHEMA,
-            SchemaFormat::Protobuf => PROTO_SCHEMA,
+    pub fn new(format: Format, wire: WireFormat) -> Decoders {
+        let (schema_format, text) = match format {
+            Format::Json => (SchemaFormat::JsonSchema, JSON_SCHEMA),
+            Format::Avro => (SchemaFormat::Avro, AVRO_SCHEMA),
+            Format::Protobuf => (
+                SchemaFormat::Protobuf {
+                    message: "fuzz.Order".into(),
+                },
+                PROTO_SCHEMA,
+            ),
         };
-        let s = schemas(format, text, wire);
+        let s = schemas(schema_format, text, wire);
         let build = |mode| {
-            let d = if format == SchemaFormat::Protobuf {
+            let d = if format == Format::Protobuf {
                 StreamDecoder::with_protobuf(&s, mode, "value", proto_options())
             } else {
                 StreamDecoder::new(&s, mode, "value")
@@ -147,16 +167,65 @@ impl Decoders {
         let values: BinaryArray = records.iter().copied().collect();
         let batch = RecordBatch::try_new(schema, vec![Arc::new(offsets), Arc::new(values)])
             .expect("a batch of binary records");
+        let before = Counts::of(&self.permissive);
         let out = match self.permissive.decode(&batch) {
             Ok(out) => out,
             Err(e) => panic!("PERMISSIVE decoding failed a batch: {e}"),
         };
+        let after = Counts::of(&self.permissive);
         assert_eq!(out.num_rows(), batch.num_rows(), "rows lost or added");
         assert_eq!(out.schema().field(1).name(), "value");
         assert!(matches!(out.column(1).data_type(), DataType::Struct(_)));
-        let _ = self.permissive.metrics();
-        if let Ok(out) = self.failfast.decode(&batch) {
-            assert_eq!(out.num_rows(), batch.num_rows(), "rows lost or added (FAILFAST)");
+        assert_eq!(out.column(0), batch.column(0), "the other columns are passed through");
+        // The builders skip some checks (strings already validated are trusted as UTF-8): the
+        // column must be valid Arrow data all the same.
+        if let Err(e) = out.column(1).to_data().validate_full() {
+            panic!("PERMISSIVE decoded an invalid column: {e}");
+        }
+        // Every non-null record is counted once, decoded or malformed; a malformed one is null.
+        let null_records = records.iter().filter(|r| r.is_none()).count() as u64;
+        let decoded = after.decoded - before.decoded;
+        let malformed = after.malformed - before.malformed;
+        let mismatches = after.mismatches - before.mismatches;
+        assert_eq!(
+            decoded + malformed,
+            records.len() as u64 - null_records,
+            "records not counted once (decoded {decoded}, malformed {malformed})"
+        );
+        assert!(
+            out.column(1).null_count() as u64 >= null_records + malformed,
+            "a null or malformed record is not a null row"
+        );
+        // FAILFAST differs only in refusing what PERMISSIVE nulls (a malformed record, a JSON
+        // value of another type): it accepts exactly the clean batches, with the same rows.
+        match self.failfast.decode(&batch) {
+            Ok(strict) => {
+                assert_eq!(malformed + mismatches, 0, "FAILFAST accepted a batch PERMISSIVE nulled parts of");
+                assert_eq!(strict, out, "FAILFAST and PERMISSIVE decoded a clean batch differently");
+            }
+            Err(e) => assert!(
+                malformed + mismatches > 0,
+                "FAILFAST refused a batch PERMISSIVE decoded cleanly: {e}"
+            ),
+        }
+    }
+}
+
+/// The counters the invariants compare, before and after a batch.
+struct Counts {
+    decoded: u64,
+    malformed: u64,
+    mismatches: u64,
+}
+
+impl Counts {
+    fn of(d: &StreamDecoder) -> Counts {
+        let m = d.metrics();
+        let n = |k: &str| m.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+        Counts {
+            decoded: n("decodedValues"),
+            malformed: n("malformedRecords"),
+            mismatches: n("typeMismatchFields"),
         }
     }
 }
