@@ -14,8 +14,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+#[path = "../tests/plugin_common/mod.rs"]
+mod plugin_common;
+
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, StringArray};
@@ -27,25 +28,6 @@ use tributary_sdk::{ScalarFunction, Stage};
 use tributary_transform::{SqlTransform, TransformSpec};
 
 const ROWS: usize = 8192;
-
-fn release_plugin() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let target = root.join("target").join("plugins");
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(root)
-        .args(["build", "--release", "--lib", "--manifest-path"])
-        .arg(root.join("examples/plugin-generator/Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target)
-        .status()
-        .unwrap();
-    assert!(status.success(), "building the example plugin failed");
-    target.join("release").join(format!(
-        "{}tributary_plugin_generator.{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_EXTENSION
-    ))
-}
 
 fn emails() -> RecordBatch {
     let values: StringArray = (0..ROWS)
@@ -62,7 +44,7 @@ fn emails() -> RecordBatch {
 }
 
 fn bench(c: &mut Criterion) {
-    let loaded = plugin::load(&release_plugin()).unwrap();
+    let loaded = plugin::load(&plugin_common::build_plugin("", "release")).unwrap();
     let foreign = loaded
         .functions()
         .pop()

@@ -144,8 +144,15 @@ table = "main.shop.watched_raw"
     assert_eq!(status, 200);
     assert_eq!(none.trim(), "[]");
 
+    stop_cleanly(&mut child, "INT", "streams run");
+}
+
+/// Sends `signal` (`INT`, `TERM`) to `child` and asserts it exits successfully within 30 s.
+fn stop_cleanly(child: &mut std::process::Child, signal: &str, what: &str) {
     let pid = child.id().to_string();
-    let _ = Command::new("kill").args(["-INT", &pid]).status();
+    let _ = Command::new("kill")
+        .args([format!("-{signal}"), pid])
+        .status();
     let t0 = Instant::now();
     let status = loop {
         if let Some(st) = child.try_wait().unwrap() {
@@ -153,7 +160,7 @@ table = "main.shop.watched_raw"
         }
         if t0.elapsed() > Duration::from_secs(30) {
             let _ = child.kill();
-            panic!("streams run did not stop on SIGINT");
+            panic!("{what} did not stop on SIG{signal}");
         }
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -327,20 +334,7 @@ async fn streams_serve_starts_restarts_and_stops_the_catalog_s_streams() {
     assert_eq!(orders_rows(&s), 12.0, "orders wrote each record once");
     assert_eq!(events_rows(&s), 10.0, "events wrote each record once");
 
-    let pid = child.id().to_string();
-    let _ = Command::new("kill").args(["-TERM", &pid]).status();
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if t0.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            panic!("streams serve did not stop on SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success(), "{status:?}");
+    stop_cleanly(&mut child, "TERM", "streams serve");
     wait_line(&log, "main.shop.events: stopped (serve is stopping");
     let lines = log.lock().unwrap().clone();
     assert!(

@@ -15,8 +15,8 @@ use arrow::datatypes::{DataType, Field, Schema};
 use libloading::Library;
 use serde::Serialize;
 use tributary_sdk::plugin::abi::{
-    FFI_ArrowSchema, FfiBatch, FfiBytes, FfiFunctionTable, FunctionsEntryFn, FUNCTIONS_SYMBOL,
-    FUNCTIONS_VERSION, STATUS_OK,
+    FFI_ArrowSchema, FfiBatch, FfiBytes, FfiFunctionTable, FUNCTIONS_SYMBOL, FUNCTIONS_VERSION,
+    STATUS_OK,
 };
 use tributary_sdk::plugin::batches::{export_batch, import_batch, import_schema};
 use tributary_sdk::plugin::error_from_bytes;
@@ -84,33 +84,21 @@ pub struct ForeignFunction {
 
 /// The functions table of `library`, or why it has none.
 pub(crate) fn functions_table(library: &Library) -> std::result::Result<FunctionsRef, String> {
-    // SAFETY: the symbol's type is fixed by the extension's contract.
-    let entry: FunctionsEntryFn =
-        match unsafe { library.get::<FunctionsEntryFn>(FUNCTIONS_SYMBOL.as_bytes()) } {
-            Ok(s) => *s,
-            Err(_) => {
-                return Err(format!(
-                    "exports no functions (no {FUNCTIONS_SYMBOL}: built before the functions \
-                     extension, tributary-sdk {} has it)",
-                    tributary_sdk::SDK_VERSION
-                ))
-            }
-        };
-    // SAFETY: the symbol has the extension's signature and only returns a static pointer.
-    let table = unsafe { entry() };
-    if table.is_null() {
-        return Err("returned no functions table".into());
-    }
-    // SAFETY: every version of the table keeps `version: u32` as its first field.
-    let version = unsafe { std::ptr::read(table as *const u32) };
-    if version != FUNCTIONS_VERSION {
-        return Err(format!(
-            "has a functions extension of version {version}, this host supports version \
-             {FUNCTIONS_VERSION}; rebuild it against tributary-sdk {}",
-            tributary_sdk::SDK_VERSION
-        ));
-    }
-    Ok(FunctionsRef(table))
+    crate::plugin::loader::extension_table::<FfiFunctionTable>(
+        library,
+        FUNCTIONS_SYMBOL,
+        FUNCTIONS_VERSION,
+        "functions",
+        || {
+            format!(
+                "exports no functions (no {FUNCTIONS_SYMBOL}: built before the functions \
+                 extension, tributary-sdk {} has it)",
+                tributary_sdk::SDK_VERSION
+            )
+        },
+        "returned no functions table",
+    )
+    .map(FunctionsRef)
 }
 
 /// The most functions a plugin may export (a larger count is refused before any is read).

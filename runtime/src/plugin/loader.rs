@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use libloading::Library;
 use tributary_sdk::plugin::abi::{
-    EntryFn, StreamingEntryFn, ABI_VERSION, ENTRY_SYMBOL, ENTRY_SYMBOL_PREFIX, STREAMING_SYMBOL,
+    EntryFn, FfiStreamingTable, ABI_VERSION, ENTRY_SYMBOL, ENTRY_SYMBOL_PREFIX, STREAMING_SYMBOL,
     STREAMING_VERSION,
 };
 use tributary_sdk::plugin::export::target;
@@ -265,34 +265,57 @@ pub fn load(path: &Path) -> Result<LoadedPlugin> {
 
 /// The plugin's streaming extension, or why it has none (step 5 of the module docs).
 fn streaming_table(library: &Library) -> std::result::Result<StreamingRef, String> {
+    extension_table::<FfiStreamingTable>(
+        library,
+        STREAMING_SYMBOL,
+        STREAMING_VERSION,
+        "streaming",
+        || {
+            format!(
+                "was built without the streaming extension (it does not export \
+                 {STREAMING_SYMBOL}); rebuild it against tributary-sdk {} to run it in \
+                 real-time mode",
+                tributary_sdk::SDK_VERSION
+            )
+        },
+        "returned no streaming table from its streaming extension",
+    )
+    .map(StreamingRef)
+}
+
+/// An optional extension's static table (steps 5 and 6 of the module docs): `symbol` looked
+/// up and called, the table's first field (its version) checked against `version`. `Err` says
+/// why the plugin has none: `missing()` when it lacks the symbol, `null` when the symbol
+/// returned no table.
+pub(crate) fn extension_table<T>(
+    library: &Library,
+    symbol: &str,
+    version: u32,
+    name: &str,
+    missing: impl FnOnce() -> String,
+    null: &str,
+) -> std::result::Result<*const T, String> {
     // SAFETY: the symbol's type is fixed by the extension's contract.
-    let entry: StreamingEntryFn =
-        match unsafe { library.get::<StreamingEntryFn>(STREAMING_SYMBOL.as_bytes()) } {
+    let entry =
+        match unsafe { library.get::<unsafe extern "C" fn() -> *const T>(symbol.as_bytes()) } {
             Ok(s) => *s,
-            Err(_) => {
-                return Err(format!(
-                    "was built without the streaming extension (it does not export \
-                     {STREAMING_SYMBOL}); rebuild it against tributary-sdk {} to run it in \
-                     real-time mode",
-                    tributary_sdk::SDK_VERSION
-                ))
-            }
+            Err(_) => return Err(missing()),
         };
     // SAFETY: the symbol has the extension's signature and only returns a static pointer.
     let table = unsafe { entry() };
     if table.is_null() {
-        return Err("returned no streaming table from its streaming extension".into());
+        return Err(null.to_string());
     }
-    // SAFETY: every version of the table keeps `version: u32` as its first field.
-    let version = unsafe { std::ptr::read(table as *const u32) };
-    if version != STREAMING_VERSION {
+    // SAFETY: every version of an extension's table keeps `version: u32` as its first field.
+    let found = unsafe { std::ptr::read(table as *const u32) };
+    if found != version {
         return Err(format!(
-            "has a streaming extension of version {version}, this host supports version \
-             {STREAMING_VERSION}; rebuild it against tributary-sdk {}",
+            "has a {name} extension of version {found}, this host supports version \
+             {version}; rebuild it against tributary-sdk {}",
             tributary_sdk::SDK_VERSION
         ));
     }
-    Ok(StreamingRef(table))
+    Ok(table)
 }
 
 fn missing_entry(path: &Path, library: &Library) -> Error {
