@@ -31,6 +31,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use tributary_sdk::{Error, ErrorCode, Result, SecretStore};
 
+use crate::chunks::Listing;
 use crate::config::location::split_key_glob;
 use crate::config::{names, FilesConfig, SourcePath};
 use crate::globs::{glob, split_glob};
@@ -298,35 +299,71 @@ impl Discovery {
 
     /// Lists every eligible file now.
     pub async fn list(&self) -> Result<Vec<ListedFile>> {
-        let mut out = Vec::new();
-        self.list_into(None, &mut out).await?;
-        Ok(out)
+        self.listing(None, None).collect().await
     }
 
-    /// Lists the eligible files into `out`; with `after`, only keys lexically after it (object
-    /// stores list in key order, so this is the `start_after` listing of incremental mode).
-    pub async fn list_into(
-        &self,
-        after: Option<&ObjectPath>,
-        out: &mut Vec<ListedFile>,
-    ) -> Result<()> {
+    /// Starts listing the eligible files, in chunks; with `after`, only keys lexically after
+    /// it (object stores list in key order, so this is the `start_after` listing of
+    /// incremental mode). A local directory is walked in path order on
+    /// [`crate::walk::workers`] threads. With `newest_ms` (local only), files modified later
+    /// are left out: an available-now run's snapshot ([`snapshot_time`]).
+    pub fn listing(&self, after: Option<&ObjectPath>, newest_ms: Option<i64>) -> Listing {
         let oldest_ms = self
             .max_file_age
             .map(|age| now_ms() - age.as_millis() as i64);
+        let (tx, rx) = crate::chunks::channel();
+        if let Some((root, _)) = &self.local {
+            crate::walk::spawn(
+                self.clone(),
+                root.clone(),
+                after.map(|a| a.to_string()),
+                (oldest_ms, newest_ms),
+                crate::walk::workers(),
+                tx,
+            );
+            return Listing::threaded(rx);
+        }
+        let d = self.clone();
+        let after = after.cloned();
+        Listing::task(rx, async move {
+            if let Err(e) = d.list_cloud(after.as_ref(), oldest_ms, &tx).await {
+                let _ = tx.send(Err(e)).await;
+            }
+        })
+    }
+
+    /// An object store's listing, sent in chunks of [`crate::walk::CHUNK`] in key order.
+    async fn list_cloud(
+        &self,
+        after: Option<&ObjectPath>,
+        oldest_ms: Option<i64>,
+        tx: &tokio::sync::mpsc::Sender<Result<Vec<ListedFile>>>,
+    ) -> Result<()> {
         let prefix = self.cloud.as_ref().and_then(|(_, p)| p.as_ref());
         let mut dirs = ResolvedDirs::new();
         let mut stream = match after {
             Some(after) => self.store.list_with_offset(prefix, after),
             None => self.store.list(prefix),
         };
+        let mut chunk = Vec::with_capacity(crate::walk::CHUNK);
         while let Some(meta) = stream
             .try_next()
             .await
             .map_err(|e| access_error(&self.spec, &self.root_text, e))?
         {
             if let Some(file) = self.eligible_in(&meta, oldest_ms, &mut dirs)? {
-                out.push(file);
+                chunk.push(file);
+                if chunk.len() >= crate::walk::CHUNK {
+                    let full =
+                        std::mem::replace(&mut chunk, Vec::with_capacity(crate::walk::CHUNK));
+                    if tx.send(Ok(full)).await.is_err() {
+                        return Ok(()); // nobody listens any more
+                    }
+                }
             }
+        }
+        if !chunk.is_empty() {
+            let _ = tx.send(Ok(chunk)).await;
         }
         Ok(())
     }
@@ -356,19 +393,9 @@ impl Discovery {
         if rel_path.split('/').any(is_hidden) {
             return Ok(None);
         }
-        if let Some((_, g)) = &self.path_glob {
-            if !g.is_match(rel_path) {
-                return Ok(None);
-            }
-        }
-        if let Some((_, g)) = &self.name_glob {
-            let name = rel_path.rsplit('/').next().unwrap_or(rel_path);
-            if !g.is_match(name) {
-                return Ok(None);
-            }
-        }
         let mtime = meta.last_modified.timestamp_millis();
-        if oldest_ms.is_some_and(|oldest| mtime < oldest) {
+        let name = rel_path.rsplit('/').next().unwrap_or(rel_path);
+        if !self.accepts(rel_path, name, mtime, oldest_ms) {
             return Ok(None);
         }
         let path = match &self.cloud {
@@ -383,6 +410,32 @@ impl Discovery {
             size: meta.size,
             modification_time_ms: mtime,
         }))
+    }
+
+    /// True when the globs (`path`'s pattern on `rel_path`, `pathGlobFilter` on `name`) and
+    /// `cloudFiles.maxFileAge` (files modified before `oldest_ms`) let a file through.
+    pub(crate) fn accepts(
+        &self,
+        rel_path: &str,
+        name: &str,
+        mtime_ms: i64,
+        oldest_ms: Option<i64>,
+    ) -> bool {
+        if self
+            .path_glob
+            .as_ref()
+            .is_some_and(|(_, g)| !g.is_match(rel_path))
+        {
+            return false;
+        }
+        if self
+            .name_glob
+            .as_ref()
+            .is_some_and(|(_, g)| !g.is_match(name))
+        {
+            return false;
+        }
+        oldest_ms.is_none_or(|oldest| mtime_ms >= oldest)
     }
 
     /// Local: `path` resolves under the input directory (its directory resolved once per
@@ -404,23 +457,37 @@ impl Discovery {
             }
         };
         if !inside {
-            let text = path.display().to_string();
-            let first = self
-                .warned_outside
-                .lock()
-                .map(|mut w| w.insert(text.clone()))
-                .unwrap_or(true);
-            if first {
-                let resolved = path.canonicalize().map(|p| p.display().to_string());
-                tracing::warn!(
-                    path = %text,
-                    resolved = %resolved.unwrap_or_else(|e| format!("unresolvable: {e}")),
-                    root = %root.display(),
-                    "skipping a file whose symbolic link leads out of the input directory"
-                );
-            }
+            self.warn_outside(root, path);
         }
         inside
+    }
+
+    /// Warns, once per path and source, that `path` is skipped because its link leads out of
+    /// the input directory `root`.
+    pub(crate) fn warn_outside(&self, root: &Path, path: &Path) {
+        if self.first_warning(path) {
+            let resolved = path.canonicalize().map(|p| p.display().to_string());
+            tracing::warn!(
+                path = %path.display(),
+                resolved = %resolved.unwrap_or_else(|e| format!("unresolvable: {e}")),
+                root = %root.display(),
+                "skipping a file whose symbolic link leads out of the input directory"
+            );
+        }
+    }
+
+    /// Warns `what`, once per path and source.
+    pub(crate) fn warn_once(&self, path: &Path, what: &str) {
+        if self.first_warning(path) {
+            tracing::warn!(path = %path.display(), "{what}");
+        }
+    }
+
+    fn first_warning(&self, path: &Path) -> bool {
+        self.warned_outside
+            .lock()
+            .map(|mut w| w.insert(path.display().to_string()))
+            .unwrap_or(true)
     }
 
     /// `meta`'s path relative to the listed directory.
@@ -469,7 +536,7 @@ impl Discovery {
 }
 
 /// Hidden or temporary names, skipped as Spark does.
-fn is_hidden(name: &str) -> bool {
+pub(crate) fn is_hidden(name: &str) -> bool {
     name.starts_with('.') || name.starts_with('_')
 }
 
@@ -483,6 +550,33 @@ fn path_error(path: &Path, what: &str) -> Error {
 }
 
 /// Milliseconds since the epoch, now.
+/// The time of an available-now run's snapshot, in milliseconds: a local file modified at or
+/// before it existed when the run started, one modified after it did not. Returns once the
+/// kernel's coarse clock, which stamps file modification times, has passed it, so a file
+/// written after this returns is always newer (file times lag the precise clock by up to a
+/// tick).
+pub fn snapshot_time() -> i64 {
+    let t0 = now_ms();
+    for _ in 0..1000 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec for the call to fill.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+        if rc != 0 {
+            std::thread::sleep(Duration::from_millis(20));
+            break;
+        }
+        let coarse_ms = ts.tv_sec as i64 * 1000 + ts.tv_nsec as i64 / 1_000_000;
+        if coarse_ms > t0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    t0
+}
+
 pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

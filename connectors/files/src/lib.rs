@@ -31,7 +31,8 @@
 //!   struct); fields inside list elements are not inspected.
 //! - **Rate limits.** `cloudFiles.maxFilesPerTrigger` (hard, default 1000) and
 //!   `cloudFiles.maxBytesPerTrigger` (soft: at least one file per batch). An `availableNow` run
-//!   lists once and never reads past that snapshot.
+//!   lists once and never reads past that listing; its first batches are read while the
+//!   listing goes on (discovery overlaps processing, as in Auto Loader).
 //! - **Permissive decoding.** In `PERMISSIVE` mode (the default) a malformed record becomes a
 //!   row of nulls with its text in `_rescued_data`, counted in `numMalformedRecords`; values not
 //!   in the schema are rescued too. `FAILFAST` stops with `MALFORMED_RECORD` naming file and line.
@@ -59,8 +60,9 @@
 //!
 //! `path` is a local path (or `file://` URL), or an object-store URL: `s3://bucket/prefix`
 //! (`s3a://` too), `gs://bucket/prefix`, `abfss://container@account.dfs.core.windows.net/prefix`
-//! or `az://container/prefix`. Listing and reading go through `object_store` either way
-//! (`LocalFileSystem` for local paths), so the file state, `tributary state`, `_metadata` and
+//! or `az://container/prefix`. Reading goes through `object_store` either way
+//! (`LocalFileSystem` for local paths), and so does listing a bucket; a local directory is
+//! walked by the source itself, on several threads and in path order (see `walk.rs`), so the file state, `tributary state`, `_metadata` and
 //! the exactly-once guarantee are the same. Credentials come from each cloud's standard chain
 //! (for S3 the AWS SDK's: environment, profiles, SSO, web identity, container, instance
 //! metadata), or from options Databricks documents for Auto Loader, given as
@@ -82,8 +84,11 @@
 //! from events instead (S3 event notifications through the SQS queue `cloudFiles.queueUrl`, or
 //! without it a queue and bucket notification the source sets up, named from the checkpoint's
 //! id, listed and removed with the `notifications` command ([`commands`]); local directories
-//! through inotify), listing once on the first run; metric `approximateQueueSize`. Every listing or event goes through the file state, which queues a
-//! path once.
+//! through inotify), listing once on the first run; metric `approximateQueueSize`. Every
+//! listing or event goes through the file state, which queues a path once. A listing reaches
+//! the file state in chunks, each checked with one range scan of its path index, so memory
+//! does not grow with the number of tracked files; `cloudFiles.maxFileAge` keeps the state
+//! itself bounded.
 //!
 //! ## Options users copy from Spark and Auto Loader
 //!
@@ -147,6 +152,7 @@
 #[doc(hidden)]
 pub mod bench_support;
 mod blocking;
+mod chunks;
 mod clean;
 mod columns;
 pub mod commands;
@@ -169,6 +175,7 @@ mod state;
 mod state_check;
 pub mod state_report;
 mod store;
+mod walk;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;

@@ -68,6 +68,8 @@ pub(crate) struct FilesSource {
     /// Hive-style partition columns, read from each file's path.
     partitions: Vec<arrow_schema::Field>,
     schema: SchemaRef,
+    /// An available-now run (its end is fixed once its listing is over).
+    available_now: bool,
     available_now_end: Option<u64>,
     outstanding: (u64, u64),
     data_loss: DataLossTracker,
@@ -131,6 +133,7 @@ impl FilesSource {
             lister: crate::listing::Lister::new(
                 config.incremental_listing,
                 config.path.as_cloud().is_some(),
+                config.allow_overwrites,
                 config.backfill_interval,
             ),
             notifier: None,
@@ -143,6 +146,7 @@ impl FilesSource {
             decode,
             partitions: resolved.partitions,
             schema,
+            available_now: false,
             available_now_end: None,
             outstanding: (0, 0),
             malformed: 0,
@@ -155,12 +159,15 @@ impl FilesSource {
     /// Lists the input and queues the new files (durably) before any offset covers them.
     async fn discover(&mut self) -> Result<usize> {
         let Some(kind) = self.config.notifications.clone() else {
-            let listed = self.lister.list(&self.discovery, &mut self.state).await?;
-            return self.record(listed);
+            let n = self.lister.list(&self.discovery, &mut self.state).await?;
+            if n > 0 {
+                tracing::debug!(new_files = n, path = %self.discovery.root_text(), "files discovered");
+            }
+            return Ok(n);
         };
         // Notification mode: watch first, then list (first run; every start for inotify), so
         // nothing lands unseen in between.
-        let mut listed = Vec::new();
+        let mut n = 0;
         if self.notifier.is_none() {
             let notifier = crate::notifications::Notifier::open(
                 &kind,
@@ -171,17 +178,20 @@ impl FilesSource {
             .await?;
             let first_run = self.state.meta(NOTIFICATIONS_LISTED)?.is_none();
             if first_run || notifier.lists_at_every_start() {
-                self.lister.full(&self.discovery, &mut listed).await?;
+                n += self.lister.full(&self.discovery, &mut self.state).await?;
             }
             self.notifier = Some(notifier);
         }
-        let mut polled = match self.notifier.as_mut() {
+        let polled = match self.notifier.as_mut() {
             Some(n) => n.poll(&self.discovery).await?,
             None => Default::default(),
         };
-        listed.append(&mut polled.files);
-        self.lister.backfill(&self.discovery, &mut listed).await?;
-        let n = self.record(listed)?;
+        n += self
+            .lister
+            .backfill(&self.discovery, &mut self.state)
+            .await?;
+        let listed = polled.files;
+        let n = n + self.record(listed)?;
         self.state.set_meta(NOTIFICATIONS_LISTED, "true")?;
         if let Some(notifier) = self.notifier.as_mut() {
             // Recorded durably: the queue may forget these events now.
@@ -296,7 +306,22 @@ impl FilesSource {
     /// `latest_offset`'s work: discovery, then the next range.
     async fn plan_files(&mut self, start: &Offset, limit: &ReadLimit) -> Result<Offset> {
         let start = seq_range(start)?;
-        if self.available_now_end.is_none() {
+        if self.available_now && self.available_now_end.is_none() {
+            // The run's listing goes on: wait only when nothing past `start` is queued yet.
+            loop {
+                let wait = self.state.next_seq() <= start;
+                self.lister
+                    .advance(&self.discovery, &mut self.state, wait)
+                    .await?;
+                if !self.lister.is_running() {
+                    self.available_now_end = Some(self.state.next_seq());
+                    break;
+                }
+                if self.state.next_seq() > start {
+                    break;
+                }
+            }
+        } else if self.available_now_end.is_none() {
             self.discover().await?;
         }
         let end = self.state.plan(
@@ -361,9 +386,21 @@ impl Source for FilesSource {
         offset(self.state.next_seq())
     }
 
+    /// A local directory's listing starts here and goes on while [`Source::latest_offset`]
+    /// hands out what it has queued so far, so the first batch is read during discovery, as
+    /// Auto Loader overlaps them. The run's snapshot is exact all the same: files modified
+    /// after this call are left out ([`crate::discovery::snapshot_time`]), and its end is fixed
+    /// when the listing ends. An object store (whose modification times come from the
+    /// server's clock) and notification mode list at once, as before.
     async fn prepare_available_now(&mut self) -> Result<()> {
-        self.discover().await?;
-        self.available_now_end = Some(self.state.next_seq());
+        if self.config.notifications.is_some() || self.discovery.local_root().is_none() {
+            self.discover().await?;
+            self.available_now_end = Some(self.state.next_seq());
+            return Ok(());
+        }
+        self.available_now = true;
+        let snapshot = crate::discovery::snapshot_time();
+        self.lister.start(&self.discovery, Some(snapshot));
         Ok(())
     }
 

@@ -14,17 +14,23 @@
 //! forgotten file is never queued again (a new version, with a new modification time, is a new
 //! file). The next sequence number is kept in `meta` so it never goes back.
 //!
+//! Memory does not grow with the number of tracked files: nothing of the state is loaded at
+//! open, and a listing is checked against it chunk by chunk ([`sift`]): each chunk, sorted by
+//! path, is merged with one range scan of the `files_by_path` index, so a second run over
+//! millions of tracked files reads the index once, in order, as the listing walks the tree.
+//!
 //! The database is the queryable file state of the stream ([`read_file_state`], reported by
 //! `tributary state <checkpoint>` through [`crate::state_report`]), in the manner of Auto
 //! Loader's `cloud_files_state`.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use tributary_sdk::{Error, ErrorCode, Result};
 
 use crate::error::state_err;
+
+mod sift;
 
 /// The database file name inside the state directory.
 pub const STATE_DB: &str = "files.db";
@@ -72,12 +78,10 @@ pub struct QueuedFile {
     pub modification_time_ms: i64,
 }
 
-/// The SQLite-backed store plus an in-memory index of the latest entry per path.
+/// The SQLite-backed store.
 #[derive(Debug)]
 pub struct FileStateStore {
     conn: Connection,
-    /// path -> modification time of its latest entry.
-    known: HashMap<String, i64>,
     next_seq: u64,
     /// Rows in `files`.
     rows: u64,
@@ -87,6 +91,9 @@ pub struct FileStateStore {
 
 /// `meta` key: the next sequence number, kept when expiry deletes the newest entries.
 const NEXT_SEQ: &str = "next_seq";
+/// `meta` key: the number of rows in `files`, kept in the transaction that changes it (a
+/// `COUNT(*)` at every open would read the whole table).
+const ROWS: &str = "rows";
 
 const SCHEMA_SQL: &str = "
 CREATE TABLE IF NOT EXISTS files (
@@ -98,7 +105,8 @@ CREATE TABLE IF NOT EXISTS files (
     committed INTEGER NOT NULL DEFAULT 0,
     commit_ms INTEGER
 );
-CREATE INDEX IF NOT EXISTS files_path ON files(path);
+CREATE INDEX IF NOT EXISTS files_by_path ON files(path, seq, mtime_ms);
+DROP INDEX IF EXISTS files_path;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 ";
 
@@ -143,29 +151,10 @@ impl FileStateStore {
              WHERE committed = 1 AND cleaned_ms IS NULL",
         )
         .map_err(state_err("cannot create the clean-up index"))?;
-        let mut known = HashMap::new();
-        let mut next_seq = 0u64;
-        let mut count = 0u64;
-        {
-            let mut stmt = conn
-                .prepare("SELECT path, mtime_ms, seq FROM files ORDER BY seq")
-                .map_err(state_err("cannot load the known files"))?;
-            let rows = stmt
-                .query_map([], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, i64>(2)?,
-                    ))
-                })
-                .map_err(state_err("cannot load the known files"))?;
-            for row in rows {
-                let (path, mtime, seq) = row.map_err(state_err("cannot load the known files"))?;
-                known.insert(path, mtime);
-                next_seq = next_seq.max(seq as u64 + 1);
-                count += 1;
-            }
-        }
+        let max_seq: Option<i64> = conn
+            .query_row("SELECT MAX(seq) FROM files", [], |r| r.get(0))
+            .map_err(state_err("cannot read the last sequence number"))?;
+        let mut next_seq = max_seq.map_or(0, |m| m as u64 + 1);
         let kept: Option<String> = conn
             .query_row("SELECT value FROM meta WHERE key = ?1", [NEXT_SEQ], |r| {
                 r.get(0)
@@ -175,9 +164,25 @@ impl FileStateStore {
         if let Some(kept) = kept.and_then(|v| v.parse::<u64>().ok()) {
             next_seq = next_seq.max(kept);
         }
+        let counted: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [ROWS], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(state_err("cannot read the row count"))?;
+        let count = match counted.and_then(|v| v.parse::<u64>().ok()) {
+            Some(n) => n,
+            // A store written before the count was kept (or a new one): counted once.
+            None => {
+                let n: i64 = conn
+                    .query_row("SELECT COUNT(*) FROM files", [], |r| r.get(0))
+                    .map_err(state_err("cannot count the file state"))?;
+                set_meta(&conn, ROWS, &n.to_string())?;
+                n as u64
+            }
+        };
         Ok(FileStateStore {
             conn,
-            known,
             next_seq,
             rows: count,
             location: state_dir.map(|d| d.join(STATE_DB)),
@@ -195,9 +200,13 @@ impl FileStateStore {
         }
     }
 
-    /// True when `path` was queued before.
-    pub fn is_known(&self, path: &str) -> bool {
-        self.known.contains_key(path)
+    /// True when `path` was queued before (one index lookup).
+    #[cfg(test)]
+    pub fn is_known(&self, path: &str) -> Result<bool> {
+        self.conn
+            .prepare_cached("SELECT 1 FROM files WHERE path = ?1 LIMIT 1")
+            .and_then(|mut stmt| stmt.exists([path]))
+            .map_err(state_err(format!("cannot look up {path}")))
     }
 
     /// The sequence number the next new file will get.
@@ -215,14 +224,7 @@ impl FileStateStore {
 
     /// Sets a metadata value.
     pub fn set_meta(&self, key: &str, value: &str) -> Result<()> {
-        self.conn
-            .execute(
-                "INSERT INTO meta(key, value) VALUES (?1, ?2) \
-                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                [key, value],
-            )
-            .map(|_| ())
-            .map_err(state_err(format!("cannot write meta '{key}'")))
+        set_meta(&self.conn, key, value)
     }
 
     /// Queues the files of one listing that are new (or, with `allow_overwrites`, whose
@@ -230,23 +232,26 @@ impl FileStateStore {
     /// Returns how many were queued.
     pub fn record_listing(
         &mut self,
-        mut listed: Vec<ListedFile>,
+        listed: Vec<ListedFile>,
         allow_overwrites: bool,
         now_ms: i64,
     ) -> Result<usize> {
-        listed.retain(|f| match self.known.get(&f.path) {
-            None => true,
-            Some(mtime) => allow_overwrites && *mtime != f.modification_time_ms,
-        });
-        // One path once per call, even when listings and events overlap (the newest version).
-        listed.sort_unstable_by(|a, b| {
+        let sifted = self.sift(listed, allow_overwrites)?;
+        self.queue(sifted.fresh, now_ms)
+    }
+
+    /// Queues `fresh` (files [`FileStateStore::sift`] found new), ordered by modification time
+    /// then path, in one transaction; a path given twice is queued once (its newest version).
+    /// Returns how many were queued.
+    pub fn queue(&mut self, mut fresh: Vec<ListedFile>, now_ms: i64) -> Result<usize> {
+        fresh.sort_unstable_by(|a, b| {
             (&a.path, b.modification_time_ms).cmp(&(&b.path, a.modification_time_ms))
         });
-        listed.dedup_by(|later, first| later.path == first.path);
-        if listed.is_empty() {
+        fresh.dedup_by(|later, first| later.path == first.path);
+        if fresh.is_empty() {
             return Ok(0);
         }
-        listed.sort_by(|a, b| {
+        fresh.sort_by(|a, b| {
             (a.modification_time_ms, &a.path).cmp(&(b.modification_time_ms, &b.path))
         });
         let tx = self
@@ -260,7 +265,7 @@ impl FileStateStore {
                      VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
                 .map_err(state_err("cannot prepare the insert"))?;
-            for (seq, f) in (self.next_seq..).zip(listed.iter()) {
+            for (seq, f) in (self.next_seq..).zip(fresh.iter()) {
                 stmt.execute(params![
                     seq as i64,
                     f.path,
@@ -271,14 +276,13 @@ impl FileStateStore {
                 .map_err(state_err(format!("cannot record {}", f.path)))?;
             }
         }
+        let rows = self.rows + fresh.len() as u64;
+        set_meta(&tx, ROWS, &rows.to_string())?;
         tx.commit()
             .map_err(state_err("cannot commit the discovered files"))?;
-        for f in &listed {
-            self.known.insert(f.path.clone(), f.modification_time_ms);
-        }
-        self.next_seq += listed.len() as u64;
-        self.rows += listed.len() as u64;
-        Ok(listed.len())
+        self.next_seq += fresh.len() as u64;
+        self.rows = rows;
+        Ok(fresh.len())
     }
 
     /// Entries in the file state.
@@ -303,59 +307,26 @@ impl FileStateStore {
             .conn
             .transaction()
             .map_err(state_err("cannot begin a transaction"))?;
-        let removed: Vec<String> = {
-            let mut stmt = tx
-                .prepare_cached(if keep_uncleaned {
+        let removed = tx
+            .execute(
+                if keep_uncleaned {
                     "DELETE FROM files WHERE committed = 1 AND mtime_ms < ?1 \
-                     AND cleaned_ms IS NOT NULL RETURNING path"
+                     AND cleaned_ms IS NOT NULL"
                 } else {
-                    "DELETE FROM files WHERE committed = 1 AND mtime_ms < ?1 RETURNING path"
-                })
-                .map_err(state_err("cannot prepare the expiry"))?;
-            let rows = stmt
-                .query_map([cutoff_ms], |r| r.get::<_, String>(0))
-                .map_err(state_err("cannot expire file-state entries"))?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-                .map_err(state_err("cannot expire file-state entries"))?
-        };
-        if removed.is_empty() {
+                    "DELETE FROM files WHERE committed = 1 AND mtime_ms < ?1"
+                },
+                [cutoff_ms],
+            )
+            .map_err(state_err("cannot expire file-state entries"))?;
+        if removed == 0 {
             return Ok(0);
         }
-        tx.execute(
-            "INSERT INTO meta(key, value) VALUES (?1, ?2) \
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            params![NEXT_SEQ, self.next_seq.to_string()],
-        )
-        .map_err(state_err("cannot keep the next sequence number"))?;
-        // A path may still have a newer entry (an overwrite): it stays known with that one.
-        let mut latest = Vec::with_capacity(removed.len());
-        {
-            let mut stmt = tx
-                .prepare_cached(
-                    "SELECT mtime_ms FROM files WHERE path = ?1 ORDER BY seq DESC LIMIT 1",
-                )
-                .map_err(state_err("cannot look up a path"))?;
-            for path in &removed {
-                let m: Option<i64> = stmt
-                    .query_row([path], |r| r.get(0))
-                    .optional()
-                    .map_err(state_err("cannot look up a path"))?;
-                latest.push(m);
-            }
-        }
+        set_meta(&tx, NEXT_SEQ, &self.next_seq.to_string())?;
+        let rows = self.rows.saturating_sub(removed as u64);
+        set_meta(&tx, ROWS, &rows.to_string())?;
         tx.commit().map_err(state_err("cannot commit the expiry"))?;
-        for (path, m) in removed.iter().zip(latest) {
-            match m {
-                Some(m) => {
-                    self.known.insert(path.clone(), m);
-                }
-                None => {
-                    self.known.remove(path);
-                }
-            }
-        }
-        self.rows -= removed.len() as u64;
-        Ok(removed.len())
+        self.rows = rows;
+        Ok(removed)
     }
 
     /// Plans a batch: files with `seq >= start` (and `< cap`), in order, at most `max_files`,
@@ -496,6 +467,16 @@ impl FileStateStore {
     pub fn entries(&self) -> Result<Vec<FileStateEntry>> {
         entries(&self.conn)
     }
+}
+
+fn set_meta(conn: &Connection, key: &str, value: &str) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO meta(key, value) VALUES (?1, ?2) \
+         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    )
+    .and_then(|mut stmt| stmt.execute([key, value]))
+    .map(|_| ())
+    .map_err(state_err(format!("cannot write meta '{key}'")))
 }
 
 fn has_cleaned_column(conn: &Connection) -> Result<bool> {
@@ -726,13 +707,13 @@ mod tests {
         s.commit(2, 40).unwrap();
         // /c is older than the cut-off but not committed: it stays (its batch may replay).
         assert_eq!(s.expire(100, false).unwrap(), 2);
-        assert!(!s.is_known("/a") && s.is_known("/c"));
+        assert!(!s.is_known("/a").unwrap() && s.is_known("/c").unwrap());
         assert_eq!(s.files_in(2, 3).unwrap()[0].path, "/c");
         // A newer version of /c (allowOverwrites) survives the expiry of the old one.
         s.record_listing(vec![f("/c", 1, 500)], true, 0).unwrap();
         s.commit(4, 600).unwrap();
         assert_eq!(s.expire(100, false).unwrap(), 1);
-        assert!(s.is_known("/c"));
+        assert!(s.is_known("/c").unwrap());
         assert_eq!(s.len(), 1);
         // With cleanSource on, an entry not cleaned yet stays.
         s.record_listing(vec![f("/d", 1, 50)], false, 0).unwrap();
