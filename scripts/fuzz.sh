@@ -9,6 +9,7 @@
 #   scripts/fuzz.sh                  # every target, 10,000,000 executions each
 #   RUNS=100000 scripts/fuzz.sh decode_json pipeline_file
 #   MAX_TOTAL_TIME=600 scripts/fuzz.sh decode_avro   # stops at RUNS or after 600 s, if sooner
+#   DEBUG_ASSERTIONS=1 scripts/fuzz.sh decode_json  # overflow checks and debug assertions on
 #
 # Needs the nightly toolchain (rustup's; cargo-fuzz instruments with -Zsanitizer flags) and
 # installs cargo-fuzz when it is missing. Built without AddressSanitizer (`-s none`): the code
@@ -30,7 +31,10 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 triple=$(rustc +nightly -vV | sed -n 's/^host: //p')
-cargo +nightly fuzz build -s none --release --target "$triple"
+# With DEBUG_ASSERTIONS=1 (`-a`) integer overflow panics instead of wrapping unseen.
+assertions=()
+[ "${DEBUG_ASSERTIONS:-0}" = 1 ] && assertions=(-a)
+cargo +nightly fuzz build -s none --release "${assertions[@]}" --target "$triple"
 # The bytes of a directory's files in KiB (what a commit holds), from their metadata.
 kib() {
   { find "$1" -type f -printf '%s\n' 2>/dev/null ||
@@ -54,7 +58,7 @@ for t in "${targets[@]}"; do
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
   rate='?'
   [ "$execs" = '?' ] || rate=$(( execs * 1000 / (ms > 0 ? ms : 1) ))
-  echo "$t: $result, $execs executions ($rate/s), $(find "corpus/$t" -type f | wc -l) corpus files" \
+  echo "$t${assertions:+ (debug assertions)}: $result, $execs executions ($rate/s), $(find "corpus/$t" -type f | wc -l) corpus files" \
     "($(kib "corpus/$t") KiB), $(( ms / 1000 )) s"
   [ "$result" = ok ] || tail -40 "$log"
   rm -f "$log"

@@ -14,13 +14,16 @@ use tributary_sdk::Result;
 
 use crate::state::ListedFile;
 
+/// One chunk of a listing, or the error that ended it.
+pub(crate) type Chunk = Result<Vec<ListedFile>>;
+
 /// Chunks waiting between the lister and the file state.
 pub(crate) const DEPTH: usize = 8;
 
 /// What [`Listing::try_next`] found without waiting.
 pub(crate) enum Ready {
     /// A chunk (or the listing's error).
-    Chunk(Result<Vec<ListedFile>>),
+    Chunk(Chunk),
     /// Nothing yet; the listing goes on.
     Pending,
     /// The listing is over.
@@ -29,7 +32,7 @@ pub(crate) enum Ready {
 
 /// A listing in progress.
 pub(crate) struct Listing {
-    rx: Receiver<Result<Vec<ListedFile>>>,
+    rx: Receiver<Chunk>,
     /// The listing itself when no runtime runs it (polled while waiting for a chunk).
     inline: Option<BoxFuture<'static, ()>>,
 }
@@ -43,23 +46,20 @@ impl std::fmt::Debug for Listing {
 }
 
 /// A channel for a listing's chunks.
-pub(crate) fn channel() -> (
-    Sender<Result<Vec<ListedFile>>>,
-    Receiver<Result<Vec<ListedFile>>>,
-) {
+pub(crate) fn channel() -> (Sender<Chunk>, Receiver<Chunk>) {
     mpsc::channel(DEPTH)
 }
 
 impl Listing {
     /// A listing whose chunks some thread sends to `rx`.
-    pub fn threaded(rx: Receiver<Result<Vec<ListedFile>>>) -> Listing {
+    pub fn threaded(rx: Receiver<Chunk>) -> Listing {
         Listing { rx, inline: None }
     }
 
     /// A listing run by `task`, which sends to `rx`: spawned on the current tokio runtime, or
     /// (without one) polled by [`Listing::next`].
     pub fn task(
-        rx: Receiver<Result<Vec<ListedFile>>>,
+        rx: Receiver<Chunk>,
         task: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Listing {
         match tokio::runtime::Handle::try_current() {
@@ -80,7 +80,7 @@ impl Listing {
     }
 
     /// The next chunk, waiting for it; `None` when the listing is over.
-    pub async fn next(&mut self) -> Option<Result<Vec<ListedFile>>> {
+    pub async fn next(&mut self) -> Option<Chunk> {
         loop {
             let Some(task) = self.inline.as_mut() else {
                 return self.rx.recv().await;

@@ -337,7 +337,7 @@ impl Discovery {
         &self,
         after: Option<&ObjectPath>,
         oldest_ms: Option<i64>,
-        tx: &tokio::sync::mpsc::Sender<Result<Vec<ListedFile>>>,
+        tx: &tokio::sync::mpsc::Sender<crate::chunks::Chunk>,
     ) -> Result<()> {
         let prefix = self.cloud.as_ref().and_then(|(_, p)| p.as_ref());
         let mut dirs = ResolvedDirs::new();
@@ -568,7 +568,7 @@ pub fn snapshot_time() -> i64 {
             std::thread::sleep(Duration::from_millis(20));
             break;
         }
-        let coarse_ms = ts.tv_sec as i64 * 1000 + ts.tv_nsec as i64 / 1_000_000;
+        let coarse_ms = ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000;
         if coarse_ms > t0 {
             break;
         }

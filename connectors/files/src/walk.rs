@@ -30,6 +30,7 @@ use std::time::UNIX_EPOCH;
 use tokio::sync::mpsc::Sender;
 use tributary_sdk::{Error, ErrorCode, Result};
 
+use crate::chunks::Chunk;
 use crate::discovery::{is_hidden, Discovery};
 use crate::state::ListedFile;
 
@@ -92,7 +93,7 @@ pub(crate) fn spawn(
     after: Option<String>,
     (oldest_ms, newest_ms): (Option<i64>, Option<i64>),
     workers: usize,
-    tx: Sender<Result<Vec<ListedFile>>>,
+    tx: Sender<Chunk>,
 ) {
     let walk = Arc::new(Walk {
         d,
@@ -118,7 +119,7 @@ pub(crate) fn spawn(
 }
 
 impl Walk {
-    fn run(self: Arc<Self>, workers: usize, tx: &Sender<Result<Vec<ListedFile>>>) {
+    fn run(self: Arc<Self>, workers: usize, tx: &Sender<Chunk>) {
         if let Err(e) = self.clone().run_jobs(workers, tx) {
             self.stop.store(true, Ordering::Relaxed);
             let _ = tx.blocking_send(Err(e));
@@ -126,11 +127,7 @@ impl Walk {
     }
 
     /// Expands the first levels into jobs (sending their files), then walks the jobs.
-    fn run_jobs(
-        self: Arc<Self>,
-        workers: usize,
-        tx: &Sender<Result<Vec<ListedFile>>>,
-    ) -> Result<()> {
+    fn run_jobs(self: Arc<Self>, workers: usize, tx: &Sender<Chunk>) -> Result<()> {
         let meta = std::fs::metadata(&self.root).map_err(|e| self.error(&self.root, e))?;
         let mut level = vec![Job {
             abs: self.root.clone(),
@@ -217,12 +214,7 @@ impl Walk {
     }
 
     /// Walks `job` depth first, in path order, adding its files to `chunk`.
-    fn walk(
-        &self,
-        job: &Job,
-        chunk: &mut Vec<ListedFile>,
-        tx: &Sender<Result<Vec<ListedFile>>>,
-    ) -> Result<()> {
+    fn walk(&self, job: &Job, chunk: &mut Vec<ListedFile>, tx: &Sender<Chunk>) -> Result<()> {
         if self.stop.load(Ordering::Relaxed) {
             return Ok(());
         }
@@ -238,7 +230,7 @@ impl Walk {
     }
 
     /// Sends `chunk`; false when nobody listens any more.
-    fn send(&self, tx: &Sender<Result<Vec<ListedFile>>>, chunk: &mut Vec<ListedFile>) -> bool {
+    fn send(&self, tx: &Sender<Chunk>, chunk: &mut Vec<ListedFile>) -> bool {
         let full = std::mem::replace(chunk, Vec::with_capacity(CHUNK));
         tx.blocking_send(Ok(full)).is_ok()
     }
