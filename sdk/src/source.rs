@@ -92,7 +92,11 @@ pub trait Source: Send + Debug {
     async fn initial_offset(&mut self) -> Result<Offset>;
 
     /// Called once before an `availableNow` run: the source fixes the data it will read in this run
-    /// (later [`Source::latest_offset`] calls never go past that snapshot).
+    /// (later [`Source::latest_offset`] calls never go past that snapshot). It may go on
+    /// discovering that data after this returns, handing out what it found so far, as long as
+    /// nothing that arrived after the call is handed out (the files source walks a directory
+    /// while the first batches are read, leaving out files modified after the call; file times
+    /// come from the kernel's coarse clock, so it first waits for that clock to pass the start).
     async fn prepare_available_now(&mut self) -> Result<()> {
         Ok(())
     }
