@@ -1,6 +1,6 @@
 //! Table maintenance beside ingestion and as manual commands: auto-compaction keeps rows and
-//! `txn` versions exact, log clean-up, vacuum, refused options, and a writer killed with
-//! SIGKILL in the middle of compaction.
+//! `txn` versions exact, log clean-up, vacuum, refused options, and processes killed with
+//! SIGKILL in the middle of a compaction and of a vacuum.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -16,6 +16,7 @@ mod crash;
 mod logs;
 mod options;
 mod vacuum;
+mod vacuum_kill;
 
 /// The parsed config of `options` for the table at `path`.
 pub fn config(path: &Path, options: &[(&str, &str)]) -> Result<DeltaConfig> {
