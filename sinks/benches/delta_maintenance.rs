@@ -13,8 +13,10 @@
 //!   steady state of a table older than its retention windows, where vacuum deletes what
 //!   compaction removed and the log is cleaned after every checkpoint.
 //!
-//! At each report point it prints, per table: the time `deltalake::open_table` takes (median of
-//! three), the active data files, the Parquet files on storage, the files in `_delta_log/`, and
+//! At each report point it prints, per table: the time a table takes to open (median of three)
+//! with `deltalake::open_table`, with the sink's own reload (a new sink's `open`, what a
+//! restarted pipeline does) and with Python's `deltalake` (`DeltaTable(path)`, timed inside one
+//! interpreter; printed as `-` when `python3 -c 'import deltalake'` fails), the active data files, the Parquet files on storage, the files in `_delta_log/`, and
 //! the ingestion rate so far (write time only). After the run every table is read back and
 //! checked outside the timing: every id once, `txn` version = last batch id.
 //!
@@ -37,7 +39,7 @@ use tributary_sinks::delta::config::{option_specs, parse};
 use tributary_sinks::delta::deltalake::datafusion::prelude::SessionContext;
 use tributary_sinks::delta::deltalake::{ensure_table_uri, open_table, DeltaTable};
 use tributary_sinks::delta::maintenance::count_log_files;
-use tributary_sinks::delta::DeltaSink;
+use tributary_sinks::delta::{DeltaConfig, DeltaSink};
 
 const ROWS: i64 = 200;
 const APP: &str = "bench-maintenance";
@@ -70,6 +72,7 @@ fn batch(b: i64) -> RecordBatch {
 struct Table {
     name: &'static str,
     path: PathBuf,
+    config: DeltaConfig,
     sink: DeltaSink,
     write_time: Duration,
 }
@@ -84,7 +87,8 @@ fn table(root: &Path, name: &'static str, dir: &str, options: &[(&str, &str)]) -
     Table {
         name,
         path,
-        sink: DeltaSink::new(config, HashMap::new(), Some(APP.into())),
+        sink: DeltaSink::new(config.clone(), HashMap::new(), Some(APP.into())),
+        config,
         write_time: Duration::ZERO,
     }
 }
@@ -108,23 +112,46 @@ fn parquet_on_disk(path: &Path) -> usize {
         .count()
 }
 
+/// Python `deltalake`'s open time in ms (median of three in one interpreter), if it is installed.
+fn python_open_ms(path: &Path) -> Option<f64> {
+    let script = "import sys, time\nfrom deltalake import DeltaTable\nts = []\nfor _ in range(3):\n    s = time.perf_counter(); t = DeltaTable(sys.argv[1]); ts.append(time.perf_counter() - s)\n    assert t.version() >= 0\nprint(sorted(ts)[1] * 1e3)";
+    let out = std::process::Command::new("python3")
+        .args(["-c", script, &path.display().to_string()])
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
 async fn report(t: &Table, batches: i64) {
     let mut opens = Vec::new();
+    let mut reloads = Vec::new();
     for _ in 0..3 {
         let start = Instant::now();
         let table = load(&t.path).await;
         opens.push(start.elapsed());
         assert!(table.version().is_some());
+        let start = Instant::now();
+        let mut sink = DeltaSink::new(t.config.clone(), HashMap::new(), Some(APP.into()));
+        sink.open(schema()).await.unwrap();
+        reloads.push(start.elapsed());
+        assert_eq!(sink.committed_batch(), Some(batches - 1));
     }
     opens.sort();
+    reloads.sort();
+    let python = python_open_ms(&t.path).map_or("-".to_string(), |ms| format!("{ms:.1} ms"));
     let table = load(&t.path).await;
     let active = table.snapshot().unwrap().log_data().num_files();
     let log_files = count_log_files(&table).await.unwrap();
     let rows = (batches * ROWS) as f64;
     println!(
-        "  {:<24} open {:>8.1} ms   data files {:>6}   on storage {:>6}   log files {:>6}   {:>8.0} rows/s",
+        "  {:<24} open {:>8.1} ms   sink reload {:>8.1} ms   python {:>10}   data files {:>6}   on storage {:>6}   log files {:>6}   {:>8.0} rows/s",
         t.name,
         opens[1].as_secs_f64() * 1e3,
+        reloads[1].as_secs_f64() * 1e3,
+        python,
         active,
         parquet_on_disk(&t.path),
         log_files,
