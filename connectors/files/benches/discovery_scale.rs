@@ -12,7 +12,9 @@
 //!    whole listing took (when, without overlap, the first batch could start).
 //! 3. **S3 listing of K keys** (default 100,000; `TRIBUTARY_BENCH_KEYS`) on moto's server
 //!    (`scripts/services/objectstore.sh`): the source's discovery (listing, filters and queuing
-//!    into an in-memory file state) against object_store's raw `list` of the same prefix.
+//!    into an in-memory file state), with one request stream and fanned out across the 100
+//!    prefixes (`cloudFiles.fetchParallelism`, default 8; `TRIBUTARY_BENCH_FETCH`), against
+//!    object_store's raw `list` of the same prefix.
 //!
 //! Outputs are checked outside the timing (files found, nothing queued twice). Prints the ratios.
 //! Run: `cargo bench -p tributary-files --bench discovery_scale`
@@ -271,14 +273,19 @@ async fn s3(k: usize) {
         ("cloudFiles.awsAccessKey", "testing"),
         ("cloudFiles.awsSecretKey", "testing"),
     ];
-    let (mut ours, mut raw) = (Vec::new(), Vec::new());
+    let fetch = env_usize("TRIBUTARY_BENCH_FETCH", 8).to_string();
+    let mut fanned_opts = opts.to_vec();
+    fanned_opts.push(("cloudFiles.fetchParallelism", fetch.as_str()));
+    let (mut ours, mut fanned, mut raw) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..env_usize("TRIBUTARY_BENCH_S3_ROUNDS", 2) {
-        let mut s = source(&path, None, &opts);
-        let t = Instant::now();
-        s.prepare_available_now().await.unwrap();
-        assert_eq!(drain(&mut s, 0).await, k as u64);
-        ours.push(t.elapsed());
-        assert_eq!(s.metrics()["numFilesTracked"].as_u64(), Some(k as u64));
+        for (opts, times) in [(&opts[..], &mut ours), (&fanned_opts[..], &mut fanned)] {
+            let mut s = source(&path, None, opts);
+            let t = Instant::now();
+            s.prepare_available_now().await.unwrap();
+            assert_eq!(drain(&mut s, 0).await, k as u64);
+            times.push(t.elapsed());
+            assert_eq!(s.metrics()["numFilesTracked"].as_u64(), Some(k as u64));
+        }
 
         let t = Instant::now();
         let n = store
@@ -289,12 +296,16 @@ async fn s3(k: usize) {
         raw.push(t.elapsed());
         assert_eq!(n, k);
     }
-    let (ours, raw) = (median(ours), median(raw));
+    let (ours, fanned, raw) = (median(ours), median(fanned), median(raw));
     println!(
-        "S3 listing of {k} keys (moto): source discovery {ours:?} ({:.0} keys/s); raw object_store list {raw:?} ({:.0} keys/s); throughput {:.2}x the raw list",
+        "S3 listing of {k} keys in 100 prefixes (moto): source discovery {ours:?} ({:.0} keys/s), \
+         with cloudFiles.fetchParallelism={fetch} {fanned:?} ({:.0} keys/s); raw object_store \
+         list {raw:?} ({:.0} keys/s); throughput {:.2}x and {:.2}x the raw list",
         k as f64 / ours.as_secs_f64(),
+        k as f64 / fanned.as_secs_f64(),
         k as f64 / raw.as_secs_f64(),
-        raw.as_secs_f64() / ours.as_secs_f64()
+        raw.as_secs_f64() / ours.as_secs_f64(),
+        raw.as_secs_f64() / fanned.as_secs_f64()
     );
 }
 

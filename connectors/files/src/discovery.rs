@@ -36,7 +36,7 @@ use crate::config::location::split_key_glob;
 use crate::config::{names, FilesConfig, SourcePath};
 use crate::globs::{glob, split_glob};
 use crate::state::ListedFile;
-use crate::store::{access_error, StoreSpec};
+use crate::store::{access_error, Pages, StoreSpec};
 
 /// Where and what to list.
 #[derive(Debug, Clone)]
@@ -52,6 +52,11 @@ pub struct Discovery {
     path_glob: Option<(String, GlobMatcher)>,
     name_glob: Option<(String, GlobMatcher)>,
     max_file_age: Option<Duration>,
+    /// `cloudFiles.fetchParallelism` when given: listing requests (prefixes, or local walk
+    /// threads) at once.
+    list_parallelism: Option<usize>,
+    /// The store's paginated listing (clouds), for the fanned-out listing.
+    pages: Pages,
     /// Local: the paths already warned about as leaving the input directory.
     warned_outside: Arc<Mutex<HashSet<String>>>,
 }
@@ -83,14 +88,21 @@ impl Discovery {
             .map(|g| glob(g, false, names::PATH_GLOB_FILTER))
             .transpose()?;
         match &config.path {
-            SourcePath::Local(path) => Self::local(path, name_glob, config.max_file_age),
+            SourcePath::Local(path) => {
+                let mut d = Self::local(path, name_glob, config.max_file_age)?;
+                d.list_parallelism = config.list_parallelism;
+                Ok(d)
+            }
             SourcePath::Cloud(c) => {
                 let spec = StoreSpec::cloud(c, &config.cloud, secrets)?;
+                let client = spec.connect()?;
                 let (dir, pattern) = split_key_glob(&c.key);
                 let path_glob = pattern.map(|p| glob(&p, true, names::PATH)).transpose()?;
                 let root_url = format!("{}/", c.root_url());
                 let mut d = Discovery {
-                    store: spec.build()?,
+                    store: client.store,
+                    pages: client.pages,
+                    list_parallelism: config.list_parallelism,
                     spec,
                     root_text: c.to_string(),
                     cloud: Some((
@@ -145,6 +157,8 @@ impl Discovery {
             .map_err(|_| path_error(&root, "cannot be expressed as a file URL"))?;
         Ok(Discovery {
             store: spec.build()?,
+            pages: Pages::default(),
+            list_parallelism: None,
             spec,
             root_text: root.display().to_string(),
             cloud: None,
@@ -160,7 +174,9 @@ impl Discovery {
     /// step's own thread): HTTP connections belong to the runtime that opened them.
     pub fn fresh(&self) -> Result<Discovery> {
         let mut d = self.clone();
-        d.store = self.spec.build()?;
+        let client = self.spec.connect()?;
+        d.store = client.store;
+        d.pages = client.pages;
         Ok(d)
     }
 
@@ -318,7 +334,7 @@ impl Discovery {
                 root.clone(),
                 after.map(|a| a.to_string()),
                 (oldest_ms, newest_ms),
-                crate::walk::workers(),
+                self.list_parallelism.unwrap_or_else(crate::walk::workers),
                 tx,
             );
             return Listing::threaded(rx);
@@ -341,9 +357,25 @@ impl Discovery {
     ) -> Result<()> {
         let prefix = self.cloud.as_ref().and_then(|(_, p)| p.as_ref());
         let mut dirs = ResolvedDirs::new();
-        let mut stream = match after {
-            Some(after) => self.store.list_with_offset(prefix, after),
-            None => self.store.list(prefix),
+        let parallelism = self.list_parallelism.unwrap_or(1);
+        let fanned = match (&self.pages.0, after) {
+            (Some(pages), None)
+                if parallelism > 1 && tokio::runtime::Handle::try_current().is_ok() =>
+            {
+                Some(Arc::clone(pages))
+            }
+            _ => None,
+        };
+        let mut stream = match (fanned, after) {
+            (Some(pages), _) => crate::prefixes::list(
+                Arc::clone(&self.store),
+                pages,
+                prefix.cloned(),
+                parallelism,
+                is_hidden,
+            ),
+            (None, Some(after)) => self.store.list_with_offset(prefix, after),
+            (None, None) => self.store.list(prefix),
         };
         let mut chunk = Vec::with_capacity(crate::walk::CHUNK);
         while let Some(meta) = stream

@@ -61,8 +61,10 @@
 //! `path` is a local path (or `file://` URL), or an object-store URL: `s3://bucket/prefix`
 //! (`s3a://` too), `gs://bucket/prefix`, `abfss://container@account.dfs.core.windows.net/prefix`
 //! or `az://container/prefix`. Reading goes through `object_store` either way
-//! (`LocalFileSystem` for local paths), and so does listing a bucket; a local directory is
-//! walked by the source itself, on several threads and in path order (see `walk.rs`), so the file state, `tributary state`, `_metadata` and
+//! (`LocalFileSystem` for local paths), and so does listing a bucket, as one request stream
+//! or, with `cloudFiles.fetchParallelism` above 1, fanned out across its prefixes in key order
+//! (see `prefixes.rs`); a local directory is walked by the source itself, on several threads
+//! and in path order (see `walk.rs`), so the file state, `tributary state`, `_metadata` and
 //! the exactly-once guarantee are the same. Credentials come from each cloud's standard chain
 //! (for S3 the AWS SDK's: environment, profiles, SSO, web identity, container, instance
 //! metadata), or from options Databricks documents for Auto Loader, given as
@@ -168,6 +170,7 @@ mod globs;
 mod hive;
 mod listing;
 mod notifications;
+mod prefixes;
 mod schema;
 mod schema_store;
 mod source;

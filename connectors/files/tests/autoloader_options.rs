@@ -148,9 +148,38 @@ fn validate_options_fetch_parallelism_and_resource_tags_where_they_apply() {
     )
     .unwrap_err();
     assert!(e.message().contains("always validated"), "{}", e.message());
-    let e = try_source(input.path(), None, &[("cloudFiles.fetchParallelism", "4")]).unwrap_err();
+    // A listing uses it (a local directory: the walk's threads) ...
+    assert!(try_source(
+        input.path(),
+        None,
+        &[("schema", "a STRING"), ("cloudFiles.fetchParallelism", "4")]
+    )
+    .is_ok());
+    let e = try_source(input.path(), None, &[("cloudFiles.fetchParallelism", "0")]).unwrap_err();
+    assert!(
+        e.message().contains("cloudFiles.fetchParallelism"),
+        "{}",
+        e.message()
+    );
+    // ... a stream that never lists and reads no SQS queue would ignore it.
+    let e = try_source(
+        input.path(),
+        None,
+        &[
+            ("schema", "a STRING"),
+            ("cloudFiles.useNotifications", "true"),
+            ("cloudFiles.includeExistingFiles", "false"),
+            ("cloudFiles.fetchParallelism", "4"),
+        ],
+    )
+    .unwrap_err();
     assert_eq!(e.code(), ErrorCode::ConflictingOptions);
     assert!(e.message().contains("SQS"), "{}", e.message());
+    assert!(
+        e.message().contains("cloudFiles.includeExistingFiles"),
+        "{}",
+        e.message()
+    );
     let e = try_source(
         input.path(),
         None,

@@ -1,6 +1,6 @@
 //! The files source on object stores, against real emulators started by
 //! `scripts/services/objectstore.sh`: moto's server mode for S3 and Azurite for Azure Blob.
-//! Discovery, reads with `_metadata`, exactly-once restarts, cleanSource MOVE/DELETE, and the
+//! Discovery (one request stream, and fanned out across prefixes), reads with `_metadata`, exactly-once restarts, cleanSource MOVE/DELETE, and the
 //! errors for a missing bucket, a missing prefix and missing or rejected credentials.
 //! Objects are written and checked with object_store's own clients (not the source).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -206,6 +206,63 @@ async fn s3_files_are_read_once_across_restarts_with_metadata() {
     let (end3, got) = run_once(&mut source, &end2).await;
     assert!(got.is_empty());
     assert_eq!(end3, end2);
+}
+
+/// `cloudFiles.fetchParallelism=4`: the listing fans out across the prefix's sub-prefixes
+/// (going down `in/` and its single `year=2026/` first) and finds what one request stream
+/// finds, each file once, the hidden `_tmp/` not listed; a restart with the option reads only
+/// the new file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_listing_across_prefixes_finds_each_file_once() {
+    let Some(s3) = S3::new() else { return };
+    let mut id = 0;
+    for key in [
+        "in/year=2026/a.json",
+        "in/year=2026/month=01/b.json",
+        "in/year=2026/month=01/c.json",
+        "in/year=2026/month=02/d.json",
+        "in/year=2026/month=03/day=01/e.json",
+        "in/year=2026/month=030/f.json",
+        "in/year=2026/_tmp/skip.json",
+    ] {
+        let rows = if key.contains("_tmp") { 1 } else { 2 };
+        put(
+            &s3.store,
+            key,
+            json_rows(if rows == 1 { 100 } else { id }, rows),
+        )
+        .await;
+        if rows == 2 {
+            id += 2;
+        }
+    }
+    let mut found = Vec::new();
+    for parallelism in ["1", "4"] {
+        let state = tempfile::tempdir().unwrap();
+        let mut options = s3.options("in");
+        options.push(("schema".into(), "id BIGINT, name STRING".into()));
+        options.push(("cloudFiles.fetchParallelism".into(), parallelism.into()));
+        let mut source = create(&options, Some(state.path())).unwrap();
+        let start = source.initial_offset().await.unwrap();
+        let (end, mut got) = run_once(&mut source, &start).await;
+        got.sort();
+        let ids: Vec<i64> = got.iter().map(|r| r.0).collect();
+        assert_eq!(
+            ids,
+            (0..id).collect::<Vec<_>>(),
+            "fetchParallelism={parallelism}"
+        );
+        found.push(got);
+        if parallelism == "4" {
+            source.commit(&end).await.unwrap();
+            drop(source);
+            put(&s3.store, "in/year=2026/month=04/g.json", json_rows(id, 1)).await;
+            let mut source = create(&options, Some(state.path())).unwrap();
+            let (_, got) = run_once(&mut source, &end).await;
+            assert_eq!(got.iter().map(|r| r.0).collect::<Vec<_>>(), vec![id]);
+        }
+    }
+    assert_eq!(found[0], found[1]);
 }
 
 /// Input partitions (scale-out): the driver's groups of S3 files, read by a source built from

@@ -70,7 +70,11 @@ pub fn specs() -> Vec<OptionSpec> {
             FETCH_PARALLELISM,
             1,
             64,
-            "With notifications from an SQS queue: receive requests sent at once per poll.",
+            "Requests sent at once: a listing of an object store lists this many of its \
+             prefixes at once (the first level below the path with more than one sub-prefix; \
+             default one request stream) and a local directory is walked on this many threads \
+             (default: the cores, 2 to 8); with notifications from an SQS queue, receive \
+             requests per poll.",
         )
         .default_value(1),
         OptionSpec::prefix(
@@ -186,9 +190,13 @@ pub fn schema_location(p: &ParsedOptions) -> Result<Option<SourcePath>> {
 
 /// `cloudFiles.resourceTag.*` and `cloudFiles.fetchParallelism`, refused where they would be
 /// ignored.
+///
+/// `lists`: the stream lists its input (directory listing, or notifications with
+/// `cloudFiles.includeExistingFiles` or `cloudFiles.backfillInterval`).
 pub fn queue_settings(
     p: &ParsedOptions,
     notifications: Option<&Notifications>,
+    lists: bool,
 ) -> Result<QueueSettings> {
     // The prefix is removed, the key kept as written.
     let tags: Vec<(String, String)> = p.prefixed(RESOURCE_TAG);
@@ -223,10 +231,11 @@ pub fn queue_settings(
     );
     p.refuse_ignored(
         FETCH_PARALLELISM,
-        sqs,
-        USE_NOTIFICATIONS,
-        "sets how many requests fetch messages from the SQS queue at once, which only S3 \
-         notification mode reads (directory listing, inotify and Azure queues do not use it)",
+        sqs || lists,
+        INCLUDE_EXISTING,
+        "sets how many listing requests (or SQS receive requests) run at once, but this \
+         stream never lists its input (notifications without cloudFiles.includeExistingFiles \
+         or cloudFiles.backfillInterval) and reads no SQS queue",
     )?;
     let parallelism = p.i64(FETCH_PARALLELISM)?.unwrap_or(1);
     Ok(QueueSettings {

@@ -85,6 +85,10 @@ pub struct FilesConfig {
     pub schema_location: Option<SourcePath>,
     /// `cloudFiles.resourceTag.*`, `cloudFiles.fetchParallelism`.
     pub queue: QueueSettings,
+    /// `cloudFiles.fetchParallelism` when given: the listing's requests at once (an object
+    /// store's prefixes, a local directory's walk threads; else one request stream, and the
+    /// walk's default).
+    pub list_parallelism: Option<usize>,
     /// Format-specific options (text: `wholeText`, `lineSep`), parsed in `crate::format::options`.
     pub format_options: crate::format::FormatOptions,
     /// Skip vanished files.
@@ -244,7 +248,10 @@ impl FilesConfig {
         let cloud = cloud::parse(p, &path)?;
         autoloader::validate_options(p)?;
         let notifications = parse_notifications(p, &path)?;
-        let queue = autoloader::queue_settings(p, notifications.as_ref())?;
+        let lists = notifications.is_none()
+            || defaulted(p.bool(INCLUDE_EXISTING), INCLUDE_EXISTING)?
+            || p.duration(BACKFILL_INTERVAL)?.is_some();
+        let queue = autoloader::queue_settings(p, notifications.as_ref(), lists)?;
         let path_glob_filter = p.string(PATH_GLOB_FILTER)?;
         if let Some(g) = &path_glob_filter {
             glob(g, false, PATH_GLOB_FILTER)?;
@@ -336,6 +343,9 @@ impl FilesConfig {
             primitives_as_string: reader.primitives_as_string,
             partition_columns: autoloader::partition_columns(p)?,
             schema_location: autoloader::schema_location(p)?,
+            list_parallelism: p
+                .is_set(FETCH_PARALLELISM)
+                .then_some(queue.fetch_parallelism),
             queue,
             format_options,
             ignore_missing_files: defaulted(p.bool(IGNORE_MISSING), IGNORE_MISSING)?,

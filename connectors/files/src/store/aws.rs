@@ -15,14 +15,14 @@ use async_trait::async_trait;
 use aws_config::sts::AssumeRoleProvider;
 use aws_config::BehaviorVersion;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
-use object_store::aws::{AmazonS3Builder, AwsCredential};
-use object_store::{CredentialProvider, ObjectStore};
+use object_store::aws::{AmazonS3, AmazonS3Builder, AwsCredential};
+use object_store::CredentialProvider;
 use tokio::sync::{Mutex, OnceCell};
 
 use super::{client_options, retry, CloudSpec, ResolvedCloudOptions};
 
 /// The S3 client for `spec`'s bucket.
-pub(super) fn build(spec: &CloudSpec) -> object_store::Result<Arc<dyn ObjectStore>> {
+pub(super) fn build(spec: &CloudSpec) -> object_store::Result<AmazonS3> {
     let o = &spec.options;
     let region = region(o);
     let mut b = AmazonS3Builder::new()
@@ -41,7 +41,7 @@ pub(super) fn build(spec: &CloudSpec) -> object_store::Result<Arc<dyn ObjectStor
             .with_secret_access_key(secret.expose()),
         _ => b.with_credentials(Arc::new(SdkChain::new(o.clone(), region))),
     };
-    Ok(Arc::new(b.build()?))
+    b.build()
 }
 
 /// What credentials are tried, for messages.

@@ -7,10 +7,7 @@
 //! Connection strings (`Key=Value;...`) are split here by hand: object_store does not read
 //! them, and the format is a flat list of pairs.
 
-use std::sync::Arc;
-
-use object_store::azure::MicrosoftAzureBuilder;
-use object_store::ObjectStore;
+use object_store::azure::{MicrosoftAzure, MicrosoftAzureBuilder};
 use tributary_sdk::{Error, ErrorCode, Result, Secret};
 
 use super::{client_options, retry, CloudSpec, ResolvedCloudOptions};
@@ -61,7 +58,7 @@ impl ConnectionString {
 }
 
 /// The Blob client for `spec`'s container.
-pub(super) fn build(spec: &CloudSpec) -> object_store::Result<Arc<dyn ObjectStore>> {
+pub(super) fn build(spec: &CloudSpec) -> object_store::Result<MicrosoftAzure> {
     let o = &spec.options;
     let cs = o.connection_string.clone().unwrap_or_default();
     let endpoint = o.endpoint.clone().or(cs.blob_endpoint.clone());
@@ -88,7 +85,7 @@ pub(super) fn build(spec: &CloudSpec) -> object_store::Result<Arc<dyn ObjectStor
     if let Some((id, secret, tenant)) = &o.client_secret {
         b = b.with_client_secret_authorization(id, secret.expose(), tenant);
     }
-    Ok(Arc::new(b.build()?))
+    b.build()
 }
 
 /// What credentials are tried, for messages.

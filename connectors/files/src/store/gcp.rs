@@ -3,16 +3,13 @@
 //! (`GOOGLE_SERVICE_ACCOUNT`/`GOOGLE_APPLICATION_CREDENTIALS`, application default credentials,
 //! the metadata server). Configuration only is tested here (no emulator is installed).
 
-use std::sync::Arc;
-
-use object_store::gcp::GoogleCloudStorageBuilder;
-use object_store::ObjectStore;
+use object_store::gcp::{GoogleCloudStorage, GoogleCloudStorageBuilder};
 
 use super::{client_options, retry, CloudSpec, ResolvedCloudOptions};
 
 /// The GCS client for `spec`'s bucket.
-pub(super) fn build(spec: &CloudSpec) -> object_store::Result<Arc<dyn ObjectStore>> {
-    Ok(Arc::new(builder(spec).build()?))
+pub(super) fn build(spec: &CloudSpec) -> object_store::Result<GoogleCloudStorage> {
+    builder(spec).build()
 }
 
 /// The configured client builder (no I/O).

@@ -15,6 +15,7 @@ mod gcp;
 use std::sync::Arc;
 use std::time::Duration;
 
+use object_store::list::PaginatedListStore;
 use object_store::local::LocalFileSystem;
 use object_store::{ClientOptions, ObjectStore, RetryConfig};
 use tributary_sdk::{Error, ErrorCode, Result, Secret, SecretStore};
@@ -30,6 +31,40 @@ pub(crate) enum StoreSpec {
     Local(std::path::PathBuf),
     /// A bucket or container.
     Cloud(Box<CloudSpec>),
+}
+
+/// A store's client: the object store, and (clouds) the same client's page-by-page listing
+/// with a delimiter, which the fanned-out listing of [`crate::prefixes`] needs.
+#[derive(Clone)]
+pub(crate) struct Client {
+    /// The store.
+    pub store: Arc<dyn ObjectStore>,
+    /// Its paginated listing (none for a local directory).
+    pub pages: Pages,
+}
+
+/// A client's paginated listing, where the store has one.
+#[derive(Clone, Default)]
+pub(crate) struct Pages(pub Option<Arc<dyn PaginatedListStore>>);
+
+impl std::fmt::Debug for Pages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Pages(paginated)"
+        } else {
+            "Pages(none)"
+        })
+    }
+}
+
+impl Client {
+    fn of<T: ObjectStore + PaginatedListStore>(store: T) -> Client {
+        let store = Arc::new(store);
+        Client {
+            pages: Pages(Some(Arc::clone(&store) as Arc<dyn PaginatedListStore>)),
+            store,
+        }
+    }
 }
 
 /// A resolved object-store configuration.
@@ -105,6 +140,11 @@ impl StoreSpec {
 
     /// A new client (no I/O).
     pub fn build(&self) -> Result<Arc<dyn ObjectStore>> {
+        self.connect().map(|c| c.store)
+    }
+
+    /// A client, with the paginated listing of the clouds ([`Client::pages`]).
+    pub fn connect(&self) -> Result<Client> {
         match self {
             StoreSpec::Local(root) => {
                 let store = LocalFileSystem::new_with_prefix(root).map_err(|e| {
@@ -115,13 +155,16 @@ impl StoreSpec {
                     .with_context("path", root.display())
                     .with_cause(e)
                 })?;
-                Ok(Arc::new(store))
+                Ok(Client {
+                    store: Arc::new(store),
+                    pages: Pages(None),
+                })
             }
             StoreSpec::Cloud(spec) => {
                 let built = match spec.path.cloud {
-                    crate::config::Cloud::S3 => aws::build(spec),
-                    crate::config::Cloud::Azure => azure::build(spec),
-                    crate::config::Cloud::Gcs => gcp::build(spec),
+                    crate::config::Cloud::S3 => aws::build(spec).map(Client::of),
+                    crate::config::Cloud::Azure => azure::build(spec).map(Client::of),
+                    crate::config::Cloud::Gcs => gcp::build(spec).map(Client::of),
                 };
                 built.map_err(|e| {
                     Error::new(
