@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Files -> Parquet, Tributary against Spark 4.3's file stream on the same data, side by side in
-# one run: wall time and peak RSS of each (/usr/bin/time; Spark's is the JVM's, the largest
-# process of its tree), for each size in SIZES (rows; default 2,000,000 and 20,000,000).
+# one run: wall time and peak RSS of each (of the whole process tree: Spark's is the JVM's
+# and its Python driver's), for each size in SIZES (rows; default 2,000,000 and 20,000,000).
 #
 #   runtime/benches/files_vs_spark.sh
 #   SIZES=2000000 runtime/benches/files_vs_spark.sh
@@ -16,7 +16,8 @@
 # spark-submit sees it. After the timing, both outputs are read back with pyarrow and checked:
 # the same row count and every order id once (a run that wrote less cannot win).
 #
-# Needs: cargo (builds `tributary` in release with the files source and sinks only), Java 17,
+# Needs: cargo (builds `tributary` in release with the files source and sinks only, unless
+# TRIBUTARY_BIN names one), Java 17,
 # python3. Spark comes from PyPI (pyspark 4.3.0 and pyarrow, in a venv kept with the other
 # tools). Spark runs `local[2]`, the machine's two cores; Tributary uses what it finds.
 set -euo pipefail
@@ -34,9 +35,13 @@ source "$ROOT/scripts/services/lib.sh"
 PY=$VENV/bin/python
 command -v java >/dev/null || { echo "files_vs_spark: java (17) is needed by Spark" >&2; exit 1; }
 
-(cd "$ROOT" && cargo build --release -p tributary-runtime --bin tributary \
-  --no-default-features --features files,sinks >&2)
-BIN=$TARGET/release/tributary
+# TRIBUTARY_BIN: a release binary built already (the build below is skipped).
+BIN=${TRIBUTARY_BIN:-}
+if [ -z "$BIN" ]; then
+  (cd "$ROOT" && cargo build --release -p tributary-runtime --bin tributary \
+    --no-default-features --features files,sinks >&2)
+  BIN=$TARGET/release/tributary
+fi
 SCHEMA_SQL="order_id BIGINT, store STRING, item STRING, quantity INT, price DOUBLE, ordered_at TIMESTAMP"
 
 # Generates SIZE rows into $WORK/data-SIZE once (a .done marker says it is complete).
@@ -63,11 +68,50 @@ PY
   touch "$dir/.done"
 }
 
-# Runs a command under /usr/bin/time; prints "seconds max_rss_kib".
+# Runs a command; prints "seconds peak_rss_kib". The peak is the process tree's: every 50 ms
+# each process of the tree (pyspark's Python and the JVM it starts, which /usr/bin/time would
+# not see: the JVM is not its waited-for child) is read from /proc, and the peaks (VmHWM) of
+# all processes seen are summed, an upper bound that is exact for a single process.
 timed() {
   local t
   t=$(mktemp)
-  /usr/bin/time -f '%e %M' -o "$t" "$@" >/dev/null 2>"$t.err" || {
+  python3 - "$t" "$@" <<'PY' >/dev/null 2>"$t.err" || {
+import os, subprocess, sys, time
+out, cmd = sys.argv[1], sys.argv[2:]
+start = time.monotonic()
+child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+peaks = {}
+def tree(root):
+    kids = {}
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                kids.setdefault(ppid, []).append(int(pid))
+            except (OSError, IndexError, ValueError):
+                pass
+    found, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        todo.extend(kids.get(p, []))
+    return found
+while child.poll() is None:
+    for pid in tree(child.pid):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        peaks[pid] = max(peaks.get(pid, 0), int(line.split()[1]))
+        except OSError:
+            pass
+    time.sleep(0.05)
+if child.returncode != 0:
+    sys.exit(f"exit status {child.returncode}")
+with open(out, "w") as f:
+    f.write(f"{time.monotonic() - start:.2f} {sum(peaks.values())}\n")
+PY
     echo "files_vs_spark: failed: $*" >&2; tail -20 "$t.err" >&2; exit 1; }
   cat "$t"
   rm -f "$t" "$t.err"
