@@ -88,11 +88,12 @@ impl Discovery {
             .map(|g| glob(g, false, names::PATH_GLOB_FILTER))
             .transpose()?;
         match &config.path {
-            SourcePath::Local(path) => {
-                let mut d = Self::local(path, name_glob, config.max_file_age)?;
-                d.list_parallelism = config.list_parallelism;
-                Ok(d)
-            }
+            SourcePath::Local(path) => Self::local(
+                path,
+                name_glob,
+                config.max_file_age,
+                config.queue.fetch_parallelism,
+            ),
             SourcePath::Cloud(c) => {
                 let spec = StoreSpec::cloud(c, &config.cloud, secrets)?;
                 let client = spec.connect()?;
@@ -102,7 +103,7 @@ impl Discovery {
                 let mut d = Discovery {
                     store: client.store,
                     pages: client.pages,
-                    list_parallelism: config.list_parallelism,
+                    list_parallelism: config.queue.fetch_parallelism,
                     spec,
                     root_text: c.to_string(),
                     cloud: Some((
@@ -131,6 +132,7 @@ impl Discovery {
         path: &Path,
         name_glob: Option<(String, GlobMatcher)>,
         max_file_age: Option<Duration>,
+        list_parallelism: Option<usize>,
     ) -> Result<Discovery> {
         let path = path.to_path_buf();
         let (dir, pattern) = split_glob(&path);
@@ -158,7 +160,7 @@ impl Discovery {
         Ok(Discovery {
             store: spec.build()?,
             pages: Pages::default(),
-            list_parallelism: None,
+            list_parallelism,
             spec,
             root_text: root.display().to_string(),
             cloud: None,
@@ -358,18 +360,14 @@ impl Discovery {
         let prefix = self.cloud.as_ref().and_then(|(_, p)| p.as_ref());
         let mut dirs = ResolvedDirs::new();
         let parallelism = self.list_parallelism.unwrap_or(1);
-        let fanned = match (&self.pages.0, after) {
-            (Some(pages), None)
-                if parallelism > 1 && tokio::runtime::Handle::try_current().is_ok() =>
-            {
-                Some(Arc::clone(pages))
-            }
-            _ => None,
-        };
+        // Full listings fan out (on a runtime, which runs the sub-prefixes' tasks).
+        let fanned = self.pages.0.as_ref().filter(|_| {
+            after.is_none() && parallelism > 1 && tokio::runtime::Handle::try_current().is_ok()
+        });
         let mut stream = match (fanned, after) {
             (Some(pages), _) => crate::prefixes::list(
                 Arc::clone(&self.store),
-                pages,
+                Arc::clone(pages),
                 prefix.cloned(),
                 parallelism,
                 is_hidden,

@@ -32,8 +32,18 @@ pub enum PartitionColumns {
 pub struct QueueSettings {
     /// Tags put on the queue the source creates.
     pub tags: Vec<(String, String)>,
-    /// Concurrent receive requests per poll of an SQS queue.
-    pub fetch_parallelism: usize,
+    /// `cloudFiles.fetchParallelism` when given: concurrent receive requests per poll of an
+    /// SQS queue ([`QueueSettings::receive_requests`]), and the listing's requests at once (an
+    /// object store's prefixes, a local directory's walk threads; when not given, one request
+    /// stream and the walk's default).
+    pub fetch_parallelism: Option<usize>,
+}
+
+impl QueueSettings {
+    /// Receive requests per poll of an SQS queue (the option's default, 1, when not given).
+    pub fn receive_requests(&self) -> usize {
+        self.fetch_parallelism.unwrap_or(1)
+    }
 }
 
 /// The declarations.
@@ -237,9 +247,13 @@ pub fn queue_settings(
          stream never lists its input (notifications without cloudFiles.includeExistingFiles \
          or cloudFiles.backfillInterval) and reads no SQS queue",
     )?;
-    let parallelism = p.i64(FETCH_PARALLELISM)?.unwrap_or(1);
+    // Declared from 1 to 64.
+    let parallelism = match p.i64(FETCH_PARALLELISM)? {
+        Some(n) if p.is_set(FETCH_PARALLELISM) => Some(usize::try_from(n).unwrap_or(1).max(1)),
+        _ => None,
+    };
     Ok(QueueSettings {
         tags,
-        fetch_parallelism: usize::try_from(parallelism).unwrap_or(1).max(1),
+        fetch_parallelism: parallelism,
     })
 }

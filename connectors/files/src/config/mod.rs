@@ -85,10 +85,6 @@ pub struct FilesConfig {
     pub schema_location: Option<SourcePath>,
     /// `cloudFiles.resourceTag.*`, `cloudFiles.fetchParallelism`.
     pub queue: QueueSettings,
-    /// `cloudFiles.fetchParallelism` when given: the listing's requests at once (an object
-    /// store's prefixes, a local directory's walk threads; else one request stream, and the
-    /// walk's default).
-    pub list_parallelism: Option<usize>,
     /// Format-specific options (text: `wholeText`, `lineSep`), parsed in `crate::format::options`.
     pub format_options: crate::format::FormatOptions,
     /// Skip vanished files.
@@ -343,9 +339,6 @@ impl FilesConfig {
             primitives_as_string: reader.primitives_as_string,
             partition_columns: autoloader::partition_columns(p)?,
             schema_location: autoloader::schema_location(p)?,
-            list_parallelism: p
-                .is_set(FETCH_PARALLELISM)
-                .then_some(queue.fetch_parallelism),
             queue,
             format_options,
             ignore_missing_files: defaulted(p.bool(IGNORE_MISSING), IGNORE_MISSING)?,

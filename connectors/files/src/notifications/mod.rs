@@ -52,12 +52,12 @@ impl Notifier {
     ) -> Result<Notifier> {
         match kind {
             Notifications::Local => local::LocalNotifier::open(d).map(Notifier::Local),
-            Notifications::Sqs(url) => sqs::SqsNotifier::open(url, d, settings.fetch_parallelism)
+            Notifications::Sqs(url) => sqs::SqsNotifier::open(url, d, settings.receive_requests())
                 .await
                 .map(Notifier::Sqs),
             Notifications::SqsAuto => {
                 let url = s3_setup::auto(d, checkpoint_id, &settings.tags).await?;
-                sqs::SqsNotifier::open(&url, d, settings.fetch_parallelism)
+                sqs::SqsNotifier::open(&url, d, settings.receive_requests())
                     .await
                     .map(Notifier::Sqs)
             }
