@@ -4,15 +4,30 @@
 //! - `floor`: the broker's own produce → consume latency (no pipeline);
 //! - `raw loop`: a plain rdkafka consume → produce loop (one `BaseConsumer` assigned to every
 //!   input partition, a `FutureProducer`, each record forwarded as it is polled);
-//! - `realTime`: a `tributary` pipeline with trigger `realTime` (library API);
+//!
+//! Each partition count has one input and one output topic for all its runs; every reader
+//! starts at the topic's end (`startingOffsets = "latest"`), after which the producer starts.
+//! - `realTime`: a `tributary` pipeline with trigger `realTime` (library API), its defaults;
+//! - `realTime 1/part`: the same with `maxPartitions` = the partition count, one reader
+//!   (consumer) per partition, which was the default before one consumer read them all;
 //! - `microBatch`: the same pipeline with trigger `processingTime = 0`;
 //! - `realTime+sql`: real-time with a SQL projection, when the transform stage is built in.
 //!
-//! A producer thread offers 1 k, 10 k and 100 k records/s (each payload carries its creation time
-//! in microseconds); a consumer of the output topic computes creation → arrival latencies into an
+//! A producer thread offers 1 k, 10 k and 100 k records/s (`RT_BENCH_RATES`) to topics of 4
+//! partitions (`RT_BENCH_PARTITIONS`, a list: `1,4,16`); each payload carries its creation time
+//! in microseconds; a consumer of the output topic computes creation → arrival latencies into an
 //! HDR histogram. Records of the first 500 ms are warm-up and not counted. Outputs are checked
 //! outside the timing: every offered record must arrive (a mode that drops records is reported
-//! as such, not as fast). Run: `cargo bench -p tributary-benchmarks --bench realtime_latency` (`--features sql` adds realTime+sql).
+//! as such, not as fast). `RT_BENCH_MODES` picks modes (`floor,raw,realTime,perPartition,
+//! microBatch,sql`). Run: `cargo bench -p tributary-benchmarks --bench realtime_latency`
+//! (`--features sql` adds realTime+sql).
+//!
+//! On tansu (`RT_BENCH_BROKER=tansu`) the broker's cost is measured beside the latency, over
+//! the same window: its CPU (utime + stime of the pid in
+//! `$TRIBUTARY_SERVICES_DIR/kafka/plain.pid`, as % of one core) and the data segments its
+//! client connections delivered to it per second (`ss -tin`'s `data_segs_in`, sampled every
+//! 100 ms per connection: a fetch request fits one segment, so this counts requests, plus the
+//! producer's larger ones, the same in every mode).
 //! The consumers of the raw loop and the pipeline use the same fetch settings
 //! (`fetch.wait.max.ms=10`), so the comparison is of the loops, not of client tuning.
 
@@ -32,7 +47,6 @@ use tributary_runtime::engine::Pipeline;
 use tributary_runtime::pipeline::PipelineSpec;
 use tributary_runtime::registry::Registry;
 
-const PARTITIONS: i32 = 4;
 const SECONDS: f64 = 4.0;
 const WARMUP: Duration = Duration::from_millis(500);
 const PAYLOAD: usize = 100;
@@ -42,6 +56,7 @@ enum Mode {
     Floor,
     RawLoop,
     RealTime,
+    PerPartition,
     MicroBatch,
     RealTimeSql,
 }
@@ -52,8 +67,21 @@ impl Mode {
             Mode::Floor => "floor (broker)",
             Mode::RawLoop => "raw rdkafka loop",
             Mode::RealTime => "realTime",
+            Mode::PerPartition => "realTime 1/part",
             Mode::MicroBatch => "microBatch pt=0",
             Mode::RealTimeSql => "realTime+sql",
+        }
+    }
+
+    /// The name `RT_BENCH_MODES` uses.
+    fn key(self) -> &'static str {
+        match self {
+            Mode::Floor => "floor",
+            Mode::RawLoop => "raw",
+            Mode::RealTime => "realTime",
+            Mode::PerPartition => "perPartition",
+            Mode::MicroBatch => "microBatch",
+            Mode::RealTimeSql => "sql",
         }
     }
 }
@@ -71,7 +99,7 @@ fn config(bootstrap: &str) -> ClientConfig {
     c
 }
 
-fn consumer(bootstrap: &str, topic: &str) -> BaseConsumer {
+fn consumer(bootstrap: &str, topic: &str, partitions: i32) -> BaseConsumer {
     let c: BaseConsumer = config(bootstrap)
         .set("group.id", format!("bench-{}", now_us()))
         .set("enable.auto.commit", "false")
@@ -80,7 +108,7 @@ fn consumer(bootstrap: &str, topic: &str) -> BaseConsumer {
         .create()
         .unwrap();
     let mut tpl = TopicPartitionList::new();
-    for p in 0..PARTITIONS {
+    for p in 0..partitions {
         tpl.add_partition_offset(topic, p, Offset::End).unwrap();
     }
     c.assign(&tpl).unwrap();
@@ -95,17 +123,18 @@ fn create_topics(
     bootstrap: &str,
     mock: Option<&Mock>,
     topics: &[&str],
+    partitions: i32,
 ) {
     if let Some(m) = mock {
         for t in topics {
-            m.create_topic(t, PARTITIONS, 1).unwrap();
+            m.create_topic(t, partitions, 1).unwrap();
         }
         return;
     }
     let admin: AdminClient<DefaultClientContext> = config(bootstrap).create().unwrap();
     let new: Vec<NewTopic<'_>> = topics
         .iter()
-        .map(|t| NewTopic::new(t, PARTITIONS, TopicReplication::Fixed(1)))
+        .map(|t| NewTopic::new(t, partitions, TopicReplication::Fixed(1)))
         .collect();
     for r in rt
         .block_on(admin.create_topics(&new, &AdminOptions::new()))
@@ -167,13 +196,12 @@ fn measure(c: &BaseConsumer, expected: u64, started: Instant) -> (Histogram<u64>
     (h, got)
 }
 
-fn raw_loop(bootstrap: &str, input: &str, output: &str, stop: Arc<AtomicBool>) {
-    let c = consumer(bootstrap, input);
+fn raw_loop(bootstrap: &str, input: &str, output: &str, partitions: i32, stop: Arc<AtomicBool>) {
+    let c = consumer(bootstrap, input, partitions);
     let p: FutureProducer = config(bootstrap).create().unwrap();
     let mut tpl = TopicPartitionList::new();
-    for part in 0..PARTITIONS {
-        tpl.add_partition_offset(input, part, Offset::Beginning)
-            .unwrap();
+    for part in 0..partitions {
+        tpl.add_partition_offset(input, part, Offset::End).unwrap();
     }
     c.assign(&tpl).unwrap();
     while !stop.load(Ordering::SeqCst) {
@@ -189,11 +217,36 @@ fn raw_loop(bootstrap: &str, input: &str, output: &str, stop: Arc<AtomicBool>) {
     let _ = p.flush(Duration::from_secs(10));
 }
 
-fn pipeline_text(bootstrap: &str, input: &str, output: &str, mode: Mode, ck: &str) -> String {
+fn pipeline_text(
+    bootstrap: &str,
+    input: &str,
+    output: &str,
+    mode: Mode,
+    partitions: i32,
+    ck: &str,
+) -> String {
     let trigger = match mode {
         Mode::MicroBatch => "kind = \"processingTime\"\ninterval = \"0s\"".to_string(),
         _ => "kind = \"realTime\"\ninterval = \"5 minutes\"".to_string(),
     };
+    let readers = if mode == Mode::PerPartition {
+        format!(", maxPartitions = \"{partitions}\"")
+    } else {
+        String::new()
+    };
+    // Extra options for experiments (`k=v,k=v`), e.g. RT_BENCH_SINK_OPTIONS=kafka.linger.ms=0.
+    let extra = |var: &str| -> String {
+        std::env::var(var)
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|kv| kv.split_once('='))
+            .map(|(k, v)| format!(", \"{}\" = \"{}\"", k.trim(), v.trim()))
+            .collect()
+    };
+    let (source_extra, sink_extra) = (
+        extra("RT_BENCH_SOURCE_OPTIONS"),
+        extra("RT_BENCH_SINK_OPTIONS"),
+    );
     let transform = if mode == Mode::RealTimeSql {
         "[transform]\nsql = \"SELECT key, CAST(value AS STRING) AS value FROM source\"\n"
     } else {
@@ -205,11 +258,11 @@ name = "bench"
 checkpoint = "{ck}"
 [source]
 connector = "kafka"
-options = {{ "kafka.bootstrap.servers" = "{bootstrap}", subscribe = "{input}", startingOffsets = "earliest" }}
+options = {{ "kafka.bootstrap.servers" = "{bootstrap}", subscribe = "{input}", startingOffsets = "latest"{readers}{source_extra} }}
 {transform}
 [[sink]]
 connector = "kafka"
-options = {{ "kafka.bootstrap.servers" = "{bootstrap}", topic = "{output}" }}
+options = {{ "kafka.bootstrap.servers" = "{bootstrap}", topic = "{output}"{sink_extra} }}
 [trigger]
 {trigger}
 "#
@@ -218,26 +271,160 @@ options = {{ "kafka.bootstrap.servers" = "{bootstrap}", topic = "{output}" }}
 
 struct Row {
     mode: Mode,
+    partitions: i32,
     rate: u64,
     offered: u64,
     got: u64,
     p50_ms: f64,
     p99_ms: f64,
+    broker: Option<BrokerCost>,
 }
 
-fn run(
-    rt: &tokio::runtime::Runtime,
-    bootstrap: &str,
-    mock: Option<&Mock>,
-    mode: Mode,
-    rate: u64,
-) -> Option<Row> {
-    let tag = format!("{}-{}", now_us(), rate);
-    let input = format!("bench-rt-in-{tag}");
-    let output = format!("bench-rt-out-{tag}");
-    create_topics(rt, bootstrap, mock, &[&input, &output]);
+/// What the broker spent over a measurement window.
+#[derive(Debug, Clone, Copy)]
+struct BrokerCost {
+    /// % of one core.
+    cpu_pct: f64,
+    /// Data segments received from clients per second (≈ requests/s).
+    segments_per_s: f64,
+}
+
+/// utime + stime of a process, in clock ticks.
+fn cpu_ticks(pid: &str) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = after.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+/// The kernel's clock ticks per second (`getconf CLK_TCK`; 100 where it cannot be asked).
+fn clock_ticks_per_second() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+/// `data_segs_in` of each established connection to `port`, by peer address.
+fn segments_in(port: &str) -> Option<std::collections::HashMap<String, u64>> {
+    let out = std::process::Command::new("ss")
+        .args([
+            "-tinH",
+            "state",
+            "established",
+            "sport",
+            "=",
+            &format!(":{port}"),
+        ])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut by_peer = std::collections::HashMap::new();
+    let mut peer = None;
+    for line in text.lines() {
+        if !line.starts_with(char::is_whitespace) {
+            // `Recv-Q Send-Q Local:Port Peer:Port`
+            peer = line.split_whitespace().nth(3).map(str::to_string);
+            continue;
+        }
+        let segs = line
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix("data_segs_in:"))
+            .and_then(|v| v.parse::<u64>().ok());
+        if let (Some(p), Some(n)) = (peer.take(), segs) {
+            by_peer.insert(p, n);
+        }
+    }
+    Some(by_peer)
+}
+
+/// Samples the broker's CPU and client segments from `start` until `stop` is set.
+struct BrokerProbe {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Option<BrokerCost>>,
+}
+
+impl BrokerProbe {
+    fn start(pid: String, port: String) -> BrokerProbe {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let t0 = Instant::now();
+            let ticks0 = cpu_ticks(&pid)?;
+            // Per connection: the count when first seen (0 for connections opened later) and
+            // the latest, so connections closed before the end still count up to their last
+            // sample.
+            let mut first: std::collections::HashMap<String, u64> = segments_in(&port)?;
+            let mut last = first.clone();
+            while !s.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(100));
+                for (peer, n) in segments_in(&port)? {
+                    first.entry(peer.clone()).or_insert(0);
+                    last.insert(peer, n);
+                }
+            }
+            let secs = t0.elapsed().as_secs_f64();
+            let ticks = cpu_ticks(&pid)? - ticks0;
+            let hz = clock_ticks_per_second();
+            let segments: u64 = last
+                .iter()
+                .map(|(p, n)| n.saturating_sub(first.get(p).copied().unwrap_or(0)))
+                .sum();
+            Some(BrokerCost {
+                cpu_pct: ticks as f64 / hz / secs * 100.0,
+                segments_per_s: segments as f64 / secs,
+            })
+        });
+        BrokerProbe { stop, thread }
+    }
+
+    fn finish(self) -> Option<BrokerCost> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.join().ok().flatten()
+    }
+}
+
+/// Where the bench runs: the broker, and the tansu pid to measure (none on the mock cluster).
+struct Setup<'a> {
+    rt: &'a tokio::runtime::Runtime,
+    bootstrap: &'a str,
+    mock: Option<&'a Mock>,
+    broker_pid: Option<String>,
+    /// (partitions, input, output) of the topics made so far.
+    topics: std::sync::Mutex<Vec<(i32, String, String)>>,
+}
+
+impl Setup<'_> {
+    /// The input and output topics of `partitions` partitions, created on first use and shared
+    /// by every run of that partition count: every reader starts at the end, so a run sees only
+    /// its own records. New topics per run made tansu (sqlite) slower run by run, which moved
+    /// the later modes' latencies more than the modes differ.
+    fn topics(&self, partitions: i32) -> (String, String) {
+        let mut made = self.topics.lock().unwrap();
+        if let Some(t) = made.iter().find(|t| t.0 == partitions) {
+            return (t.1.clone(), t.2.clone());
+        }
+        let tag = format!("{}-{partitions}", now_us());
+        let (input, output) = (format!("bench-rt-in-{tag}"), format!("bench-rt-out-{tag}"));
+        create_topics(
+            self.rt,
+            self.bootstrap,
+            self.mock,
+            &[&input, &output],
+            partitions,
+        );
+        made.push((partitions, input.clone(), output.clone()));
+        (input, output)
+    }
+}
+
+fn run(setup: &Setup<'_>, mode: Mode, partitions: i32, rate: u64) -> Option<Row> {
+    let (rt, bootstrap) = (setup.rt, setup.bootstrap);
+    let (input, output) = setup.topics(partitions);
     let read_from = if mode == Mode::Floor { &input } else { &output };
-    let out = consumer(bootstrap, read_from);
+    let out = consumer(bootstrap, read_from, partitions);
     let stop = Arc::new(AtomicBool::new(false));
     let dir = tempfile::tempdir().unwrap();
     let mut pipeline_task = None;
@@ -252,7 +439,9 @@ fn run(
                 output.clone(),
                 stop.clone(),
             );
-            loop_thread = Some(std::thread::spawn(move || raw_loop(&b, &i, &o, s)));
+            loop_thread = Some(std::thread::spawn(move || {
+                raw_loop(&b, &i, &o, partitions, s)
+            }));
         }
         _ => {
             let text = pipeline_text(
@@ -260,6 +449,7 @@ fn run(
                 &input,
                 &output,
                 mode,
+                partitions,
                 &dir.path().join("ck").display().to_string(),
             );
             let spec = match PipelineSpec::parse(&text, "bench.toml") {
@@ -287,9 +477,14 @@ fn run(
     // Let readers and consumers settle on their partitions.
     std::thread::sleep(Duration::from_millis(1500));
     let started = Instant::now();
+    let probe = setup.broker_pid.clone().map(|pid| {
+        let port = bootstrap.rsplit(':').next().unwrap_or_default().to_string();
+        BrokerProbe::start(pid, port)
+    });
     let (b, i) = (bootstrap.to_string(), input.clone());
     let producer = std::thread::spawn(move || offer(&b, &i, rate));
     let (h, got) = measure(&out, (rate as f64 * SECONDS) as u64, started);
+    let broker = probe.and_then(BrokerProbe::finish);
     let offered = producer.join().unwrap();
     stop.store(true, Ordering::SeqCst);
     if let Some(t) = loop_thread {
@@ -301,11 +496,13 @@ fn run(
     }
     Some(Row {
         mode,
+        partitions,
         rate,
         offered,
         got,
         p50_ms: h.value_at_quantile(0.5) as f64 / 1000.0,
         p99_ms: h.value_at_quantile(0.99) as f64 / 1000.0,
+        broker,
     })
 }
 
@@ -339,53 +536,166 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let rates: Vec<u64> = std::env::var("RT_BENCH_RATES")
-        .ok()
-        .map(|s| s.split(',').filter_map(|r| r.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![1_000, 10_000, 100_000]);
-    println!(
-        "{:<18} {:>9} {:>9} {:>9} {:>10} {:>10}",
-        "mode", "offered/s", "sent", "received", "p50 ms", "p99 ms"
+    let list = |var: &str, default: &str| -> Vec<String> {
+        std::env::var(var)
+            .unwrap_or_else(|_| default.to_string())
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect()
+    };
+    let rates: Vec<u64> = list("RT_BENCH_RATES", "1000,10000,100000")
+        .iter()
+        .filter_map(|r| r.parse().ok())
+        .collect();
+    let partition_counts: Vec<i32> = list("RT_BENCH_PARTITIONS", "4")
+        .iter()
+        .filter_map(|r| r.parse().ok())
+        .collect();
+    let wanted = list(
+        "RT_BENCH_MODES",
+        "floor,raw,realTime,perPartition,microBatch,sql",
     );
+    let modes: Vec<Mode> = [
+        Mode::Floor,
+        Mode::RawLoop,
+        Mode::RealTime,
+        Mode::PerPartition,
+        Mode::MicroBatch,
+        Mode::RealTimeSql,
+    ]
+    .into_iter()
+    .filter(|m| wanted.iter().any(|w| w == m.key()))
+    .collect();
+    // The broker's pid, to measure its cost (tansu only; the mock cluster is this process).
+    let broker_pid = if mock.is_none() {
+        std::env::var("RT_BENCH_BROKER_PID").ok().or_else(|| {
+            let dir = std::env::var("TRIBUTARY_SERVICES_DIR").ok()?;
+            let pid = std::fs::read_to_string(format!("{dir}/kafka/plain.pid")).ok()?;
+            Some(pid.trim().to_string())
+        })
+    } else {
+        None
+    };
+    if mock.is_none() && broker_pid.is_none() {
+        println!("broker cost: not measured (no RT_BENCH_BROKER_PID, no $TRIBUTARY_SERVICES_DIR/kafka/plain.pid)");
+    }
+    let setup = Setup {
+        rt: &rt,
+        bootstrap: &bootstrap,
+        mock: mock.as_ref(),
+        broker_pid,
+        topics: std::sync::Mutex::new(Vec::new()),
+    };
+    println!(
+        "{:<18} {:>5} {:>9} {:>9} {:>9} {:>10} {:>10} {:>11} {:>10}",
+        "mode",
+        "parts",
+        "offered/s",
+        "sent",
+        "received",
+        "p50 ms",
+        "p99 ms",
+        "broker CPU",
+        "segs in/s"
+    );
+    // Each (partitions, rate) cell runs its modes one after the other, RT_BENCH_REPEAT times
+    // (default 1), so a slow spell of the broker falls on every mode alike; medians compare.
+    let repeat = std::env::var("RT_BENCH_REPEAT")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(1)
+        .max(1);
     let mut rows = Vec::new();
-    for &rate in &rates {
-        for mode in [
-            Mode::Floor,
-            Mode::RawLoop,
-            Mode::RealTime,
-            Mode::MicroBatch,
-            Mode::RealTimeSql,
-        ] {
-            if let Some(r) = run(&rt, &bootstrap, mock.as_ref(), mode, rate) {
+    for &partitions in &partition_counts {
+        for &rate in &rates {
+            for &mode in modes.iter().cycle().take(modes.len() * repeat) {
+                let Some(r) = run(&setup, mode, partitions, rate) else {
+                    continue;
+                };
                 let note = if r.got < r.offered {
                     format!("  ({} records missing)", r.offered - r.got)
                 } else {
                     String::new()
                 };
+                let (cpu, segs) = match r.broker {
+                    Some(b) => (
+                        format!("{:.0} %", b.cpu_pct),
+                        format!("{:.0}", b.segments_per_s),
+                    ),
+                    None => ("-".to_string(), "-".to_string()),
+                };
                 println!(
-                    "{:<18} {:>9} {:>9} {:>9} {:>10.2} {:>10.2}{note}",
+                    "{:<18} {:>5} {:>9} {:>9} {:>9} {:>10.2} {:>10.2} {:>11} {:>10}{note}",
                     r.mode.label(),
+                    r.partitions,
                     r.rate,
                     r.offered,
                     r.got,
                     r.p50_ms,
-                    r.p99_ms
+                    r.p99_ms,
+                    cpu,
+                    segs
                 );
                 rows.push(r);
             }
         }
     }
-    for &rate in &rates {
-        let find = |m: Mode| rows.iter().find(|r| r.mode == m && r.rate == rate);
-        if let (Some(raw), Some(rtm)) = (find(Mode::RawLoop), find(Mode::RealTime)) {
-            println!(
-                "rate {rate}/s: realTime p99 / raw loop p99 = {:.2}x{}",
-                rtm.p99_ms / raw.p99_ms.max(1e-3),
-                match find(Mode::RealTimeSql) {
-                    Some(sql) => format!(", SQL adds {:.2} ms to p99", sql.p99_ms - rtm.p99_ms),
-                    None => String::new(),
+    if repeat > 1 {
+        println!("medians of {repeat} runs:");
+    }
+    for &partitions in &partition_counts {
+        for &rate in &rates {
+            let median = |m: Mode, f: fn(&Row) -> f64| -> Option<f64> {
+                let mut v: Vec<f64> = rows
+                    .iter()
+                    .filter(|r| r.mode == m && r.rate == rate && r.partitions == partitions)
+                    .map(f)
+                    .collect();
+                v.sort_by(f64::total_cmp);
+                (!v.is_empty()).then(|| v[v.len() / 2])
+            };
+            if repeat > 1 {
+                for &m in &modes {
+                    let (Some(p50), Some(p99)) = (median(m, |r| r.p50_ms), median(m, |r| r.p99_ms))
+                    else {
+                        continue;
+                    };
+                    let cpu = median(m, |r| r.broker.map_or(f64::NAN, |b| b.cpu_pct));
+                    let segs = median(m, |r| r.broker.map_or(f64::NAN, |b| b.segments_per_s));
+                    println!(
+                        "{:<18} {:>5} {:>9} {:>9} {:>9} {:>10.2} {:>10.2} {:>9.0} % {:>10.0}",
+                        m.label(),
+                        partitions,
+                        rate,
+                        "",
+                        "",
+                        p50,
+                        p99,
+                        cpu.unwrap_or(f64::NAN),
+                        segs.unwrap_or(f64::NAN)
+                    );
                 }
-            );
+            }
+            let Some(raw) = median(Mode::RawLoop, |r| r.p99_ms) else {
+                continue;
+            };
+            for m in [Mode::RealTime, Mode::PerPartition, Mode::RealTimeSql] {
+                if let Some(p99) = median(m, |r| r.p99_ms) {
+                    let missing = rows.iter().any(|r| {
+                        r.mode == m
+                            && r.rate == rate
+                            && r.partitions == partitions
+                            && r.got < r.offered
+                    });
+                    println!(
+                        "{partitions} partitions, {rate}/s: {} p99 / raw loop p99 = {:.2}x{}",
+                        m.label(),
+                        p99 / raw.max(1e-3),
+                        if missing { " (records missing)" } else { "" }
+                    );
+                }
+            }
         }
     }
 }

@@ -13,7 +13,10 @@
 //! once before any timing. Each round reads them all with the raw loop, then with the source; both
 //! sinks do the same work per record (a checksum of the value). Outside the timing, the row
 //! counts and value checksums of both sides are compared with what was produced. Rounds:
-//! `TRIBUTARY_KAFKA_BENCH_ROUNDS` (default 3); the best time of each side is compared. Both
+//! `TRIBUTARY_KAFKA_BENCH_ROUNDS` (default 3); the best time of each side is compared, and so is
+//! the CPU each side used (this process's utime + stime over the loop, from `/proc/self/stat`;
+//! it includes the mock cluster's own threads, the same work for both sides): records per
+//! CPU-second is records/s per core, the measure that does not depend on idle waits. Both
 //! consumers use `fetch.queue.backoff.ms=10` (see `reader.rs`). For experiments,
 //! `TRIBUTARY_KAFKA_BENCH_SOURCE_OPTIONS` and `TRIBUTARY_KAFKA_BENCH_RAW_PROPERTIES` (`k=v,k=v`)
 //! add source options and raw-consumer properties.
@@ -191,6 +194,34 @@ async fn source_loop(bootstrap: &str, n: u64) -> (Duration, Sum, Vec<RecordBatch
     (elapsed, sum, kept)
 }
 
+/// This process's CPU time so far (user + system), from `/proc/self/stat` (clock ticks of
+/// 10 ms; `None` off Linux).
+fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    let hz = std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .unwrap_or(100);
+    Some(Duration::from_millis(ticks * 1000 / hz))
+}
+
+/// The CPU time `f` used (this process), with its result.
+fn with_cpu<T>(f: impl FnOnce() -> T) -> (T, Option<Duration>) {
+    let before = process_cpu();
+    let out = f();
+    let used = process_cpu().zip(before).map(|(a, b)| a.saturating_sub(b));
+    (out, used)
+}
+
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -218,21 +249,30 @@ fn main() {
     );
 
     let rate = |d: Duration| n as f64 / d.as_secs_f64();
+    let cpu_text = |c: Option<Duration>| match c {
+        Some(c) => format!("CPU {c:.2?}, {:.0} records per CPU-second", rate(c)),
+        None => "CPU not measured".to_string(),
+    };
     let (mut raw_times, mut source_times) = (Vec::new(), Vec::new());
+    let (mut raw_cpu, mut source_cpu) = (Vec::new(), Vec::new());
     for round in 1..=rounds {
-        let (d, raw) = raw_loop(&bootstrap, n as u64, partitions);
+        let ((d, raw), cpu) = with_cpu(|| raw_loop(&bootstrap, n as u64, partitions));
         println!(
-            "round {round}: raw rdkafka BaseConsumer {:>10.0} records/s ({d:.2?})",
-            rate(d)
+            "round {round}: raw rdkafka BaseConsumer {:>10.0} records/s ({d:.2?}; {})",
+            rate(d),
+            cpu_text(cpu)
         );
         raw_times.push(d);
-        let (d, sum, batches) = rt.block_on(source_loop(&bootstrap, n as u64));
+        raw_cpu.extend(cpu);
+        let ((d, sum, batches), cpu) = with_cpu(|| rt.block_on(source_loop(&bootstrap, n as u64)));
         println!(
-            "round {round}: tributary KafkaSource    {:>10.0} records/s ({d:.2?}, {} Arrow batches)",
+            "round {round}: tributary KafkaSource    {:>10.0} records/s ({d:.2?}, {} Arrow batches; {})",
             rate(d),
-            batches.len()
+            batches.len(),
+            cpu_text(cpu)
         );
         source_times.push(d);
+        source_cpu.extend(cpu);
         // Checked outside the timing: same rows, same values, as produced.
         assert_eq!(raw, produced, "raw consumer read what was produced");
         assert_eq!(sum, produced, "source read what was produced");
@@ -247,4 +287,12 @@ fn main() {
         rate(src),
         rate(src) / rate(raw)
     );
+    if let (Some(raw), Some(src)) = (raw_cpu.iter().min(), source_cpu.iter().min()) {
+        println!(
+            "least CPU of {rounds}: raw {:.0} records per CPU-second ({raw:.2?}), tributary {:.0} ({src:.2?}), ratio tributary/raw = {:.2}x",
+            rate(*raw),
+            rate(*src),
+            raw.as_secs_f64() / src.as_secs_f64().max(1e-9)
+        );
+    }
 }

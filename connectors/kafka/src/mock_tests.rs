@@ -119,12 +119,24 @@ async fn stream(src: &mut KafkaSource, total: usize) -> (Vec<(String, usize)>, u
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn max_partitions_spreads_partitions_over_fewer_real_time_readers() {
+async fn one_real_time_reader_polls_every_partition_unless_max_partitions_says_more() {
     let mock = Mock::new("live", 4);
     mock.send("live", 4, 5).await;
     let mut plain = mock.source("live", &[]);
-    let (_, readers) = stream(&mut plain, 20).await;
-    assert_eq!(readers, 4, "one reader per partition by default");
+    let (chunks, readers) = stream(&mut plain, 20).await;
+    assert_eq!(
+        readers, 1,
+        "one reader (consumer) for every partition by default"
+    );
+    let partitions: BTreeSet<&str> = chunks.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(partitions.len(), 4, "every partition is read: {chunks:?}");
+
+    let mut each = mock.source("live", &[("maxPartitions", "4")]);
+    let (_, readers) = stream(&mut each, 20).await;
+    assert_eq!(readers, 4, "maxPartitions=4 on 4 partitions: a reader each");
+    let mut more = mock.source("live", &[("maxPartitions", "9")]);
+    let (_, readers) = stream(&mut more, 20).await;
+    assert_eq!(readers, 4, "never more readers than partitions");
 
     let mut capped = mock.source(
         "live",
@@ -162,14 +174,13 @@ fn min_partitions_above_max_partitions_is_a_conflict() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_new_partition_joins_a_running_reader_once_max_partitions_readers_run() {
+async fn a_new_partition_joins_the_running_reader() {
     let mock = Mock::new("grow-a", 1);
     mock.send("grow-a", 1, 2).await;
     let mut o: Options = [
         ("kafka.bootstrap.servers", mock.bootstrap.as_str()),
         ("subscribePattern", "grow-.*"),
         ("startingOffsets", "earliest"),
-        ("maxPartitions", "1"),
     ]
     .into_iter()
     .collect();
@@ -183,7 +194,7 @@ async fn a_new_partition_joins_a_running_reader_once_max_partitions_readers_run(
         seen.push(next(&mut rx).await);
     }
     // A topic matching the pattern appears: the discovery task (every 5 s) hands its partition
-    // to the one running reader instead of starting a second.
+    // to the one running reader (the default limit) instead of starting a second.
     mock.owner
         .client()
         .mock_cluster()

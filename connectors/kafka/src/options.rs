@@ -133,7 +133,7 @@ pub const MAX_PARTITIONS: OptionDecl<Int> = decl::int(
     "maxPartitions",
     1,
     i64::MAX,
-    "The most consumers (Spark tasks) reading the source at once. Real-time mode (Databricks' option): the partitions are spread over at most this many readers, each polling several partitions (default: one reader per partition). Micro-batch: a read uses at most this many consumers (never more than 8, the default).",
+    "The most consumers (Spark tasks) reading the source at once. Real-time mode (Databricks' option): the partitions are spread over this many readers (at most one per partition), each one consumer polling several partitions on a thread of its own. Default: one reader for every partition, as librdkafka fetches all of a consumer's partitions in one request per broker (Spark's default of a task per partition multiplies the broker's work by the partition count); raise it when one thread cannot decode the records fast enough. Micro-batch: a read uses at most this many consumers (never more than 8, the default).",
 );
 /// maxRecordsPerPartition.
 pub const MAX_RECORDS_PER_PARTITION: OptionDecl<Int> = decl::int(

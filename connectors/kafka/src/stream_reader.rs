@@ -1,10 +1,15 @@
 //! The streaming read of real-time mode: reader threads that poll their partitions and hand on
 //! records as they arrive.
 //!
-//! By default each partition has a reader of its own; with `maxPartitions` (Databricks'
-//! real-time option: the number of tasks reading Kafka) there are at most that many readers,
-//! partition `k` of the start going to reader `k mod maxPartitions`, so each reader (one
-//! consumer) polls several partitions — fewer consumers for the broker to serve. A reader
+//! By default one reader (one consumer) polls every partition, as a plain rdkafka relay does:
+//! librdkafka fetches all of a consumer's partitions led by a broker in one request, so the
+//! broker serves one fetch stream whatever the partition count. One consumer per partition
+//! (Spark's one task per partition) multiplied the broker's work by the partition count: on
+//! tansu, a 4-partition topic at 1,000 records/s took the broker to a whole core and the
+//! pipeline fell behind. With `maxPartitions` (Databricks' real-time option: the number of
+//! tasks reading Kafka) there are that many readers (at most one per partition), partition `k`
+//! of the start going to reader `k mod maxPartitions`, for record decoding on several threads
+//! when one cannot keep up. A reader
 //! assigns its partitions at the batch's start offsets on its own consumer (no group
 //! subscription, as for range reads), polls, and sends what it has as soon as the broker stops
 //! handing records, one chunk per partition — a chunk is at most [`CHUNK_ROWS`] records (or
@@ -15,7 +20,8 @@
 //! A discovery task lists the subscription's partitions every [`DISCOVERY_INTERVAL`] and starts
 //! reading each partition that appeared (a new partition of a topic, a new topic matching
 //! `subscribePattern`) at its earliest offset, as the micro-batch planner does: on a reader of
-//! its own, or, once `maxPartitions` readers run, on the reader with the fewest partitions.
+//! its own while fewer readers than the limit run, otherwise on the reader with the fewest
+//! partitions.
 //!
 //! Data loss while streaming: with `failOnDataLoss=true` an offset out of range is an error
 //! (`auto.offset.reset=error`); with `false` the reader continues from the earliest offset.
@@ -59,8 +65,15 @@ pub(crate) struct StreamOptions {
     pub fail_on_data_loss: bool,
     /// Most records in one chunk.
     pub chunk_rows: usize,
-    /// `maxPartitions`: the most readers (consumers); `None`, one per partition.
+    /// `maxPartitions`: the most readers (consumers); `None`, one for every partition.
     pub max_readers: Option<usize>,
+}
+
+impl StreamOptions {
+    /// The most readers (consumers) of one long batch.
+    fn reader_limit(&self) -> usize {
+        self.max_readers.unwrap_or(1).max(1)
+    }
 }
 
 /// What every reader of one long batch shares.
@@ -134,7 +147,7 @@ impl StreamReaders {
             .iter()
             .map(|(t, p, o)| (t.to_string(), p, o))
             .collect();
-        let groups = options.max_readers.map_or(all.len(), |n| n.min(all.len()));
+        let groups = options.reader_limit().min(all.len());
         let mut grouped: Vec<Vec<(String, i32, i64)>> = (0..groups).map(|_| Vec::new()).collect();
         for (k, tpo) in all.into_iter().enumerate() {
             grouped[k % groups.max(1)].push(tpo);
@@ -237,10 +250,7 @@ fn add_partition(
     if readers.started.contains(&(topic.to_string(), partition)) {
         return Ok(false);
     }
-    let full = settings
-        .options
-        .max_readers
-        .is_some_and(|n| readers.handles.len() >= n);
+    let full = readers.handles.len() >= settings.options.reader_limit();
     let least = readers
         .handles
         .iter_mut()

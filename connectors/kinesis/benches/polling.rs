@@ -9,6 +9,10 @@
 //! in one `read` (the replay path). On kinesis-mock the server is the bottleneck (a Node.js
 //! process on the same 2 cores): the ratio is what matters, not the absolute rate.
 //!
+//! Beside wall time, each side's CPU (this process's utime + stime, from `/proc/self/stat`; the
+//! server is another process) gives records per CPU-second: records/s per core of the client,
+//! which the slow server does not hide.
+//!
 //! `cargo bench -p tributary-kinesis --bench polling` (`KINESIS_BENCH_RECORDS`, default 200000;
 //! `KINESIS_BENCH_SHARDS`, default 4). Record counts and contents are checked outside the timing.
 
@@ -273,6 +277,34 @@ async fn replay(
     (rows, bytes, took)
 }
 
+/// This process's CPU time so far (user + system), from `/proc/self/stat`.
+fn process_cpu() -> Duration {
+    let ticks = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| {
+            let fields: Vec<String> = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .map(str::to_string)
+                .collect();
+            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+        })
+        .unwrap_or(0);
+    let hz = std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .unwrap_or(100);
+    Duration::from_millis(ticks * 1000 / hz)
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let Ok(endpoint) = std::env::var("TRIBUTARY_KINESIS_PLAIN_ENDPOINT") else {
@@ -298,18 +330,24 @@ async fn main() {
     );
 
     let t = Instant::now();
+    let cpu0 = process_cpu();
     let (raw_n, raw_b) = raw_loop(&c, &stream).await;
     let raw = t.elapsed();
+    let raw_cpu = process_cpu().saturating_sub(cpu0);
     assert_eq!(raw_n, n, "raw loop read every record");
 
     let rss_before = rss_kib();
+    let cpu0 = process_cpu();
     let fast = source_loop(&endpoint, &stream, n, &[("minFetchPeriod", "0")]).await;
+    let fast_cpu = process_cpu().saturating_sub(cpu0);
     assert_eq!(
         (fast.rows, fast.bytes),
         (raw_n, raw_b),
         "source read the same records"
     );
+    let cpu0 = process_cpu();
     let (rep_n, rep_b, rep) = replay(&endpoint, &stream, &fast.start, &fast.end).await;
+    let rep_cpu = process_cpu().saturating_sub(cpu0);
     assert_eq!(
         (rep_n, rep_b),
         (raw_n, raw_b),
@@ -343,6 +381,15 @@ async fn main() {
     println!(
         "RSS before source {rss_before} KiB, peak during source {} KiB (minFetchPeriod=0), {} KiB (defaults)",
         fast.peak_rss_kib, def.peak_rss_kib
+    );
+    let per_cpu = |c: Duration| n as f64 / c.as_secs_f64().max(1e-9);
+    println!(
+        "client CPU: raw loop {raw_cpu:.2?} ({:.0} records per CPU-second), source minFetchPeriod=0 {fast_cpu:.2?} ({:.0}, ratio {:.2}x), replay {rep_cpu:.2?} ({:.0}, ratio {:.2}x)",
+        per_cpu(raw_cpu),
+        per_cpu(fast_cpu),
+        per_cpu(fast_cpu) / per_cpu(raw_cpu),
+        per_cpu(rep_cpu),
+        per_cpu(rep_cpu) / per_cpu(raw_cpu)
     );
     let _ = c.delete_stream().stream_name(&stream).send().await;
 }
