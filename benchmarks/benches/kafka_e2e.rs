@@ -18,7 +18,8 @@
 //!
 //! `E2E_BENCH_RECORDS` (default 1,000,000), `E2E_BENCH_BATCH` (`maxOffsetsPerTrigger`, default
 //! 100,000), `E2E_BENCH_ROUNDS` (default 2, best of), `E2E_BENCH_MODES`
-//! (`raw,null,decode,parquet`: for a profile of one side under `perf record`).
+//! (`raw,null,decode,parquet`: for a profile of one side under `perf record`),
+//! `E2E_BENCH_SOURCE_OPTIONS` (`k=v,k=v`, for experiments).
 //! Run: `cargo bench -p tributary-benchmarks --bench kafka_e2e`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -214,13 +215,20 @@ fn pipeline_text(bootstrap: &str, side: Side, batch: usize, dir: &std::path::Pat
     } else {
         "connector = \"count\"".to_string()
     };
+    // Extra source options for experiments: E2E_BENCH_SOURCE_OPTIONS=k=v,k=v.
+    let extra: String = std::env::var("E2E_BENCH_SOURCE_OPTIONS")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| format!(", \"{}\" = \"{}\"", k.trim(), v.trim()))
+        .collect();
     format!(
         r#"
 name = "e2e"
 checkpoint = "{ck}"
 [source]
 connector = "kafka"
-options = {{ "kafka.bootstrap.servers" = "{bootstrap}", subscribe = "{TOPIC}", startingOffsets = "earliest", maxOffsetsPerTrigger = "{batch}" }}
+options = {{ "kafka.bootstrap.servers" = "{bootstrap}", subscribe = "{TOPIC}", startingOffsets = "earliest", maxOffsetsPerTrigger = "{batch}"{extra} }}
 {decode}
 [[sink]]
 {sink}
@@ -229,6 +237,28 @@ kind = "availableNow"
 "#,
         ck = dir.join("ck").display()
     )
+}
+
+/// The batches' phase durations (ms), summed over a run: where a pipeline's time goes.
+static PHASES: std::sync::Mutex<Option<tributary_runtime::progress::Durations>> =
+    std::sync::Mutex::new(None);
+
+struct PhaseListener;
+
+impl tributary_runtime::progress::ProgressListener for PhaseListener {
+    fn on_progress(&mut self, event: &tributary_runtime::progress::ProgressEvent) {
+        let mut all = PHASES.lock().unwrap();
+        let sum = all.get_or_insert_with(Default::default);
+        let d = &event.duration_ms;
+        sum.latest_offset += d.latest_offset;
+        sum.get_batch += d.get_batch;
+        sum.add_batch += d.add_batch;
+        sum.wal_commit += d.wal_commit;
+        sum.trigger_execution += d.trigger_execution;
+        for (k, v) in &d.stages {
+            *sum.stages.entry(k.clone()).or_default() += v;
+        }
+    }
 }
 
 /// Runs the pipeline of `side` over the whole topic.
@@ -243,8 +273,17 @@ fn run_pipeline(
     let spec = PipelineSpec::parse(&text, "e2e.toml").unwrap();
     let mut registry = Registry::builtin();
     registry.add_sink(Arc::new(CountingSinkFactory));
+    let t = Instant::now();
     let mut p = Pipeline::build(&spec, &registry, Arc::new(tributary_sdk::EnvSecretStore)).unwrap();
+    p.add_listener(Box::new(PhaseListener));
+    let built = t.elapsed();
     rt.block_on(p.run()).unwrap();
+    let ran = t.elapsed() - built;
+    drop(p);
+    println!(
+        "  build {built:.2?}, run {ran:.2?}, drop {:.2?}",
+        t.elapsed() - built - ran
+    );
     dir
 }
 
@@ -398,6 +437,20 @@ fn main() {
                 cpu,
                 rate(cpu)
             );
+            if let Some(d) = PHASES.lock().unwrap().take() {
+                println!(
+                    "  phases (ms, summed over batches): latestOffset {}, getBatch {}, addBatch {}, walCommit {}, triggerExecution {}{}",
+                    d.latest_offset,
+                    d.get_batch,
+                    d.add_batch,
+                    d.wal_commit,
+                    d.trigger_execution,
+                    d.stages
+                        .iter()
+                        .map(|(k, v)| format!(", {k} {v}"))
+                        .collect::<String>()
+                );
+            }
             match best.iter_mut().find(|(s, _, _)| *s == side) {
                 Some(b) => {
                     b.1 = b.1.min(wall);
