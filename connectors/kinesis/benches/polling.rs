@@ -14,7 +14,8 @@
 //! which the slow server does not hide.
 //!
 //! `cargo bench -p tributary-kinesis --bench polling` (`KINESIS_BENCH_RECORDS`, default 200000;
-//! `KINESIS_BENCH_SHARDS`, default 4). Record counts and contents are checked outside the timing.
+//! `KINESIS_BENCH_SHARDS`, default 4; `KINESIS_BENCH_REPLAY_OPTIONS`, `k=v,k=v` options of the
+//! replaying source, e.g. `shardsPerTask=1`). Record counts and contents are checked outside the timing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -268,9 +269,13 @@ async fn replay(
     start: &Offset,
     end: &Offset,
 ) -> (usize, usize, Duration) {
+    // Extra options of the replaying source for experiments: KINESIS_BENCH_REPLAY_OPTIONS=k=v,k=v.
+    let extra = std::env::var("KINESIS_BENCH_REPLAY_OPTIONS").unwrap_or_default();
+    let mut opts: Vec<(&str, &str)> = vec![("minFetchPeriod", "0")];
+    opts.extend(extra.split(',').filter_map(|kv| kv.split_once('=')));
     let mut source = KinesisSourceFactory
         .create(
-            &options(endpoint, stream, &[("minFetchPeriod", "0")]),
+            &options(endpoint, stream, &opts),
             &ConnectorContext::default(),
         )
         .unwrap();
