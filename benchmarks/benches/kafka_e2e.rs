@@ -321,32 +321,9 @@ fn parquet_ids(dir: &std::path::Path) -> (u64, u64, u64) {
     (rows, nulls, sum)
 }
 
-/// This process's CPU time so far (user + system), from `/proc/self/stat`.
+/// This process's CPU time so far (zero where it cannot be read).
 fn process_cpu() -> Duration {
-    let ticks = std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|stat| {
-            let f: Vec<String> = stat
-                .rsplit_once(')')?
-                .1
-                .split_whitespace()
-                .map(str::to_string)
-                .collect();
-            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-        })
-        .unwrap_or(0);
-    let hz = std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-        .unwrap_or(100);
-    Duration::from_millis(ticks * 1000 / hz)
+    tributary_proc_cpu::process_cpu().unwrap_or_default()
 }
 
 fn env_usize(name: &str, default: usize) -> usize {

@@ -289,24 +289,6 @@ struct BrokerCost {
     segments_per_s: f64,
 }
 
-/// utime + stime of a process, in clock ticks.
-fn cpu_ticks(pid: &str) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = stat.rsplit_once(')')?.1;
-    let f: Vec<&str> = after.split_whitespace().collect();
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-}
-
-/// The kernel's clock ticks per second (`getconf CLK_TCK`; 100 where it cannot be asked).
-fn clock_ticks_per_second() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
 /// `data_segs_in` of each established connection to `port`, by peer address.
 fn segments_in(port: &str) -> Option<std::collections::HashMap<String, u64>> {
     let out = std::process::Command::new("ss")
@@ -352,7 +334,7 @@ impl BrokerProbe {
         let s = stop.clone();
         let thread = std::thread::spawn(move || {
             let t0 = Instant::now();
-            let ticks0 = cpu_ticks(&pid)?;
+            let cpu0 = tributary_proc_cpu::cpu_time(&pid)?;
             // Per connection: the count when first seen (0 for connections opened later) and
             // the latest, so connections closed before the end still count up to their last
             // sample.
@@ -366,14 +348,13 @@ impl BrokerProbe {
                 }
             }
             let secs = t0.elapsed().as_secs_f64();
-            let ticks = cpu_ticks(&pid)? - ticks0;
-            let hz = clock_ticks_per_second();
+            let cpu = tributary_proc_cpu::cpu_time(&pid)?.saturating_sub(cpu0);
             let segments: u64 = last
                 .iter()
                 .map(|(p, n)| n.saturating_sub(first.get(p).copied().unwrap_or(0)))
                 .sum();
             Some(BrokerCost {
-                cpu_pct: ticks as f64 / hz / secs * 100.0,
+                cpu_pct: cpu.as_secs_f64() / secs * 100.0,
                 segments_per_s: segments as f64 / secs,
             })
         });

@@ -194,31 +194,13 @@ async fn source_loop(bootstrap: &str, n: u64) -> (Duration, Sum, Vec<RecordBatch
     (elapsed, sum, kept)
 }
 
-/// This process's CPU time so far (user + system), from `/proc/self/stat` (clock ticks of
-/// 10 ms; `None` off Linux).
-fn process_cpu() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    let hz = std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-        .unwrap_or(100);
-    Some(Duration::from_millis(ticks * 1000 / hz))
-}
-
 /// The CPU time `f` used (this process), with its result.
 fn with_cpu<T>(f: impl FnOnce() -> T) -> (T, Option<Duration>) {
-    let before = process_cpu();
+    let before = tributary_proc_cpu::process_cpu();
     let out = f();
-    let used = process_cpu().zip(before).map(|(a, b)| a.saturating_sub(b));
+    let used = tributary_proc_cpu::process_cpu()
+        .zip(before)
+        .map(|(a, b)| a.saturating_sub(b));
     (out, used)
 }
 

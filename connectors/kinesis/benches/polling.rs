@@ -287,32 +287,9 @@ async fn replay(
     (rows, bytes, took)
 }
 
-/// This process's CPU time so far (user + system), from `/proc/self/stat`.
+/// This process's CPU time so far (zero where it cannot be read).
 fn process_cpu() -> Duration {
-    let ticks = std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|stat| {
-            let fields: Vec<String> = stat
-                .rsplit_once(')')?
-                .1
-                .split_whitespace()
-                .map(str::to_string)
-                .collect();
-            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-        })
-        .unwrap_or(0);
-    let hz = std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-        .unwrap_or(100);
-    Duration::from_millis(ticks * 1000 / hz)
+    tributary_proc_cpu::process_cpu().unwrap_or_default()
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]

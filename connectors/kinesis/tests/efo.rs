@@ -229,14 +229,6 @@ async fn parents_are_read_before_children_under_efo() {
     gone(&client, &stream).await;
 }
 
-fn cpu_ticks() -> u64 {
-    // utime + stime of this process, in clock ticks (/proc/self/stat fields 14 and 15).
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-    let after = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = after.split_whitespace().collect();
-    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_efo_source_does_not_spin() {
     if !available(Server::Mock) {
@@ -252,7 +244,10 @@ async fn an_idle_efo_source_does_not_spin() {
     s.latest_offset(&start, &tributary_sdk::ReadLimit::All)
         .await
         .unwrap();
-    let (t0, c0) = (Instant::now(), cpu_ticks());
+    let (t0, c0) = (
+        Instant::now(),
+        tributary_proc_cpu::process_cpu().expect("this process's CPU time"),
+    );
     let mut plans = 0;
     while t0.elapsed() < Duration::from_secs(30) {
         // The runtime's trigger loop on an idle stream: plan, nothing, wait.
@@ -264,8 +259,10 @@ async fn an_idle_efo_source_does_not_spin() {
         plans += 1;
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let ticks = cpu_ticks() - c0;
-    let secs = ticks as f64 / 100.0; // USER_HZ
+    let secs = tributary_proc_cpu::process_cpu()
+        .expect("this process's CPU time")
+        .saturating_sub(c0)
+        .as_secs_f64();
     println!(
         "idle EFO source: {plans} plans in 30 s, CPU {secs:.2} s ({:.1}%)",
         secs / 30.0 * 100.0
