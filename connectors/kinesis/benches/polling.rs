@@ -15,7 +15,7 @@
 //!
 //! `cargo bench -p tributary-kinesis --bench polling` (`KINESIS_BENCH_RECORDS`, default 200000;
 //! `KINESIS_BENCH_SHARDS`, default 4; `KINESIS_BENCH_REPLAY_OPTIONS`, `k=v,k=v` options of the
-//! replaying source, e.g. `shardsPerTask=1`). Record counts and contents are checked outside the timing.
+//! replaying source, e.g. `maxFetchRate=2`). Record counts and contents are checked outside the timing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -126,7 +126,7 @@ pub const SHARDS_PER_TASK: OptionDecl<Int, Defaulted> = decl::int(
     "shardsPerTask",
     1,
     10_000,
-    "Shards one fetch task reads one after the other; the tasks run in parallel.",
+    "Shards one task reads, every shard in parallel (Databricks prefetches a task's shards in parallel): under the distributed engine a Kinesis range is planned as ceil(shards / shardsPerTask) input partitions (a resharded family is never split); the embedded engine reads every shard of a batch in parallel.",
 )
 .default(5);
 /// maxFetchRate.

@@ -5,11 +5,13 @@
 //! exactly as [`crate::KinesisSource`]'s replay read does (it is the same function), and
 //! [`input_partitions`] turns them into [`InputPartition`]s:
 //!
-//! - one partition per shard range, except that a shard read in the same range as one of its
-//!   parents (resharding) shares the parent's partition, parents first, so the lineage order
-//!   "a child only after its parents" holds inside one reader (the planner makes a child
-//!   readable only in a batch after the one that finished its parents, so a batch of today's
-//!   planner has no such pair; a wider range, or a future planner, may);
+//! - one partition (a task) per `shardsPerTask` shard ranges, as Databricks plans
+//!   ceil(shards / shardsPerTask) tasks, the ranges in stream and shard order; a shard read in
+//!   the same range as one of its parents (resharding) always shares the parent's partition,
+//!   parents first, so the lineage order "a child only after its parents" holds inside one
+//!   reader (the planner makes a child readable only in a batch after the one that finished its
+//!   parents, so a batch of today's planner has no such pair; a wider range, or a future
+//!   planner, may); such a family is never split, so its partition may hold more;
 //! - `spec`: `{"shards": [{"stream": "orders", "shard": "shardId-000000000001",
 //!   "from": {"after": "4959..."}, "until": "4960..."}]}` — positions only, never a connection
 //!   setting or a secret;
@@ -171,12 +173,23 @@ fn parents_first(
     out
 }
 
-/// The input partitions of `ranges` (from [`shard_ranges`] of the same `end`), indexed from 0.
+/// The input partitions of `ranges` (from [`shard_ranges`] of the same `end`), indexed from 0:
+/// consecutive lineage groups packed into partitions of at most `per_task` ranges (a group
+/// larger than that is a partition of its own).
 pub(crate) fn input_partitions(
     ranges: Vec<ShardRange>,
     end: &KinesisOffsets,
+    per_task: usize,
 ) -> Result<Vec<InputPartition>> {
-    lineage_groups(ranges, end)
+    let per_task = per_task.max(1);
+    let mut tasks: Vec<Vec<ShardRange>> = Vec::new();
+    for group in lineage_groups(ranges, end) {
+        match tasks.last_mut() {
+            Some(t) if t.len() + group.len() <= per_task => t.extend(group),
+            _ => tasks.push(group),
+        }
+    }
+    tasks
         .into_iter()
         .enumerate()
         .map(|(index, shards)| {
@@ -267,7 +280,7 @@ mod tests {
         ]);
         let ranges = shard_ranges(&start, &end, &BTreeSet::new());
         assert_eq!(ranges.len(), 2, "{ranges:?}");
-        let parts = input_partitions(ranges.clone(), &end).unwrap();
+        let parts = input_partitions(ranges.clone(), &end, 1).unwrap();
         assert_eq!(parts.len(), 2);
         assert_eq!(parts[0].index, 0);
         assert_eq!(parts[1].index, 1);
@@ -285,7 +298,7 @@ mod tests {
             .flat_map(|p| ranges_of(p, &streams).unwrap())
             .collect();
         assert_eq!(read, ranges);
-        assert_eq!(parts, input_partitions(ranges, &end).unwrap());
+        assert_eq!(parts, input_partitions(ranges, &end, 1).unwrap());
     }
 
     #[test]
@@ -305,7 +318,7 @@ mod tests {
         ]);
         let ranges = shard_ranges(&start, &end, &BTreeSet::new());
         assert_eq!(ranges.len(), 4);
-        let parts = input_partitions(ranges, &end).unwrap();
+        let parts = input_partitions(ranges, &end, 1).unwrap();
         assert_eq!(parts.len(), 2, "{parts:?}");
         let order: Vec<String> = ranges_of(&parts[0], &["orders".into()])
             .unwrap()
@@ -318,6 +331,59 @@ mod tests {
             "orders/p1 [1, 3) + orders/p2 [2, 4) + orders/c [TRIM_HORIZON, 9)"
         );
         assert_eq!(parts[1].label, "orders/u [5, 6)");
+    }
+
+    #[test]
+    fn shards_per_task_packs_consecutive_ranges_into_one_partition() {
+        let start = offsets(&[]);
+        let ids = ["s0", "s1", "s2", "s3", "s4"];
+        let end = offsets(
+            &ids.iter()
+                .map(|id| (*id, after("9"), &[][..], false))
+                .collect::<Vec<_>>(),
+        );
+        let ranges = shard_ranges(&start, &end, &BTreeSet::new());
+        let shards = |parts: &[InputPartition]| -> Vec<Vec<String>> {
+            parts
+                .iter()
+                .map(|p| {
+                    ranges_of(p, &["orders".into()])
+                        .unwrap()
+                        .into_iter()
+                        .map(|r| r.shard)
+                        .collect()
+                })
+                .collect()
+        };
+        let parts = input_partitions(ranges.clone(), &end, 2).unwrap();
+        assert_eq!(
+            shards(&parts),
+            [vec!["s0", "s1"], vec!["s2", "s3"], vec!["s4"]]
+        );
+        assert_eq!(
+            parts[0].label,
+            "orders/s0 [TRIM_HORIZON, 9) + orders/s1 [TRIM_HORIZON, 9)"
+        );
+        assert_eq!(input_partitions(ranges.clone(), &end, 5).unwrap().len(), 1);
+        assert_eq!(input_partitions(ranges, &end, 1).unwrap().len(), 5);
+
+        // A family (two parents merged into c) is never split, even past shardsPerTask.
+        let start = offsets(&[
+            ("p1", after("1"), &[], false),
+            ("p2", after("2"), &[], false),
+            ("u", after("5"), &[], false),
+        ]);
+        let end = offsets(&[
+            ("c", after("9"), &["p2", "p1"], false),
+            ("p1", after("3"), &[], true),
+            ("p2", after("4"), &[], true),
+            ("u", after("6"), &[], false),
+        ]);
+        let ranges = shard_ranges(&start, &end, &BTreeSet::new());
+        let parts = input_partitions(ranges.clone(), &end, 2).unwrap();
+        assert_eq!(shards(&parts), [vec!["p1", "p2", "c"], vec!["u"]]);
+        let parts = input_partitions(ranges, &end, 4).unwrap();
+        assert_eq!(shards(&parts), [vec!["p1", "p2", "c", "u"]]);
     }
 
     #[test]
@@ -334,7 +400,8 @@ mod tests {
     fn foreign_or_malformed_partitions_are_refused_with_their_label() {
         let end = offsets(&[("s0", after("5"), &[], false)]);
         let start = offsets(&[]);
-        let parts = input_partitions(shard_ranges(&start, &end, &BTreeSet::new()), &end).unwrap();
+        let parts =
+            input_partitions(shard_ranges(&start, &end, &BTreeSet::new()), &end, 1).unwrap();
         let e = ranges_of(&parts[0], &["payments".into()]).unwrap_err();
         assert_eq!(e.code(), ErrorCode::Internal);
         assert!(e.to_string().contains("orders/s0 [TRIM_HORIZON, 5)"), "{e}");

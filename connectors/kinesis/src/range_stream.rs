@@ -1,14 +1,16 @@
 //! Replayed shard ranges as a stream of parts, in bounded memory.
 //!
 //! A replay (or an input partition) reads every shard range from its start position up to its
-//! end sequence number with GetRecords. The ranges, ordered by stream and shard, go to
-//! `shardsPerTask`-sized groups of consecutive ranges; each group is a task reading its ranges
-//! one after the other, one GetRecords page at a time, and hands every page on as parts
-//! (`crate::rows`, at most `PART_ROWS` records or `PART_BYTES` bytes) over a channel holding
-//! one part. The stream yields range 0's parts, then range 1's, ..., so the same range always
-//! yields the same parts in the same order, while the other groups read ahead until their
-//! channel is full. Memory is bounded by a page (at most 10 MiB, `maxRecordsPerFetch` records)
-//! and a part per group, however long the range.
+//! end sequence number with GetRecords. Every range, ordered by stream and shard, is read by a
+//! task of its own, in parallel (Databricks prefetches the shards of a task in parallel), one
+//! GetRecords page at a time, and each task hands its pages on as parts (`crate::rows`, at most
+//! `PART_ROWS` records or `PART_BYTES` bytes) over a channel holding one part. The stream yields
+//! range 0's parts, then range 1's, ..., so the same range always yields the same parts in the
+//! same order (and a child shard's after its parents'), while the other ranges read ahead until
+//! their channel is full. Memory is bounded by a page (at most 10 MiB, `maxRecordsPerFetch`
+//! records) and a part per range being read, however long the range; a shard's own pace stays
+//! its `maxFetchRate`, so the ranges of one input partition take as long as the longest of
+//! them, not their sum.
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -42,43 +44,31 @@ pub(crate) enum Piece {
 
 /// The parts of a replay, range by range in order.
 pub(crate) struct RangeParts {
+    /// One per range, in order.
     receivers: Vec<mpsc::Receiver<Piece>>,
-    per_group: usize,
     current: usize,
-    total: usize,
     done: bool,
 }
 
-/// Starts reading `jobs` (ranges ordered by stream and shard, with their readers) in groups of
-/// `per_task`, the groups in parallel.
+/// Starts reading `jobs` (ranges ordered by stream and shard, with their readers), every range
+/// in a task of its own.
 pub(crate) fn start(
     client: &Client,
     schema: &SchemaRef,
     jobs: Vec<(ShardRange, ShardReader)>,
-    per_task: usize,
 ) -> RangeParts {
-    let per_group = per_task.max(1);
-    let total = jobs.len();
-    let mut receivers = Vec::new();
-    let mut jobs = jobs.into_iter().peekable();
-    while jobs.peek().is_some() {
-        let group: Vec<_> = jobs.by_ref().take(per_group).collect();
+    let mut receivers = Vec::with_capacity(jobs.len());
+    for (range, reader) in jobs {
         let (tx, rx) = mpsc::channel(1);
         receivers.push(rx);
         let (client, schema) = (client.clone(), schema.clone());
         tokio::spawn(async move {
-            for (range, reader) in group {
-                if !read_range(&client, &schema, range, reader, &tx).await {
-                    return;
-                }
-            }
+            read_range(&client, &schema, range, reader, &tx).await;
         });
     }
     RangeParts {
         receivers,
-        per_group,
         current: 0,
-        total,
         done: false,
     }
 }
@@ -154,10 +144,10 @@ impl RangeParts {
 
     /// The next piece; `None` once every range ended or after a failure.
     pub(crate) async fn next(&mut self) -> Option<Piece> {
-        if self.done || self.current >= self.total {
+        if self.done {
             return None;
         }
-        let piece = match self.receivers[self.current / self.per_group].recv().await {
+        let piece = match self.receivers.get_mut(self.current)?.recv().await {
             Some(p) => p,
             None => Piece::Failed(Error::new(
                 ErrorCode::Internal,

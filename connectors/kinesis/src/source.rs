@@ -292,29 +292,18 @@ impl KinesisSource {
         })
     }
 
-    /// Fetches `jobs` (reader, from, stop) in groups of `shardsPerTask`, the groups in parallel.
+    /// Fetches `jobs` (reader, from, stop), every shard in parallel (Databricks prefetches the
+    /// shards of a task in parallel, and here every task runs at once).
     async fn fetch_all(
         &mut self,
         client: &Client,
         jobs: Vec<(ShardReader, ShardPosition, Stop)>,
     ) -> Vec<(ShardReader, ShardPosition, Result<crate::reader::Fetched>)> {
-        let per_task = self.config.shards_per_task.max(1);
-        let mut groups: Vec<Vec<(ShardReader, ShardPosition, Stop)>> = Vec::new();
-        for job in jobs {
-            match groups.last_mut() {
-                Some(g) if g.len() < per_task => g.push(job),
-                _ => groups.push(vec![job]),
-            }
-        }
-        let futures = groups.into_iter().map(|group| async move {
-            let mut out = Vec::new();
-            for (mut reader, from, stop) in group {
-                let r = reader.fetch(client, &from, &stop).await;
-                out.push((reader, from, r));
-            }
-            out
+        let futures = jobs.into_iter().map(|(mut reader, from, stop)| async move {
+            let r = reader.fetch(client, &from, &stop).await;
+            (reader, from, r)
         });
-        join_all(futures).await.into_iter().flatten().collect()
+        join_all(futures).await
     }
 
     /// Checks that every stream of `end` still has the creation time it was planned with.
@@ -336,8 +325,8 @@ impl KinesisSource {
         Ok(lost)
     }
 
-    /// Reads shard ranges from their start positions up to their end sequence numbers (the
-    /// shards in groups of `shardsPerTask`, in parallel) as a stream of bounded parts
+    /// Reads shard ranges from their start positions up to their end sequence numbers (every
+    /// shard in parallel, yielded in order) as a stream of bounded parts
     /// (`crate::range_stream`); a range that cannot be read to its end (trimmed records, an
     /// expired shard) is data loss under `failOnDataLoss`, reported when the stream reaches
     /// it. The rows are ordered by stream and shard, each shard in sequence order. The one
@@ -351,7 +340,7 @@ impl KinesisSource {
                 (r, reader)
             })
             .collect();
-        let parts = range_stream::start(client, &self.schema, jobs, self.config.shards_per_task);
+        let parts = range_stream::start(client, &self.schema, jobs);
         let state = ReplayState {
             parts,
             readers: &mut self.readers,
@@ -661,7 +650,11 @@ impl Source for KinesisSource {
         let lost = self.verify_streams(&client, &end_o).await?;
         self.planned = None;
         let ranges = shard_ranges(&start_o, &end_o, &lost);
-        Ok(Some(input_partitions(ranges, &end_o)?))
+        Ok(Some(input_partitions(
+            ranges,
+            &end_o,
+            self.config.shards_per_task,
+        )?))
     }
 
     /// Reads exactly one planned partition with GetRecords (the replay path of

@@ -12,8 +12,8 @@
 //! - `coalesceThresholdBlockSize` / `coalesceBinSize`: the blocks of several shards come as one
 //!   Arrow batch by default, one per shard with coalescing off (kinesis-mock);
 //! - and two options that were already accepted without a test of their effect:
-//!   `maxFetchDuration` (a plan still fetching is cut) and `shardsPerTask` (shards of one task
-//!   are read one after the other) (kinesis-mock).
+//!   `maxFetchDuration` (a plan still fetching is cut) and `shardsPerTask` (the shards of one task
+//!   are read in parallel; a range is ceil(shards / shardsPerTask) tasks) (kinesis-mock).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -433,8 +433,13 @@ async fn max_fetch_duration_cuts_a_plan_that_is_still_fetching() {
     delete_stream(&client, &stream).await;
 }
 
+/// shardsPerTask as Databricks documents it: the shards of one task are prefetched in parallel,
+/// and a range is planned as ceil(shards / shardsPerTask) tasks. Each shard here takes a second
+/// between its two pages (maxFetchRate), so a task reading its 4 shards one after the other
+/// would take 4 s more than one reading them together.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn shards_per_task_reads_that_many_shards_one_after_the_other() {
+async fn shards_per_task_prefetches_a_task_s_shards_in_parallel() {
+    use futures::TryStreamExt;
     if !available(Server::Mock) {
         return;
     }
@@ -447,9 +452,8 @@ async fn shards_per_task_reads_that_many_shards_one_after_the_other() {
     let (_, end) = drain(planner.as_mut(), start.clone(), 8, Duration::from_secs(30)).await;
     planner.stop().await.unwrap();
     // One record per page, 64 KiB at 0.0625 MiB/s: a second between the two pages of a shard.
-    let mut took = Vec::new();
-    for per_task in ["1", "4"] {
-        let mut s = source(&source_options(
+    let paced = |per_task: &'static str| {
+        source_options(
             Server::Mock,
             &stream,
             &[
@@ -458,21 +462,47 @@ async fn shards_per_task_reads_that_many_shards_one_after_the_other() {
                 ("minFetchPeriod", "100ms"),
                 ("maxFetchRate", "0.0625"),
             ],
-        ));
+        )
+    };
+    let mut took = Vec::new();
+    for per_task in ["1", "4"] {
+        let mut s = source(&paced(per_task));
         let t0 = Instant::now();
         let got = s.read(&start, &end).await.unwrap();
         took.push(t0.elapsed());
         assert_eq!(got.iter().map(|b| b.num_rows()).sum::<usize>(), 8);
         s.stop().await.unwrap();
     }
+    // The planned tasks: 4 with shardsPerTask 1, one with 4; the one task reads its 4 shards
+    // together too.
+    let mut s = source(&paced("1"));
+    let parts = s.plan_partitions(&start, &end, 2).await.unwrap().unwrap();
+    assert_eq!(parts.len(), 4, "{parts:?}");
+    s.stop().await.unwrap();
+    let mut s = source(&paced("4"));
+    let parts = s.plan_partitions(&start, &end, 2).await.unwrap().unwrap();
+    assert_eq!(parts.len(), 1, "{parts:?}");
+    let t0 = Instant::now();
+    let batches: Vec<_> = s
+        .read_partition(&parts[0])
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let task = t0.elapsed();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 8);
+    s.stop().await.unwrap();
     println!(
-        "replay of 4 shards x 2 pages: shardsPerTask 1 {:?}, 4 {:?}",
+        "replay of 4 shards x 2 pages: shardsPerTask 1 {:?}, 4 {:?}; the one task of 4 {task:?}",
         took[0], took[1]
     );
-    assert!(
-        took[1] >= took[0] + Duration::from_millis(2000),
-        "4 shards in one task wait out each shard's gap in turn: {took:?}"
-    );
+    for t in [took[1], task] {
+        assert!(
+            t < took[0] + Duration::from_millis(1500),
+            "the 4 shards of one task are read in parallel: {took:?}, task {task:?}"
+        );
+    }
     delete_stream(&client, &stream).await;
 }
 

@@ -374,10 +374,10 @@ async fn read_ahead_is_bounded_by_fetch_buffer_size_under_a_slow_consumer() {
     let _ = client.delete_stream().stream_name(&stream).send().await;
 }
 
-/// Input partitions (scale-out): a 4-shard stream's range split per shard on the driver, each
-/// partition read by an executor's source (same options, `state_dir: None`); together they are
-/// exactly the range `read` returns, shard by shard in the same order, and planning is
-/// deterministic.
+/// Input partitions (scale-out): a 4-shard stream's range split per shard on the driver
+/// (`shardsPerTask = 1`; the default 5 plans these 4 shards as one task), each partition read by
+/// an executor's source (same options, `state_dir: None`); together they are exactly the range
+/// `read` returns, shard by shard in the same order, and planning is deterministic.
 #[tokio::test]
 async fn input_partitions_are_the_range_per_shard() {
     use futures::TryStreamExt;
@@ -395,7 +395,7 @@ async fn input_partitions_are_the_range_per_shard() {
         put(&client, &stream, &format!("key-{k}"), &v).await;
         sent.extend(v);
     }
-    let opts = source_options(Server::Mock, &stream, &[]);
+    let opts = source_options(Server::Mock, &stream, &[("shardsPerTask", "1")]);
     let mut driver = source(&opts);
     let start = driver.initial_offset().await.unwrap();
     let (_, end) = drain(
