@@ -11,7 +11,13 @@
 //! - `realTime 1/part`: the same with `maxPartitions` = the partition count, one reader
 //!   (consumer) per partition, which was the default before one consumer read them all;
 //! - `microBatch`: the same pipeline with trigger `processingTime = 0`;
-//! - `realTime+sql`: real-time with a SQL projection, when the transform stage is built in.
+//! - `realTime+sql`: real-time with a SQL projection, when the transform stage is built in;
+//! - `realTime+window`: real-time with a stateful 1-minute window count per key in `update` mode
+//!   (`GROUP BY window(timestamp, '1 minute'), key`, a 10 s watermark), when the transform stage
+//!   is built in. It emits one record per changed group per chunk, whose value starts with the
+//!   newest creation time among the group's records: its latency is that record's creation →
+//!   the update's arrival. Checked outside the timing: each group's last count, summed over the
+//!   groups, equals the records offered.
 //!
 //! A producer thread offers 1 k, 10 k and 100 k records/s (`RT_BENCH_RATES`) to topics of 4
 //! partitions (`RT_BENCH_PARTITIONS`, a list: `1,4,16`); each payload carries its creation time
@@ -19,8 +25,8 @@
 //! HDR histogram. Records of the first 500 ms are warm-up and not counted. Outputs are checked
 //! outside the timing: every offered record must arrive (a mode that drops records is reported
 //! as such, not as fast). `RT_BENCH_MODES` picks modes (`floor,raw,realTime,perPartition,
-//! microBatch,sql`). Run: `cargo bench -p tributary-benchmarks --bench realtime_latency`
-//! (`--features sql` adds realTime+sql).
+//! microBatch,sql,window`). Run: `cargo bench -p tributary-benchmarks --bench realtime_latency`
+//! (`--features sql` adds realTime+sql and realTime+window).
 //!
 //! On tansu (`RT_BENCH_BROKER=tansu`) the broker's cost is measured beside the latency, over
 //! the same window: its CPU (utime + stime of the pid in
@@ -59,6 +65,7 @@ enum Mode {
     PerPartition,
     MicroBatch,
     RealTimeSql,
+    RealTimeWindow,
 }
 
 impl Mode {
@@ -70,6 +77,7 @@ impl Mode {
             Mode::PerPartition => "realTime 1/part",
             Mode::MicroBatch => "microBatch pt=0",
             Mode::RealTimeSql => "realTime+sql",
+            Mode::RealTimeWindow => "realTime+window",
         }
     }
 
@@ -82,6 +90,7 @@ impl Mode {
             Mode::PerPartition => "perPartition",
             Mode::MicroBatch => "microBatch",
             Mode::RealTimeSql => "sql",
+            Mode::RealTimeWindow => "window",
         }
     }
 }
@@ -196,6 +205,44 @@ fn measure(c: &BaseConsumer, expected: u64, started: Instant) -> (Histogram<u64>
     (h, got)
 }
 
+/// Reads the updates of `realTime+window` until the producer is done and 3 s passed without
+/// one (or 20 s of silence): latencies from each update's newest creation time, and the sum of
+/// every group's last count. A group is the record key and the minute of its newest creation
+/// time (the record timestamp the window is computed from is the produce time, taken right
+/// after the creation time).
+fn measure_updates(
+    c: &BaseConsumer,
+    started: Instant,
+    produced: &AtomicBool,
+) -> (Histogram<u64>, u64) {
+    let mut h = Histogram::<u64>::new_with_bounds(1, 600_000_000, 3).unwrap();
+    let mut counts: std::collections::HashMap<(Vec<u8>, i64), u64> = Default::default();
+    let mut last = Instant::now();
+    loop {
+        let quiet = last.elapsed();
+        if quiet > Duration::from_secs(20)
+            || (produced.load(Ordering::SeqCst) && quiet > Duration::from_secs(3))
+        {
+            break;
+        }
+        if let Some(Ok(m)) = c.poll(Duration::from_millis(50)) {
+            let arrived = now_us();
+            let text = std::str::from_utf8(m.payload().unwrap()).unwrap();
+            let (created, count) = text.split_once(' ').unwrap();
+            let created: i64 = created.parse().unwrap();
+            let count: u64 = count.trim().parse().unwrap();
+            let group = (m.key().unwrap_or_default().to_vec(), created / 60_000_000);
+            let held = counts.entry(group).or_default();
+            *held = (*held).max(count);
+            last = Instant::now();
+            if started.elapsed() > WARMUP {
+                let _ = h.record(((arrived - created).max(1)) as u64);
+            }
+        }
+    }
+    (h, counts.values().sum())
+}
+
 fn raw_loop(bootstrap: &str, input: &str, output: &str, partitions: i32, stop: Arc<AtomicBool>) {
     let c = consumer(bootstrap, input, partitions);
     let p: FutureProducer = config(bootstrap).create().unwrap();
@@ -247,10 +294,20 @@ fn pipeline_text(
         extra("RT_BENCH_SOURCE_OPTIONS"),
         extra("RT_BENCH_SINK_OPTIONS"),
     );
-    let transform = if mode == Mode::RealTimeSql {
-        "[transform]\nsql = \"SELECT key, CAST(value AS STRING) AS value FROM source\"\n"
-    } else {
-        ""
+    let transform = match mode {
+        Mode::RealTimeSql => {
+            "[transform]\nsql = \"SELECT key, CAST(value AS STRING) AS value FROM source\"\n"
+        }
+        // The value: the newest creation time among the group's records, then its count.
+        Mode::RealTimeWindow => concat!(
+            "[transform]\n",
+            "sql = \"SELECT window(timestamp, '1 minute') AS window, key, ",
+            "concat(max(substr(CAST(value AS STRING), 1, 20)), ' ', CAST(count(*) AS STRING)) AS value ",
+            "FROM source GROUP BY window(timestamp, '1 minute'), key\"\n",
+            "outputMode = \"update\"\n",
+            "watermark = { eventTime = \"timestamp\", delayThreshold = \"10 seconds\" }\n"
+        ),
+        _ => "",
     };
     format!(
         r#"
@@ -463,8 +520,18 @@ fn run(setup: &Setup<'_>, mode: Mode, partitions: i32, rate: u64) -> Option<Row>
         BrokerProbe::start(pid, port)
     });
     let (b, i) = (bootstrap.to_string(), input.clone());
-    let producer = std::thread::spawn(move || offer(&b, &i, rate));
-    let (h, got) = measure(&out, (rate as f64 * SECONDS) as u64, started);
+    let produced = Arc::new(AtomicBool::new(false));
+    let done = produced.clone();
+    let producer = std::thread::spawn(move || {
+        let n = offer(&b, &i, rate);
+        done.store(true, Ordering::SeqCst);
+        n
+    });
+    let (h, got) = if mode == Mode::RealTimeWindow {
+        measure_updates(&out, started, &produced)
+    } else {
+        measure(&out, (rate as f64 * SECONDS) as u64, started)
+    };
     let broker = probe.and_then(BrokerProbe::finish);
     let offered = producer.join().unwrap();
     stop.store(true, Ordering::SeqCst);
@@ -535,7 +602,7 @@ fn main() {
         .collect();
     let wanted = list(
         "RT_BENCH_MODES",
-        "floor,raw,realTime,perPartition,microBatch,sql",
+        "floor,raw,realTime,perPartition,microBatch,sql,window",
     );
     let modes: Vec<Mode> = [
         Mode::Floor,
@@ -544,6 +611,7 @@ fn main() {
         Mode::PerPartition,
         Mode::MicroBatch,
         Mode::RealTimeSql,
+        Mode::RealTimeWindow,
     ]
     .into_iter()
     .filter(|m| wanted.iter().any(|w| w == m.key()))
@@ -658,10 +726,25 @@ fn main() {
                     );
                 }
             }
+            // The stateful window against the stateless pipeline (#21's goal: p99 <= 1.3x).
+            if let (Some(w), Some(plain)) = (
+                median(Mode::RealTimeWindow, |r| r.p99_ms),
+                median(Mode::RealTime, |r| r.p99_ms),
+            ) {
+                println!(
+                    "{partitions} partitions, {rate}/s: realTime+window p99 / realTime p99 = {:.2}x",
+                    w / plain.max(1e-3)
+                );
+            }
             let Some(raw) = median(Mode::RawLoop, |r| r.p99_ms) else {
                 continue;
             };
-            for m in [Mode::RealTime, Mode::PerPartition, Mode::RealTimeSql] {
+            for m in [
+                Mode::RealTime,
+                Mode::PerPartition,
+                Mode::RealTimeSql,
+                Mode::RealTimeWindow,
+            ] {
                 if let Some(p99) = median(m, |r| r.p99_ms) {
                     let missing = rows.iter().any(|r| {
                         r.mode == m
