@@ -146,7 +146,7 @@ pub const COALESCE_BIN_SIZE: OptionDecl<Size, Defaulted> = decl::bytes(
 )
 .default("128000000");
 /// fetchBufferSize.
-pub const FETCH_BUFFER_SIZE: OptionDecl<Size, Defaulted> = decl::bytes("fetchBufferSize", "Most record bytes (data + partition key) the polling source holds: records fetched ahead in the background for every shard plus the planned batch until it is read; exceeded by at most one GetRecords page per shard. Also ends a planned batch.").default("256mb");
+pub const FETCH_BUFFER_SIZE: OptionDecl<Size, Defaulted> = decl::bytes("fetchBufferSize", "Most record bytes (data + partition key) the polling source holds: records fetched ahead in the background for every shard plus the planned batch until it is read; exceeded by at most one GetRecords page per shard. Also ends a planned batch, and bounds what a replay of logged ranges (or an input partition) reads ahead for its later shards while it yields the earlier ones.").default("256mb");
 const ONLY_EFO: Conflict = Conflict::only_when(
     "consumerMode",
     &["efo"],

@@ -6,11 +6,14 @@
 //! GetRecords page at a time, and each task hands its pages on as parts (`crate::rows`, at most
 //! `PART_ROWS` records or `PART_BYTES` bytes) over a channel holding one part. The stream yields
 //! range 0's parts, then range 1's, ..., so the same range always yields the same parts in the
-//! same order (and a child shard's after its parents'), while the other ranges read ahead until
-//! their channel is full. Memory is bounded by a page (at most 10 MiB, `maxRecordsPerFetch`
-//! records) and a part per range being read, however long the range; a shard's own pace stays
-//! its `maxFetchRate`, so the ranges of one input partition take as long as the longest of
-//! them, not their sum.
+//! same order (and a child shard's after its parents'). The later ranges read ahead meanwhile:
+//! their parts are taken from their channels and held until their turn, up to a read-ahead
+//! budget (`fetchBufferSize`, Databricks' bound of what a task prefetches); past it, they wait
+//! on their full channels. A shard's own pace stays its `maxFetchRate`, so while the budget
+//! lasts the ranges take as long as the longest of them, not their sum. Memory is bounded by
+//! the budget plus, per range, a page (at most 10 MiB, `maxRecordsPerFetch` records) and a part.
+
+use std::collections::VecDeque;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -45,17 +48,30 @@ pub(crate) enum Piece {
 /// The parts of a replay, range by range in order.
 pub(crate) struct RangeParts {
     /// One per range, in order.
-    receivers: Vec<mpsc::Receiver<Piece>>,
+    ranges: Vec<Ahead>,
+    /// The range being yielded.
     current: usize,
+    /// Bytes of the parts held for later ranges, and their bound.
+    held: usize,
+    budget: usize,
     done: bool,
 }
 
+/// One range's channel and what was taken from it ahead of its turn.
+struct Ahead {
+    rx: mpsc::Receiver<Piece>,
+    held: VecDeque<Piece>,
+    /// Its `RangeEnd` (or a failure) was taken: the channel is not polled again.
+    ended: bool,
+}
+
 /// Starts reading `jobs` (ranges ordered by stream and shard, with their readers), every range
-/// in a task of its own.
+/// in a task of its own; later ranges are read ahead up to `read_ahead` bytes of parts.
 pub(crate) fn start(
     client: &Client,
     schema: &SchemaRef,
     jobs: Vec<(ShardRange, ShardReader)>,
+    read_ahead: u64,
 ) -> RangeParts {
     let mut receivers = Vec::with_capacity(jobs.len());
     for (range, reader) in jobs {
@@ -67,10 +83,33 @@ pub(crate) fn start(
         });
     }
     RangeParts {
-        receivers,
+        ranges: receivers
+            .into_iter()
+            .map(|rx| Ahead {
+                rx,
+                held: VecDeque::new(),
+                ended: false,
+            })
+            .collect(),
         current: 0,
+        held: 0,
+        budget: usize::try_from(read_ahead).unwrap_or(usize::MAX),
         done: false,
     }
+}
+
+fn piece_bytes(p: &Piece) -> usize {
+    match p {
+        Piece::Part(b) => b.get_array_memory_size(),
+        _ => 0,
+    }
+}
+
+fn task_ended() -> Piece {
+    Piece::Failed(Error::new(
+        ErrorCode::Internal,
+        "a Kinesis read task ended without finishing its shard range",
+    ))
 }
 
 /// Reads one range page by page; false when the stream was dropped or the read failed.
@@ -144,21 +183,48 @@ impl RangeParts {
 
     /// The next piece; `None` once every range ended or after a failure.
     pub(crate) async fn next(&mut self) -> Option<Piece> {
-        if self.done {
-            return None;
+        loop {
+            if self.done {
+                return None;
+            }
+            let current = self.current;
+            let ahead = self.ranges.get_mut(current)?;
+            if let Some(p) = ahead.held.pop_front() {
+                self.held -= piece_bytes(&p);
+                return Some(self.yielded(p));
+            }
+            // The current range's channel always; the later ones' while the budget lasts.
+            let (k, piece) = std::future::poll_fn(|cx| {
+                let open = self.held < self.budget;
+                for (k, a) in self.ranges.iter_mut().enumerate().skip(current) {
+                    if a.ended || (k > current && !open) {
+                        continue;
+                    }
+                    if let std::task::Poll::Ready(p) = a.rx.poll_recv(cx) {
+                        return std::task::Poll::Ready((k, p.unwrap_or_else(task_ended)));
+                    }
+                }
+                std::task::Poll::Pending
+            })
+            .await;
+            if !matches!(piece, Piece::Part(_)) {
+                self.ranges[k].ended = true;
+            }
+            if k == current || matches!(piece, Piece::Failed(_)) {
+                return Some(self.yielded(piece));
+            }
+            self.held += piece_bytes(&piece);
+            self.ranges[k].held.push_back(piece);
         }
-        let piece = match self.receivers.get_mut(self.current)?.recv().await {
-            Some(p) => p,
-            None => Piece::Failed(Error::new(
-                ErrorCode::Internal,
-                "a Kinesis read task ended without finishing its shard range",
-            )),
-        };
+    }
+
+    /// Moves on past `piece`, the next one of the stream.
+    fn yielded(&mut self, piece: Piece) -> Piece {
         match &piece {
             Piece::Part(_) => {}
             Piece::RangeEnd { .. } => self.current += 1,
             Piece::Failed(_) => self.done = true,
         }
-        Some(piece)
+        piece
     }
 }

@@ -296,7 +296,7 @@ impl ShardReader {
                 )
                 .send()
                 .await;
-            let page = match result {
+            let mut page = match result {
                 Ok(p) => p,
                 Err(e) => {
                     let e = ApiError::from_sdk(e);
@@ -322,12 +322,14 @@ impl ShardReader {
                 self.fetch_size = (self.fetch_size.saturating_mul(2)).min(self.max_fetch_size);
             }
             out.millis_behind = page.millis_behind_latest();
-            let records = page.records();
+            // The page's records are moved into `FetchedRecord`s (data, key and sequence number
+            // without a copy).
+            let records = std::mem::take(&mut page.records);
             self.last_page_bytes = records
                 .iter()
-                .map(|r| r.data().as_ref().len() + r.partition_key().map_or(0, str::len))
+                .map(|r| r.data.as_ref().len() + r.partition_key.as_ref().map_or(0, String::len))
                 .sum();
-            let next = page.next_shard_iterator().map(str::to_string);
+            let next = page.next_shard_iterator.take();
             let caught_up = records.is_empty() && out.millis_behind.unwrap_or(0) == 0;
             let mut skip = 0;
             if let Some(after) = self.verify.clone() {
@@ -352,13 +354,13 @@ impl ShardReader {
                 }
             }
             let mut stopped = false;
-            for r in records.iter().skip(skip) {
-                let seq = r.sequence_number().to_string();
+            let (kept_before, mut taken_bytes) = (out.records.len(), 0i64);
+            for r in records.into_iter().skip(skip) {
                 let arrival_ms = r
-                    .approximate_arrival_timestamp()
+                    .approximate_arrival_timestamp
                     .and_then(|t| t.to_millis().ok());
                 if let Some(until) = &stop.until {
-                    if compare_sequence(&seq, until) == std::cmp::Ordering::Greater {
+                    if compare_sequence(&r.sequence_number, until) == std::cmp::Ordering::Greater {
                         stopped = true;
                         break;
                     }
@@ -369,22 +371,28 @@ impl ShardReader {
                         break;
                     }
                 }
-                let data = r.data().as_ref().to_vec();
-                let size = (data.len() + r.partition_key().map_or(0, str::len)) as i64;
-                stop.records.fetch_sub(1, Ordering::Relaxed);
-                stop.bytes.fetch_sub(size, Ordering::Relaxed);
+                let data = r.data.into_inner();
+                let partition_key = r.partition_key.unwrap_or_default();
+                taken_bytes += (data.len() + partition_key.len()) as i64;
+                let reached = stop.until.as_deref() == Some(r.sequence_number.as_str());
                 out.records.push(FetchedRecord {
-                    partition_key: r.partition_key().unwrap_or_default().to_string(),
+                    partition_key,
                     data,
-                    sequence: seq.clone(),
+                    sequence: r.sequence_number,
                     arrival_ms,
                 });
-                position = ShardPosition::After(seq.clone());
-                if stop.until.as_deref() == Some(seq.as_str()) {
+                if reached {
                     out.reached_until = true;
                     stopped = true;
                     break;
                 }
+            }
+            // The shared budget moves once a page (it is looked at between pages).
+            let taken = out.records.len() - kept_before;
+            stop.records.fetch_sub(taken as i64, Ordering::Relaxed);
+            stop.bytes.fetch_sub(taken_bytes, Ordering::Relaxed);
+            if let Some(last) = out.records.last().filter(|_| taken > 0) {
+                position = ShardPosition::After(last.sequence.clone());
             }
             if stopped {
                 // The rest of this page is read again next time from `position`.

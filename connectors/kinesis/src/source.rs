@@ -340,7 +340,7 @@ impl KinesisSource {
                 (r, reader)
             })
             .collect();
-        let parts = range_stream::start(client, &self.schema, jobs);
+        let parts = range_stream::start(client, &self.schema, jobs, self.config.fetch_buffer_size);
         let state = ReplayState {
             parts,
             readers: &mut self.readers,

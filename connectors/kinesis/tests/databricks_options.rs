@@ -434,9 +434,10 @@ async fn max_fetch_duration_cuts_a_plan_that_is_still_fetching() {
 }
 
 /// shardsPerTask as Databricks documents it: the shards of one task are prefetched in parallel,
-/// and a range is planned as ceil(shards / shardsPerTask) tasks. Each shard here takes a second
-/// between its two pages (maxFetchRate), so a task reading its 4 shards one after the other
-/// would take 4 s more than one reading them together.
+/// and a range is planned as ceil(shards / shardsPerTask) tasks. Each shard here holds 4 pages
+/// a second apart (maxFetchRate), so reading one shard takes 3 s; a replay of the 4 shards
+/// yields them in shard order, and reading the later ones ahead (within fetchBufferSize) keeps
+/// it near 3 s. Shards read one after the other took 12 s; read ahead by one part only, about 6.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shards_per_task_prefetches_a_task_s_shards_in_parallel() {
     use futures::TryStreamExt;
@@ -445,13 +446,13 @@ async fn shards_per_task_prefetches_a_task_s_shards_in_parallel() {
     }
     let client = raw_client(Server::Mock).await;
     let stream = create_stream(&client, "pertask", 4).await;
-    fill_shards(&client, &stream, 2).await;
-    // Plan the whole range once, then replay it (a restart) with 1 and 4 shards per task.
+    fill_shards(&client, &stream, 4).await;
+    // Plan the whole range once, then replay it (a restart).
     let mut planner = source(&source_options(Server::Mock, &stream, &[]));
     let start = planner.initial_offset().await.unwrap();
-    let (_, end) = drain(planner.as_mut(), start.clone(), 8, Duration::from_secs(30)).await;
+    let (_, end) = drain(planner.as_mut(), start.clone(), 16, Duration::from_secs(30)).await;
     planner.stop().await.unwrap();
-    // One record per page, 64 KiB at 0.0625 MiB/s: a second between the two pages of a shard.
+    // One record per page, 64 KiB at 0.0625 MiB/s: a second between two pages of a shard.
     let paced = |per_task: &'static str| {
         source_options(
             Server::Mock,
@@ -464,15 +465,35 @@ async fn shards_per_task_prefetches_a_task_s_shards_in_parallel() {
             ],
         )
     };
-    let mut took = Vec::new();
-    for per_task in ["1", "4"] {
-        let mut s = source(&paced(per_task));
-        let t0 = Instant::now();
-        let got = s.read(&start, &end).await.unwrap();
-        took.push(t0.elapsed());
-        assert_eq!(got.iter().map(|b| b.num_rows()).sum::<usize>(), 8);
-        s.stop().await.unwrap();
-    }
+    let shard_of = |batches: &[arrow_array::RecordBatch]| -> Vec<String> {
+        let mut order: Vec<String> = Vec::new();
+        for b in batches {
+            let col = b
+                .column_by_name("shardId")
+                .unwrap()
+                .as_any()
+                .downcast_ref::<arrow_array::StringArray>()
+                .unwrap();
+            for v in col.iter().flatten() {
+                if order.last().map(String::as_str) != Some(v) {
+                    order.push(v.to_string());
+                }
+            }
+        }
+        order
+    };
+    let mut s = source(&paced("5"));
+    let t0 = Instant::now();
+    let got = s.read(&start, &end).await.unwrap();
+    let replay = t0.elapsed();
+    assert_eq!(got.iter().map(|b| b.num_rows()).sum::<usize>(), 16);
+    let order = shard_of(&got);
+    assert_eq!(order.len(), 4, "each shard's rows together: {order:?}");
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "in shard order: {order:?}"
+    );
+    s.stop().await.unwrap();
     // The planned tasks: 4 with shardsPerTask 1, one with 4; the one task reads its 4 shards
     // together too.
     let mut s = source(&paced("1"));
@@ -491,16 +512,15 @@ async fn shards_per_task_prefetches_a_task_s_shards_in_parallel() {
         .await
         .unwrap();
     let task = t0.elapsed();
-    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 8);
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 16);
     s.stop().await.unwrap();
     println!(
-        "replay of 4 shards x 2 pages: shardsPerTask 1 {:?}, 4 {:?}; the one task of 4 {task:?}",
-        took[0], took[1]
+        "replay of 4 shards x 4 pages a second apart: {replay:?}; the one task of 4: {task:?}"
     );
-    for t in [took[1], task] {
+    for t in [replay, task] {
         assert!(
-            t < took[0] + Duration::from_millis(1500),
-            "the 4 shards of one task are read in parallel: {took:?}, task {task:?}"
+            t >= Duration::from_millis(2900) && t < Duration::from_millis(4800),
+            "the 4 shards are read in parallel, each at its pace (3 s): replay {replay:?}, task {task:?}"
         );
     }
     delete_stream(&client, &stream).await;
