@@ -92,6 +92,11 @@ impl ApiError {
         m.contains("dns error") || m.contains("failed to lookup address")
     }
 
+    /// True when the service refused a timestamp as being in its future.
+    pub fn is_future_timestamp(&self) -> bool {
+        self.message.contains("cannot be in the future")
+    }
+
     /// True when the failure is throttling.
     pub fn is_throttled(&self) -> bool {
         self.failure == ApiFailure::Throttled
@@ -115,6 +120,11 @@ impl ApiError {
                 " (check region, endpoint and tls.truststore.location)",
             ),
             ApiFailure::Timeout => (ErrorCode::Timeout, ""),
+            // AT_TIMESTAMP (initialPosition latest or at_timestamp) past the service's clock.
+            _ if read && self.is_future_timestamp() => (
+                ErrorCode::SourceRead,
+                " (the service says the start timestamp is in its future: this host's clock runs ahead of the service's, or the timestamp given is ahead; initialPosition=latest starts at this host's time, so check the host's clock, e.g. NTP)",
+            ),
             _ if read => (ErrorCode::SourceRead, ""),
             _ => (ErrorCode::SinkWrite, ""),
         };
@@ -186,6 +196,28 @@ mod tests {
             "{e}"
         );
         assert!(!e.to_string().contains("not-a-secret"), "{e}");
+    }
+
+    #[test]
+    fn a_timestamp_in_the_service_s_future_names_the_clock() {
+        let e = ApiError {
+            failure: ApiFailure::Other,
+            code: Some("InvalidArgumentException".into()),
+            message: "InvalidArgumentException: Timestamp cannot be in the future".into(),
+        }
+        .into_error("GetShardIterator", "orders", true);
+        assert_eq!(e.code(), ErrorCode::SourceRead);
+        assert!(
+            e.to_string().contains("this host's clock runs ahead"),
+            "{e}"
+        );
+        let other = ApiError {
+            failure: ApiFailure::Other,
+            code: None,
+            message: "InvalidArgumentException: something else".into(),
+        }
+        .into_error("GetShardIterator", "orders", true);
+        assert!(!other.to_string().contains("clock"), "{other}");
     }
 
     #[test]
