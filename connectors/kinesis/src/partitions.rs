@@ -266,6 +266,23 @@ mod tests {
         o
     }
 
+    /// A merge of p1 and p2 into c (both parents read to their end in the range), and an
+    /// unrelated shard u: `(start, end)`.
+    fn merged_family() -> (KinesisOffsets, KinesisOffsets) {
+        let start = offsets(&[
+            ("p1", after("1"), &[], false),
+            ("p2", after("2"), &[], false),
+            ("u", after("5"), &[], false),
+        ]);
+        let end = offsets(&[
+            ("c", after("9"), &["p2", "p1"], false),
+            ("p1", after("3"), &[], true),
+            ("p2", after("4"), &[], true),
+            ("u", after("6"), &[], false),
+        ]);
+        (start, end)
+    }
+
     #[test]
     fn one_partition_per_shard_and_back_through_json() {
         let start = offsets(&[
@@ -303,19 +320,7 @@ mod tests {
 
     #[test]
     fn a_child_shares_its_parents_partition_after_them() {
-        // A merge of p1 and p2 into c (both parents read to their end in this range), and an
-        // unrelated shard u.
-        let start = offsets(&[
-            ("p1", after("1"), &[], false),
-            ("p2", after("2"), &[], false),
-            ("u", after("5"), &[], false),
-        ]);
-        let end = offsets(&[
-            ("c", after("9"), &["p2", "p1"], false),
-            ("p1", after("3"), &[], true),
-            ("p2", after("4"), &[], true),
-            ("u", after("6"), &[], false),
-        ]);
+        let (start, end) = merged_family();
         let ranges = shard_ranges(&start, &end, &BTreeSet::new());
         assert_eq!(ranges.len(), 4);
         let parts = input_partitions(ranges, &end, 1).unwrap();
@@ -368,17 +373,7 @@ mod tests {
         assert_eq!(input_partitions(ranges, &end, 1).unwrap().len(), 5);
 
         // A family (two parents merged into c) is never split, even past shardsPerTask.
-        let start = offsets(&[
-            ("p1", after("1"), &[], false),
-            ("p2", after("2"), &[], false),
-            ("u", after("5"), &[], false),
-        ]);
-        let end = offsets(&[
-            ("c", after("9"), &["p2", "p1"], false),
-            ("p1", after("3"), &[], true),
-            ("p2", after("4"), &[], true),
-            ("u", after("6"), &[], false),
-        ]);
+        let (start, end) = merged_family();
         let ranges = shard_ranges(&start, &end, &BTreeSet::new());
         let parts = input_partitions(ranges.clone(), &end, 2).unwrap();
         assert_eq!(shards(&parts), [vec!["p1", "p2", "c"], vec!["u"]]);

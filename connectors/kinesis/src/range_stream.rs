@@ -112,14 +112,14 @@ fn task_ended() -> Piece {
     ))
 }
 
-/// Reads one range page by page; false when the stream was dropped or the read failed.
+/// Reads one range page by page, until its end, a failure, or the stream is dropped.
 async fn read_range(
     client: &Client,
     schema: &SchemaRef,
     range: ShardRange,
     mut reader: ShardReader,
     tx: &mpsc::Sender<Piece>,
-) -> bool {
+) {
     let stop = Stop {
         records: Arc::new(AtomicI64::new(i64::MAX)),
         bytes: Arc::new(AtomicI64::new(i64::MAX)),
@@ -136,7 +136,7 @@ async fn read_range(
             Ok(f) => f,
             Err(e) => {
                 let _ = tx.send(Piece::Failed(e)).await;
-                return false;
+                return;
             }
         };
         records += fetched.records.len();
@@ -145,12 +145,12 @@ async fn read_range(
             Ok(p) => p,
             Err(e) => {
                 let _ = tx.send(Piece::Failed(e)).await;
-                return false;
+                return;
             }
         };
         for part in parts {
             if tx.send(Piece::Part(part)).await.is_err() {
-                return false;
+                return;
             }
         }
         if fetched.reached_until {
@@ -164,15 +164,15 @@ async fn read_range(
             position = p;
         }
     };
-    tx.send(Piece::RangeEnd {
-        reader: Box::new(reader),
-        range,
-        reached,
-        records,
-        gap,
-    })
-    .await
-    .is_ok()
+    let _ = tx
+        .send(Piece::RangeEnd {
+            reader: Box::new(reader),
+            range,
+            reached,
+            records,
+            gap,
+        })
+        .await;
 }
 
 impl RangeParts {
