@@ -12,7 +12,8 @@
 #
 # Facts this relies on (verified on these machines, see shared TESTING.md):
 # - kinesis-mock always binds 0.0.0.0 and has no host option: a preloaded script (`node -r`)
-#   makes net.Server.prototype.listen bind 127.0.0.1. Its bundled certificate has no SAN, so a
+#   makes net.Server.prototype.listen bind 127.0.0.1, and makes its clock (performance.timeOrigin
+#   + performance.now(), blind to a stepped system clock) follow Date.now(). Its bundled certificate has no SAN, so a
 #   test CA signs one for localhost/127.0.0.1 (server.json = {"server":{"key":PEM,"cert":PEM}}).
 # - kinesis-mock implements no retention trimming; kinesalite does, and under Debian's
 #   faketime (FAKETIME_TIMESTAMP_FILE, FAKETIME_NO_CACHE=1) writing `+25h` to the time file
@@ -73,7 +74,7 @@ make_certs() {
 }
 
 start_mock() {
-  cat >"$DIR/loopback.js" <<'EOF'
+  cat >"$DIR/preload.js" <<'EOF'
 // kinesis-mock binds 0.0.0.0 with no host option: bind every listening socket to 127.0.0.1.
 const net = require("net");
 const listen = net.Server.prototype.listen;
@@ -88,13 +89,22 @@ net.Server.prototype.listen = function (...args) {
   }
   return listen.apply(this, args);
 };
+// kinesis-mock's clock (cats-effect on Node) is performance.timeOrigin + performance.now(): the
+// wall time at its start plus a monotonic clock, which does not follow the system clock when
+// that is stepped (a VM resumed, NTP). In CI it fell 21.6 s behind, so AT_TIMESTAMP positions
+// taken from this host's clock were "in the future" and records written later were stamped
+// before an availableNow cut-off. Its time origin is read on every call: make it follow
+// Date.now(), which keeps performance.now() monotonic for timers.
+const perf = globalThis.performance;
+const monotonic = perf.now.bind(perf);
+Object.defineProperty(perf, "timeOrigin", { configurable: true, get: () => Date.now() - monotonic() });
 EOF
   (
     cd "$DIR"
     spawn kinesis-mock env KINESIS_MOCK_PLAIN_PORT="$P_PLAIN" KINESIS_MOCK_TLS_PORT="$P_TLS" \
       KINESIS_MOCK_CERT_PATH="$DIR/tls/server.json" LOG_LEVEL=WARN \
       SHARD_LIMIT="${KINESIS_MOCK_SHARD_LIMIT:-1000}" \
-      node -r "$DIR/loopback.js" "$TOOLS/node_modules/kinesis-local/main.js"
+      node -r "$DIR/preload.js" "$TOOLS/node_modules/kinesis-local/main.js"
   )
   wait_port "$P_TLS" 60 kinesis-mock
   wait_port "$P_PLAIN" 20 "kinesis-mock plain"
