@@ -7,7 +7,12 @@
 //!    (back-pressure).
 //! 2. Each chunk goes through the core (`core::batch::push`: the stages, then every sink). A
 //!    sink that acknowledges records as they come returns its acknowledgement (up to
-//!    [`IN_FLIGHT_CHUNKS`] chunks are in flight); the others stage the chunk until the commit.
+//!    [`IN_FLIGHT_CHUNKS`] deliveries are in flight); the others stage the chunk until the
+//!    commit. A stateful pipeline takes the chunks already queued behind the one received (up
+//!    to [`COALESCE_CHUNKS`], never waiting for more) as one input: its operators run once for
+//!    them rather than once each, so a queue that built up under load drains in one pass
+//!    instead of growing the latency of every chunk behind it. Each chunk keeps its own place
+//!    in the frontier; the one acknowledgement of their output acknowledges them all.
 //!    Acknowledgements may resolve in any order: a chunk's latencies are recorded when its own
 //!    acknowledgement resolves, and its position counts as delivered once every chunk before
 //!    it in its partition is acknowledged too ([`tributary_sdk::AckFrontier`]): a position is
@@ -37,6 +42,8 @@
 
 use std::time::{Duration, Instant};
 
+use arrow::compute::concat_batches;
+use arrow::record_batch::RecordBatch;
 use futures::future::{BoxFuture, FutureExt};
 use futures::stream::{FuturesUnordered, StreamExt};
 use tributary_sdk::{
@@ -52,8 +59,11 @@ use crate::progress::Durations;
 
 /// Chunks queued between the source's readers and the sinks.
 pub const QUEUE_CHUNKS: usize = 64;
-/// Chunks written to the sinks and not acknowledged yet; more waits (back-pressure).
+/// Deliveries (a chunk, or the chunks a stateful pipeline took together) written to the sinks
+/// and not acknowledged yet; more waits (back-pressure).
 pub const IN_FLIGHT_CHUNKS: usize = 64;
+/// The most queued chunks a stateful pipeline takes as one input.
+pub const COALESCE_CHUNKS: usize = 64;
 
 /// What is known of a chunk once its records are handed to the sinks.
 struct ChunkMeta {
@@ -75,8 +85,9 @@ struct LongBatch {
     /// When every sink stages until the commit, the acknowledgement is the commit: chunk
     /// times wait here.
     pending_times: Vec<ChunkMeta>,
-    /// Chunks whose acknowledgements are awaited, resolving in any order.
-    in_flight: FuturesUnordered<BoxFuture<'static, (Ticket, Result<()>)>>,
+    /// Deliveries whose acknowledgements are awaited (each with its chunks' tickets),
+    /// resolving in any order.
+    in_flight: FuturesUnordered<BoxFuture<'static, (Vec<Ticket>, Result<()>)>>,
 }
 
 impl LongBatch {
@@ -93,17 +104,19 @@ impl LongBatch {
         }
     }
 
-    /// A chunk every sink acknowledged (at `ack_us`): its latencies count now, its position
-    /// once the chunks before it in its partition are acknowledged.
-    fn acknowledged(&mut self, ticket: Ticket, ack_us: i64) -> Result<()> {
-        let meta = self.frontier.acked(ticket)?;
-        self.latencies.record_chunk(
-            meta.rows,
-            meta.read_at_us,
-            ack_us,
-            &meta.appended_ms,
-            &meta.created_ms,
-        );
+    /// Chunks every sink acknowledged (at `ack_us`): their latencies count now, each one's
+    /// position once the chunks before it in its partition are acknowledged.
+    fn acknowledged(&mut self, tickets: Vec<Ticket>, ack_us: i64) -> Result<()> {
+        for ticket in tickets {
+            let meta = self.frontier.acked(ticket)?;
+            self.latencies.record_chunk(
+                meta.rows,
+                meta.read_at_us,
+                ack_us,
+                &meta.appended_ms,
+                &meta.created_ms,
+            );
+        }
         Ok(())
     }
 
@@ -111,9 +124,9 @@ impl LongBatch {
     /// others resolved (so the frontier holds every chunk that did get acknowledged).
     async fn settle(&mut self) -> Result<()> {
         let mut first = Ok(());
-        while let Some((ticket, done)) = self.in_flight.next().await {
+        while let Some((tickets, done)) = self.in_flight.next().await {
             match done {
-                Ok(()) => self.acknowledged(ticket, now_us())?,
+                Ok(()) => self.acknowledged(tickets, now_us())?,
                 Err(e) if first.is_ok() => first = Err(e),
                 Err(e) => {
                     tracing::warn!(batch = self.batch_id, "another acknowledgement failed: {e}")
@@ -184,14 +197,18 @@ impl Pipeline {
                             break Err(e);
                         }
                     }
-                    Some((ticket, done)) = long.in_flight.next(), if !long.in_flight.is_empty() => {
-                        if let Err(e) = done.and_then(|()| long.acknowledged(ticket, now_us())) {
+                    Some((tickets, done)) = long.in_flight.next(), if !long.in_flight.is_empty() => {
+                        if let Err(e) = done.and_then(|()| long.acknowledged(tickets, now_us())) {
                             break Err(e);
                         }
                     }
                     chunk = rx.recv(), if long.in_flight.len() < IN_FLIGHT_CHUNKS => match chunk {
                         Some(Ok(chunk)) => {
-                            if let Err(e) = self.deliver(&mut long, chunk).await {
+                            let (chunks, failed) = self.take_queued(chunk, &mut rx);
+                            if let Err(e) = self.deliver(&mut long, chunks).await {
+                                break Err(e);
+                            }
+                            if let Some(e) = failed {
                                 break Err(e);
                             }
                         }
@@ -211,7 +228,11 @@ impl Pipeline {
             while outcome.is_ok() {
                 let Some(chunk) = rx.try_recv() else { break };
                 outcome = match chunk {
-                    Ok(chunk) => self.deliver(&mut long, chunk).await,
+                    Ok(chunk) => {
+                        let (chunks, failed) = self.take_queued(chunk, &mut rx);
+                        let delivered = self.deliver(&mut long, chunks).await;
+                        delivered.and(failed.map_or(Ok(()), Err))
+                    }
                     Err(e) => Err(e),
                 };
             }
@@ -233,34 +254,79 @@ impl Pipeline {
         Ok(summary)
     }
 
-    /// Step 2: the chunk through the core; its acknowledgements join the in-flight queue.
-    #[tracing::instrument(name = "batch", skip_all, fields(pipeline = %self.name, batch_id = long.batch_id))]
-    async fn deliver(&mut self, long: &mut LongBatch, chunk: StreamChunk) -> Result<()> {
-        let before = long.moved.rows;
-        let acks = push_chunk(
-            &mut self.stages,
-            &mut self.sinks,
-            chunk.batch,
-            &mut long.moved,
-        )
-        .await?;
-        let meta = ChunkMeta {
-            rows: (long.moved.rows - before) as usize,
-            read_at_us: chunk.read_at_us,
-            appended_ms: chunk.appended_ms,
-            created_ms: chunk.created_ms,
+    /// `first` and, for a stateful pipeline, the chunks queued behind it (up to
+    /// [`COALESCE_CHUNKS`], without waiting). A reader's error met on the way is returned beside
+    /// the chunks before it, which are still delivered.
+    fn take_queued(
+        &self,
+        first: StreamChunk,
+        rx: &mut tributary_sdk::ChunkReceiver,
+    ) -> (Vec<StreamChunk>, Option<Error>) {
+        let mut chunks = vec![first];
+        if !self.stages.is_stateful() {
+            return (chunks, None);
+        }
+        while chunks.len() < COALESCE_CHUNKS {
+            match rx.try_recv() {
+                Some(Ok(chunk)) => chunks.push(chunk),
+                Some(Err(e)) => return (chunks, Some(e)),
+                None => break,
+            }
+        }
+        (chunks, None)
+    }
+
+    /// Step 2: the chunks through the core as one input (one chunk unless a stateful pipeline
+    /// took several, see [`Self::take_queued`]); the acknowledgements of their output join the
+    /// in-flight queue with every chunk's ticket.
+    #[tracing::instrument(name = "batch", skip_all, fields(pipeline = %self.name, batch_id = long.batch_id, chunks = chunks.len()))]
+    async fn deliver(&mut self, long: &mut LongBatch, chunks: Vec<StreamChunk>) -> Result<()> {
+        let input = match chunks.as_slice() {
+            [one] => one.batch.clone(),
+            [first, ..] => {
+                let batches: Vec<&RecordBatch> = chunks.iter().map(|c| &c.batch).collect();
+                concat_batches(&first.batch.schema(), batches).map_err(|e| {
+                    Error::new(
+                        ErrorCode::Internal,
+                        format!("joining {} queued chunks into one input: {e}", chunks.len()),
+                    )
+                })?
+            }
+            [] => return Ok(()),
         };
-        if self.sinks.all_staged() {
-            let meta = long
-                .frontier
-                .staged(chunk.partition, chunk.position, meta)?;
-            long.pending_times.push(meta);
-        } else {
-            let ticket = long.frontier.sent(chunk.partition, chunk.position, meta);
+        let before = long.moved.rows;
+        let acks = push_chunk(&mut self.stages, &mut self.sinks, input, &mut long.moved).await?;
+        let out_rows = (long.moved.rows - before) as usize;
+        let single = chunks.len() == 1;
+        let mut tickets = Vec::with_capacity(chunks.len());
+        for chunk in chunks {
+            // the processing latency is weighted by rows: a chunk's own output rows, or, for
+            // chunks that went through together, each one's input rows when they emitted any
+            let rows = match (single, out_rows) {
+                (true, n) => n,
+                (false, 0) => 0,
+                (false, _) => chunk.batch.num_rows(),
+            };
+            let meta = ChunkMeta {
+                rows,
+                read_at_us: chunk.read_at_us,
+                appended_ms: chunk.appended_ms,
+                created_ms: chunk.created_ms,
+            };
+            if self.sinks.all_staged() {
+                let meta = long
+                    .frontier
+                    .staged(chunk.partition, chunk.position, meta)?;
+                long.pending_times.push(meta);
+            } else {
+                tickets.push(long.frontier.sent(chunk.partition, chunk.position, meta));
+            }
+        }
+        if !tickets.is_empty() {
             long.in_flight.push(
                 async move {
                     let done = futures::future::try_join_all(acks).await.map(|_| ());
-                    (ticket, done)
+                    (tickets, done)
                 }
                 .boxed(),
             );
