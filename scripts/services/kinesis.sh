@@ -13,8 +13,9 @@
 # Facts this relies on (verified on these machines, see shared TESTING.md):
 # - kinesis-mock always binds 0.0.0.0 and has no host option: a preloaded script (`node -r`)
 #   makes net.Server.prototype.listen bind 127.0.0.1, and makes its clock (performance.timeOrigin
-#   + performance.now(), blind to a stepped system clock) follow Date.now(). Its bundled certificate has no SAN, so a
-#   test CA signs one for localhost/127.0.0.1 (server.json = {"server":{"key":PEM,"cert":PEM}}).
+#   + performance.now(), blind to a stepped system clock) follow Date.now(). Its bundled
+#   certificate has no SAN, so a test CA signs one for localhost/127.0.0.1
+#   (server.json = {"server":{"key":PEM,"cert":PEM}}).
 # - kinesis-mock implements no retention trimming; kinesalite does, and under Debian's
 #   faketime (FAKETIME_TIMESTAMP_FILE, FAKETIME_NO_CACHE=1) writing `+25h` to the time file
 #   expires the data of a 24 h stream, `+400` expires iterators. kinesalite has no EFO and no
@@ -75,7 +76,8 @@ make_certs() {
 
 start_mock() {
   cat >"$DIR/preload.js" <<'EOF'
-// kinesis-mock binds 0.0.0.0 with no host option: bind every listening socket to 127.0.0.1.
+// Preloaded into kinesis-mock (node -r). 1. It binds 0.0.0.0 with no host option: bind every
+// listening socket to 127.0.0.1.
 const net = require("net");
 const listen = net.Server.prototype.listen;
 net.Server.prototype.listen = function (...args) {
@@ -89,7 +91,7 @@ net.Server.prototype.listen = function (...args) {
   }
   return listen.apply(this, args);
 };
-// kinesis-mock's clock (cats-effect on Node) is performance.timeOrigin + performance.now(): the
+// 2. kinesis-mock's clock (cats-effect on Node) is performance.timeOrigin + performance.now(): the
 // wall time at its start plus a monotonic clock, which does not follow the system clock when
 // that is stepped (a VM resumed, NTP). In CI it fell 21.6 s behind, so AT_TIMESTAMP positions
 // taken from this host's clock were "in the future" and records written later were stamped
