@@ -16,6 +16,13 @@
 //!    keys, `GROUP BY window(ts, '1 minute'), k` in append mode with a 10 s watermark, state
 //!    saved every batch: the groups held (`numRowsTotal`), the process's RSS and the state
 //!    directory's size at 25 %, 50 % and 100 % of the rows, which stay flat as windows close.
+//! 3. **spill** (`groupby spill memory` and `groupby spill disk`, one process each, so each
+//!    RSS is its own): 10,000,000 rows over 5,000,000 keys (each key once in the first half of
+//!    the rows and once in the second, scattered over the batches), `GROUP BY k` in update
+//!    mode with the state saved every batch, its groups in memory or on disk
+//!    (`stateStore.providerClass`): RSS and groups held at 25 %, 50 % and 100 %, the peak RSS,
+//!    and the median time a batch takes. Checked outside the timing: every batch emits its
+//!    100,000 groups with count 1 (first half) or 2 (second), and 5,000,000 groups are held.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -244,6 +251,83 @@ async fn plateau() {
     );
 }
 
+/// Rows `from..from + BATCH` of the spill run: key `i * 2654435761 mod 5 M` (a permutation of
+/// each 5 M rows), `v = i % 97`.
+fn scattered(from: usize) -> RecordBatch {
+    let ids = from as i64..(from + BATCH) as i64;
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(
+                TimestampMillisecondArray::from_iter_values(ids.clone().map(|i| i / 1000 * 1000))
+                    .with_timezone("UTC"),
+            ),
+            Arc::new(Int64Array::from_iter_values(
+                ids.clone().map(|i| i * 2_654_435_761 % SPILL_KEYS),
+            )),
+            Arc::new(Int64Array::from_iter_values(ids.map(|i| i % 97))),
+        ],
+    )
+    .unwrap()
+}
+
+const SPILL_KEYS: i64 = 5_000_000;
+
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+async fn spill(provider: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = TransformSpec::new(SQL)
+        .with_output_mode(OutputMode::Update)
+        .with_state_store(provider);
+    let mut t = SqlTransform::new(spec).unwrap();
+    t.open(schema()).await.unwrap();
+    t.state().unwrap().restore(dir.path(), None).await.unwrap();
+    let n_batches = ROWS / BATCH;
+    let (mut times, mut marks) = (Vec::new(), Vec::new());
+    for v in 0..n_batches {
+        let input = scattered(v * BATCH);
+        let start = Instant::now();
+        t.apply(&input).await.unwrap();
+        let state = t.state().unwrap();
+        let out = state.end_batch().await.unwrap().unwrap();
+        state.save(dir.path(), v as u64).await.unwrap();
+        times.push(start.elapsed());
+        // outside the timing: each key twice over the run, once per half
+        let pass = if v < n_batches / 2 { 1 } else { 2 };
+        let n = out.column(1).as_primitive::<Int64Type>();
+        assert_eq!(out.num_rows(), BATCH, "batch {v} emits its groups");
+        assert!(
+            n.iter().all(|n| n == Some(pass)),
+            "batch {v}: counts are {pass}"
+        );
+        let done = v + 1;
+        if done * 4 % n_batches == 0 {
+            let held = state.progress()[0].num_rows_total;
+            marks.push((done * 100 / n_batches, held, rss_mb(), dir_mb(dir.path())));
+        }
+    }
+    let held = t.state().unwrap().progress()[0].num_rows_total;
+    assert_eq!(held, SPILL_KEYS as u64, "every key held");
+    for (pct, held, rss, disk) in &marks {
+        println!("spill {provider}: {pct:>3} % of {ROWS} rows: {held} groups held, RSS {rss:.0} MB, on disk {disk:.0} MB");
+    }
+    let total: Duration = times.iter().sum();
+    println!(
+        "spill {provider}: peak RSS {:.0} MB; a batch of {BATCH} rows (apply, end, save) median {:?}, {:.2} M rows/s over the run",
+        peak_rss_mb(),
+        median(times),
+        ROWS as f64 / total.as_secs_f64() / 1e6
+    );
+}
+
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -254,6 +338,11 @@ fn main() {
     // the plateau first, so its RSS is not the throughput runs' high-water mark
     if which.as_deref().is_none_or(|w| w == "plateau") {
         rt.block_on(plateau());
+    }
+    if which.as_deref() == Some("spill") {
+        let provider = std::env::args().nth(2).unwrap_or_else(|| "disk".into());
+        rt.block_on(spill(&provider));
+        return;
     }
     if which.as_deref().is_none_or(|w| w == "throughput") {
         rt.block_on(throughput(KEYS));

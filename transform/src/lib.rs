@@ -45,7 +45,9 @@ mod static_tables;
 mod transform;
 mod udf;
 
-pub use spec::{StaticTable, TableFormat, TransformSpec, Watermark};
+pub use spec::{
+    StateStore, StateStoreProvider, StaticTable, TableFormat, TransformSpec, Watermark,
+};
 #[cfg(feature = "bench")]
 #[doc(hidden)]
 pub use stateful::aggregation::bench_regroup;

@@ -59,6 +59,59 @@ pub struct TransformSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub drop_duplicates_within_watermark: Option<Vec<String>>,
+    /// Where an aggregation's state lives (`stateStore.providerClass`): in memory (the
+    /// default) or on local disk, for state larger than memory.
+    #[serde(
+        default,
+        rename = "stateStore",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub state_store: Option<StateStore>,
+}
+
+/// `stateStore = { providerClass = "disk" }` (or `stateStore.providerClass = "disk"`): Spark's
+/// `spark.sql.streaming.stateStore.providerClass`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateStore {
+    /// `memory` or `disk`; Spark's class names are taken for them
+    /// (`...HDFSBackedStateStoreProvider` keeps state in memory,
+    /// `...RocksDBStateStoreProvider` on disk).
+    #[serde(rename = "providerClass")]
+    pub provider_class: String,
+}
+
+/// Where an aggregation's state lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StateStoreProvider {
+    /// Every group in memory (Spark's HDFS-backed provider).
+    #[default]
+    Memory,
+    /// Groups in an embedded store on local disk, memory bounded by its caches (Spark's
+    /// RocksDB provider in spirit; the store is fjall).
+    Disk,
+}
+
+/// The option naming the state store.
+pub(crate) const STATE_STORE_OPTION: &str = "transform.stateStore.providerClass";
+
+impl StateStore {
+    /// The provider named, or an error naming the allowed values.
+    pub fn provider(&self) -> Result<StateStoreProvider> {
+        let name = self.provider_class.trim();
+        let class = name.rsplit('.').next().unwrap_or(name);
+        match class {
+            "memory" | "HDFSBackedStateStoreProvider" => Ok(StateStoreProvider::Memory),
+            "disk" | "RocksDBStateStoreProvider" => Ok(StateStoreProvider::Disk),
+            _ => Err(Error::new(
+                ErrorCode::InvalidPipeline,
+                format!(
+                    "[transform] stateStore.providerClass '{name}' is not known; use \"memory\" (every group in memory, the default) or \"disk\" (groups on local disk, for state larger than memory); Spark's org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider and RocksDBStateStoreProvider are taken for them"
+                ),
+            )
+            .with_context("option", STATE_STORE_OPTION)),
+        }
+    }
 }
 
 /// `watermark = { eventTime = "ts", delayThreshold = "10 minutes" }`: Spark's
@@ -122,7 +175,23 @@ impl TransformSpec {
             watermark: None,
             drop_duplicates: None,
             drop_duplicates_within_watermark: None,
+            state_store: None,
         }
+    }
+
+    /// Sets Spark's `stateStore.providerClass`.
+    pub fn with_state_store(mut self, provider_class: impl Into<String>) -> Self {
+        self.state_store = Some(StateStore {
+            provider_class: provider_class.into(),
+        });
+        self
+    }
+
+    /// Where the aggregation's state lives (checked).
+    pub fn state_store_provider(&self) -> Result<StateStoreProvider> {
+        self.state_store
+            .as_ref()
+            .map_or(Ok(StateStoreProvider::Memory), StateStore::provider)
     }
 
     /// Sets Spark's `dropDuplicates(columns)` (empty: every column).
@@ -183,6 +252,7 @@ impl TransformSpec {
     /// operators are found at start, when the source's schema is known
     /// ([`crate::SqlTransform::plan`]).
     pub fn validate(&self) -> Result<()> {
+        self.state_store_provider()?;
         let mut seen = std::collections::BTreeSet::new();
         for table in &self.tables {
             if table.name.trim().is_empty() {

@@ -1,5 +1,8 @@
 //! [`Aggregation`]: the state of a query's aggregation and the three plans that move it (see
-//! the [`super`] docs), driven by the host through [`StageState`].
+//! the [`super`] docs), driven by the host through [`StageState`]. Its groups are held in memory, or on disk
+//! ([`SpilledGroups`], batches in [`spilled`]).
+
+mod spilled;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,6 +21,7 @@ use tributary_sdk::{
 use super::clock::{format_ms, millis, Clock};
 use super::index::KeyIndex;
 use super::rewrite::{Expiry, SplitAggregation};
+use super::spill::SpilledGroups;
 use super::store::{self, changelog};
 use crate::source_table::BatchSlot;
 use crate::transform::collect;
@@ -89,6 +93,8 @@ pub(crate) struct Aggregation {
     chunk_changes: Vec<RecordBatch>,
     /// Real-time mode: the progress of the long batch's chunks so far.
     chunks: Option<StateOperatorProgress>,
+    /// The groups, when they are held on disk (`state` then stays empty).
+    spill: Option<SpilledGroups>,
 }
 
 impl std::fmt::Debug for Aggregation {
@@ -96,7 +102,7 @@ impl std::fmt::Debug for Aggregation {
         f.debug_struct("Aggregation")
             .field("signature", &self.split.signature)
             .field("mode", &self.mode)
-            .field("groups", &self.state.num_rows())
+            .field("groups", &self.groups())
             .finish()
     }
 }
@@ -158,13 +164,14 @@ impl Aggregation {
         slots: Slots,
         state_schema: SchemaRef,
         merged_schema: SchemaRef,
+        spill: Option<SpilledGroups>,
     ) -> Self {
         Aggregation {
             mode: shape.mode,
             output: Arc::new(shape.attach(&plans.output.schema())),
             state: RecordBatch::new_empty(Arc::clone(&state_schema)),
             index: match (session, split.groups.len()) {
-                (None, n) if n > 0 && !regroup_whole_state() => {
+                (None, n) if n > 0 && !regroup_whole_state() && spill.is_none() => {
                     KeyIndex::new(&state_schema, n).ok()
                 }
                 _ => None,
@@ -188,6 +195,15 @@ impl Aggregation {
             },
             chunk_changes: Vec::new(),
             chunks: None,
+            spill,
+        }
+    }
+
+    /// Groups held as of the last kept batch.
+    fn groups(&self) -> u64 {
+        match &self.spill {
+            Some(s) => s.rows(),
+            None => self.state.num_rows() as u64,
         }
     }
 
@@ -341,20 +357,7 @@ impl Aggregation {
         let (Some(wm), Some(expiry)) = (wm, self.watermark.as_ref().and_then(|w| w.expiry)) else {
             return Ok(None);
         };
-        let key = match expiry {
-            Expiry::WindowEnd(i) => {
-                let column = state.column(i);
-                let s = column
-                    .as_any()
-                    .downcast_ref::<arrow_array::StructArray>()
-                    .ok_or_else(|| internal("the window key", "is not a struct"))?;
-                s.column_by_name("end")
-                    .cloned()
-                    .ok_or_else(|| internal("the window key", "has no end"))?
-            }
-            Expiry::Key(i) => Arc::clone(state.column(i)),
-        };
-        let key = millis(&key)?;
+        let key = expiry.millis(state)?;
         Ok(Some(
             key.iter()
                 .map(|k| Some(k.is_some_and(|k| k <= wm)))
@@ -371,6 +374,9 @@ impl Aggregation {
         self.changes = None;
         if let Some(index) = self.index.as_mut() {
             index.discard();
+        }
+        if let Some(spill) = self.spill.as_mut() {
+            spill.discard();
         }
         let marks = self.clock.marks();
         self.clock.restore(marks);
@@ -392,6 +398,18 @@ impl StageState for Aggregation {
         self.chunk_changes.clear();
         self.chunks = None;
         self.late = 0;
+        if let Some(spill) = self.spill.as_mut() {
+            let marks = match version {
+                None => {
+                    spill.reset(dir)?;
+                    (None, None)
+                }
+                Some(v) => spill.restore(dir, v, &self.split.signature)?,
+            };
+            self.clock.restore(marks);
+            self.progress.num_rows_total = spill.rows();
+            return Ok(());
+        }
         let marks;
         (self.state, marks) = match version {
             None => (
@@ -409,6 +427,9 @@ impl StageState for Aggregation {
     }
 
     async fn end_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if self.spill.is_some() {
+            return self.end_batch_spilled().await;
+        }
         // a batch ended but never saved (its state dropped): the index forgets its groups
         if self.next.take().is_some() {
             if let Some(index) = self.index.as_mut() {
@@ -538,6 +559,12 @@ impl StageState for Aggregation {
 
     async fn save(&mut self, dir: &Path, version: u64) -> Result<()> {
         let t = Instant::now();
+        if let Some(spill) = self.spill.as_mut() {
+            spill.ensure_open(dir)?;
+            if spill.apply()? {
+                self.clock.commit();
+            }
+        }
         if let Some(next) = self.next.take() {
             self.state = next;
             self.clock.commit();
@@ -562,14 +589,18 @@ impl StageState for Aggregation {
             ),
         };
         let state = &self.state;
-        store::save(
+        let full = match &self.spill {
+            Some(spill) => store::Full::Scan(Arc::clone(&self.state_schema), spill.scan()?),
+            None => store::Full::Memory(Box::new(|| Ok(state.clone()))),
+        };
+        store::save_with(
             dir,
             version,
             &header,
             changes,
-            state.num_rows(),
+            self.groups() as usize,
             &mut self.compactor,
-            || Ok(state.clone()),
+            full,
         )?;
         self.progress.commit_time_ms = t.elapsed().as_millis() as u64;
         Ok(())
@@ -596,6 +627,9 @@ impl StageState for Aggregation {
     /// kept for the long batch's save.
     async fn end_chunk(&mut self) -> Result<Option<RecordBatch>> {
         let out = self.end_batch().await?;
+        if let Some(spill) = self.spill.as_mut() {
+            spill.apply()?;
+        }
         if let Some(next) = self.next.take() {
             self.state = next;
             if let Some(index) = self.index.as_mut() {
@@ -611,6 +645,6 @@ impl StageState for Aggregation {
     fn needs_no_data_batch(&self) -> bool {
         // Spark's noDataMicroBatches: the watermark moved in the last batch, so a batch
         // without input would evict (and in append mode emit) with it.
-        self.watermark.is_some() && self.clock.moved() && self.state.num_rows() > 0
+        self.watermark.is_some() && self.clock.moved() && self.groups() > 0
     }
 }

@@ -25,6 +25,7 @@ pub(crate) mod index;
 pub(crate) mod query;
 pub(crate) mod rewrite;
 pub(crate) mod session;
+pub(crate) mod spill;
 pub(crate) mod store;
 pub(crate) mod window;
 
@@ -37,7 +38,7 @@ use datafusion::logical_expr::{Aggregate, LogicalPlan};
 use datafusion::prelude::{col, lit, SessionContext};
 use tributary_sdk::{Error, ErrorCode, OutputMode, OutputShape, Result};
 
-use crate::spec::TransformSpec;
+use crate::spec::{StateStoreProvider, TransformSpec, STATE_STORE_OPTION};
 
 use crate::allowlist::{check_logical, check_physical};
 use crate::error::sql_error;
@@ -122,7 +123,13 @@ pub(crate) async fn plan(
     let (mode, sql) = (spec.output_mode, spec.sql.as_str());
     let deduplicates =
         spec.drop_duplicates.is_some() || spec.drop_duplicates_within_watermark.is_some();
+    let on_disk = spec.state_store_provider()? == StateStoreProvider::Disk;
     let Some((upper, agg)) = top_aggregation(logical) else {
+        if on_disk {
+            return Err(disk_refused(
+                "the query has no aggregation, so it would be ignored (dropDuplicates keeps its keys in memory); remove it",
+            ));
+        }
         if session::used_in(logical) {
             return Err(session_refused(
                 "session_window can only be a GROUP BY key of the query's aggregation",
@@ -155,6 +162,23 @@ pub(crate) async fn plan(
     check_physical(&input_plan)?;
     let split = rewrite::split(agg)?;
     let session = session_key(agg, &split, mode)?;
+    if on_disk {
+        if session.is_some() {
+            return Err(disk_refused(
+                "a session_window aggregation keeps its sessions in memory (their keys move as sessions merge); remove it or group by window(eventTime, ...)",
+            ));
+        }
+        if split.groups.is_empty() {
+            return Err(disk_refused(
+                "an aggregation without GROUP BY holds one row, so it would be ignored; remove it",
+            ));
+        }
+        if deduplicates {
+            return Err(disk_refused(
+                "dropDuplicates keeps its keys in memory and only the aggregation's groups would go to disk; remove one of the two",
+            ));
+        }
+    }
     let watermark = match &spec.watermark {
         None => None,
         Some(w) => Some(watermark(input, w, &split, mode)?),
@@ -269,6 +293,14 @@ pub(crate) async fn plan(
         mode,
         key: update_key(&upper, agg, &output.schema()),
     };
+    let spill = match on_disk {
+        true => Some(spill::SpilledGroups::new(
+            &state_schema,
+            n_groups,
+            watermark.as_ref().and_then(|w| w.expiry),
+        )?),
+        false => None,
+    };
     Ok(Some(Aggregation::new(
         split,
         session,
@@ -287,7 +319,16 @@ pub(crate) async fn plan(
         },
         state_schema,
         merged_schema,
+        spill,
     )))
+}
+
+fn disk_refused(why: &str) -> Error {
+    Error::new(
+        ErrorCode::InvalidPipeline,
+        format!("[transform] stateStore.providerClass = \"disk\" holds an aggregation's groups on local disk, but {why}"),
+    )
+    .with_context("option", STATE_STORE_OPTION)
 }
 
 fn session_refused(message: &str) -> Error {

@@ -65,6 +65,36 @@ pub(crate) enum Expiry {
     Key(usize),
 }
 
+impl Expiry {
+    /// Each row's expiry time in epoch milliseconds (null: never final), from the grouping
+    /// key of a state (or partial) batch.
+    pub(crate) fn millis(
+        &self,
+        state: &arrow_array::RecordBatch,
+    ) -> Result<arrow_array::Int64Array> {
+        let internal = |what: &str| {
+            Error::new(
+                ErrorCode::Internal,
+                format!("[transform] aggregation state: the window key {what}"),
+            )
+        };
+        let key = match *self {
+            Expiry::WindowEnd(i) => {
+                let column = state.column(i);
+                let s = column
+                    .as_any()
+                    .downcast_ref::<arrow_array::StructArray>()
+                    .ok_or_else(|| internal("is not a struct"))?;
+                s.column_by_name("end")
+                    .cloned()
+                    .ok_or_else(|| internal("has no end"))?
+            }
+            Expiry::Key(i) => std::sync::Arc::clone(state.column(i)),
+        };
+        super::clock::millis(&key)
+    }
+}
+
 impl SplitAggregation {
     /// Which grouping key tells when a group is final under a watermark on `event_time`.
     pub(crate) fn expiry(&self, event_time: &str) -> Option<Expiry> {

@@ -18,8 +18,10 @@
 
 pub(crate) mod changelog;
 mod describe;
+mod replay;
 
 pub use describe::{describe, OperatorState};
+pub(crate) use replay::{replay, Replayed};
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -101,6 +103,24 @@ impl Compactor {
         }
     }
 
+    /// Writes a snapshot of `version` (already on disk as a delta) from `scan`, a consistent
+    /// view of a spilled state as of `version`.
+    fn start_scan(
+        &mut self,
+        dir: &Path,
+        version: u64,
+        metadata: HashMap<String, String>,
+        schema: SchemaRef,
+        scan: Scan,
+    ) {
+        let dir = dir.to_path_buf();
+        self.running = Some(std::thread::spawn(move || {
+            if let Err(e) = write_with(&dir, version, Stored::Snapshot, metadata, &schema, scan) {
+                tracing::warn!("[transform] state snapshot of version {version} not written: {e}");
+            }
+        }));
+    }
+
     /// Writes a snapshot of `version` (already on disk as a delta) from the files.
     fn start(&mut self, dir: &Path, version: u64) {
         let dir = dir.to_path_buf();
@@ -129,6 +149,41 @@ pub(crate) fn save(
     compactor: &mut Compactor,
     full: impl FnOnce() -> Result<RecordBatch>,
 ) -> Result<Stored> {
+    save_with(
+        dir,
+        version,
+        header,
+        changes,
+        rows_held,
+        compactor,
+        Full::Memory(Box::new(full)),
+    )
+}
+
+/// Every row of a state as of one version, handed over in chunks (a spilled state's scan).
+pub(crate) type Scan =
+    Box<dyn FnOnce(&mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<()> + Send>;
+
+/// Where a snapshot's rows come from.
+pub(crate) enum Full<'a> {
+    /// The state held in memory, made when a snapshot is written on the commit path (a
+    /// background snapshot replays the files instead).
+    Memory(Box<dyn FnOnce() -> Result<RecordBatch> + 'a>),
+    /// A consistent view of a spilled state as of the version saved (of this schema), scanned
+    /// in chunks on the commit path or by the background snapshot.
+    Scan(SchemaRef, Scan),
+}
+
+/// [`save`], with a snapshot's rows from `full`.
+pub(crate) fn save_with(
+    dir: &Path,
+    version: u64,
+    header: &Header<'_>,
+    changes: Option<RecordBatch>,
+    rows_held: usize,
+    compactor: &mut Compactor,
+    full: Full<'_>,
+) -> Result<Stored> {
     fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
     let on_disk = versions(dir)?;
     let base = version
@@ -148,15 +203,25 @@ pub(crate) fn save(
     let metadata = header.metadata();
     let kind = match delta {
         Some((c, base)) => {
-            write(dir, version, Stored::Delta, metadata, &c)?;
+            write(dir, version, Stored::Delta, metadata.clone(), &c)?;
             if version - base >= SNAPSHOT_EVERY && !compactor.busy() {
-                compactor.start(dir, version);
+                match full {
+                    Full::Memory(_) => compactor.start(dir, version),
+                    Full::Scan(schema, scan) => {
+                        compactor.start_scan(dir, version, metadata, schema, scan)
+                    }
+                }
             }
             Stored::Delta
         }
         None => {
             compactor.wait();
-            write(dir, version, Stored::Snapshot, metadata, &full()?)?;
+            match full {
+                Full::Memory(full) => write(dir, version, Stored::Snapshot, metadata, &full()?)?,
+                Full::Scan(schema, scan) => {
+                    write_with(dir, version, Stored::Snapshot, metadata, &schema, scan)?
+                }
+            }
             Stored::Snapshot
         }
     };
@@ -229,12 +294,29 @@ fn write(
     metadata: HashMap<String, String>,
     rows: &RecordBatch,
 ) -> Result<()> {
-    let schema = Arc::new(Schema::new_with_metadata(
-        rows.schema().fields().clone(),
+    let rows = rows.clone();
+    let schema = rows.schema();
+    write_with(
+        dir,
+        version,
+        kind,
         metadata,
-    ));
-    let batch = RecordBatch::try_new(Arc::clone(&schema), rows.columns().to_vec())
-        .map_err(|e| io("encode the state for", dir, e))?;
+        &schema,
+        Box::new(move |each: &mut dyn FnMut(RecordBatch) -> Result<()>| each(rows)),
+    )
+}
+
+/// Writes one file atomically (temporary file, fsync, rename, directory fsync) with the rows
+/// `fill` hands over in chunks, each of `schema`'s columns.
+fn write_with(
+    dir: &Path,
+    version: u64,
+    kind: Stored,
+    metadata: HashMap<String, String>,
+    schema: &SchemaRef,
+    fill: Scan,
+) -> Result<()> {
+    let schema = Arc::new(Schema::new_with_metadata(schema.fields().clone(), metadata));
     let target = path(dir, version, kind);
     let tmp = dir.join(format!(
         ".{}.tmp",
@@ -247,7 +329,11 @@ fn write(
         let file = File::create(&tmp).map_err(|e| io("create", &tmp, e))?;
         let mut writer =
             FileWriter::try_new(BufWriter::new(file), &schema).map_err(|e| io("write", &tmp, e))?;
-        writer.write(&batch).map_err(|e| io("write", &tmp, e))?;
+        fill(&mut |rows: RecordBatch| {
+            let batch = RecordBatch::try_new(Arc::clone(&schema), rows.columns().to_vec())
+                .map_err(|e| io("encode the state for", dir, e))?;
+            writer.write(&batch).map_err(|e| io("write", &tmp, e))
+        })?;
         writer.finish().map_err(|e| io("write", &tmp, e))?;
         let file = writer
             .into_inner()
@@ -316,6 +402,19 @@ fn read(p: &Path) -> Result<Read> {
     Ok(Read { rows, metadata })
 }
 
+/// The error for a committed version whose files are not all there.
+fn missing(dir: &Path, version: u64) -> Error {
+    let p = path(dir, version, Stored::Snapshot);
+    Error::new(
+        ErrorCode::CheckpointDamaged,
+        format!(
+            "[transform] the state for committed batch {version} is missing ({}, or {version}.delta.arrow and the deltas back to a snapshot): the checkpoint was made by a query without this operator, or its state was deleted; resuming would start it from nothing. Restore the state directory or start a new checkpoint",
+            p.display()
+        ),
+    )
+    .with_context("path", p.display())
+}
+
 /// The state as of `version` from the files under `dir` (its snapshot and the deltas after
 /// it) and the metadata of `version`'s file; `check` sees each file's signature first.
 fn load_chain(
@@ -324,18 +423,7 @@ fn load_chain(
     check: &dyn Fn(&str) -> Result<()>,
 ) -> Result<(RecordBatch, HashMap<String, String>)> {
     let on_disk = versions(dir)?;
-    let missing = || {
-        let p = path(dir, version, Stored::Snapshot);
-        Error::new(
-            ErrorCode::CheckpointDamaged,
-            format!(
-                "[transform] the state for committed batch {version} is missing ({}, or {version}.delta.arrow and the deltas back to a snapshot): the checkpoint was made by a query without this operator, or its state was deleted; resuming would start it from nothing. Restore the state directory or start a new checkpoint",
-                p.display()
-            ),
-        )
-        .with_context("path", p.display())
-    };
-    let base = chain_base(&on_disk, version).ok_or_else(missing)?;
+    let base = chain_base(&on_disk, version).ok_or_else(|| missing(dir, version))?;
     let snapshot = read(&path(dir, base, Stored::Snapshot))?;
     let signature = |m: &HashMap<String, String>| m.get(SIGNATURE).cloned().unwrap_or_default();
     check(&signature(&snapshot.metadata))?;
@@ -364,22 +452,29 @@ pub(crate) fn load(
     signature: &str,
     schema: &SchemaRef,
 ) -> Result<(RecordBatch, Marks)> {
-    let check = |stored: &str| {
-        if stored == signature {
-            return Ok(());
-        }
-        Err(Error::new(
-            ErrorCode::CheckpointIncompatible,
-            format!(
-                "[transform] the checkpoint's state was written by another query: it holds {stored}, the query now computes {signature}; changing the grouping keys, aggregate functions or deduplication columns of a stateful query needs a new checkpoint"
-            ),
-        )
-        .with_context("option", "transform.sql"))
-    };
-    let (state, metadata) = load_chain(dir, version, &check)?;
-    let mark = |k: &str| metadata.get(k).and_then(|w| w.parse::<i64>().ok());
-    let marks = (mark(LATE_WATERMARK), mark(WATERMARK));
+    let (state, metadata) = load_chain(dir, version, &|stored| same_query(stored, signature))?;
+    let marks = marks(&metadata);
     let state = RecordBatch::try_new(Arc::clone(schema), state.columns().to_vec())
         .map_err(|e| io("decode", dir, e))?;
     Ok((state, marks))
+}
+
+/// The watermarks in a file's metadata.
+fn marks(metadata: &HashMap<String, String>) -> Marks {
+    let mark = |k: &str| metadata.get(k).and_then(|w| w.parse::<i64>().ok());
+    (mark(LATE_WATERMARK), mark(WATERMARK))
+}
+
+/// Refuses state written by another query than the one computing `signature`.
+fn same_query(stored: &str, signature: &str) -> Result<()> {
+    if stored == signature {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorCode::CheckpointIncompatible,
+        format!(
+            "[transform] the checkpoint's state was written by another query: it holds {stored}, the query now computes {signature}; changing the grouping keys, aggregate functions or deduplication columns of a stateful query needs a new checkpoint"
+        ),
+    )
+    .with_context("option", "transform.sql"))
 }

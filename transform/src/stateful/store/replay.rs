@@ -1,0 +1,75 @@
+//! Restoring a version chunk by chunk ([`replay`]): the snapshot's and the deltas' record
+//! batches handed over one at a time, in order, so a state that does not fit in memory (a
+//! spilled one) is rebuilt without holding it whole.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::Schema;
+use datafusion::arrow::ipc::reader::FileReader;
+use tributary_sdk::Result;
+
+use super::{chain_base, io, marks, missing, path, same_query, versions, Marks, Stored, SIGNATURE};
+
+/// A chunk of one of the files a version is restored from.
+pub(crate) enum Replayed {
+    /// Rows of the snapshot the chain starts from.
+    Snapshot(RecordBatch),
+    /// Rows of a delta after it, in [`super::changelog::changes_schema`]: upserted rows and
+    /// deleted keys, later rows over earlier ones.
+    Delta(RecordBatch),
+}
+
+/// Hands version `version` of the state under `dir` to `apply`: its snapshot's chunks, then
+/// each delta's, oldest first; every file is checked against the query's `signature` before
+/// its rows. Returns the watermarks saved with `version`.
+pub(crate) fn replay(
+    dir: &Path,
+    version: u64,
+    signature: &str,
+    apply: &mut dyn FnMut(Replayed) -> Result<()>,
+) -> Result<Marks> {
+    let on_disk = versions(dir)?;
+    let base = chain_base(&on_disk, version).ok_or_else(|| missing(dir, version))?;
+    let mut metadata = each(&path(dir, base, Stored::Snapshot), signature, &mut |rows| {
+        apply(Replayed::Snapshot(rows))
+    })?;
+    for v in base + 1..=version {
+        metadata = each(&path(dir, v, Stored::Delta), signature, &mut |rows| {
+            apply(Replayed::Delta(rows))
+        })?;
+    }
+    Ok(marks(&metadata))
+}
+
+/// Reads one file's record batches into `f`, after checking its signature; returns its
+/// metadata.
+fn each(
+    p: &Path,
+    signature: &str,
+    f: &mut dyn FnMut(RecordBatch) -> Result<()>,
+) -> Result<HashMap<String, String>> {
+    let file = File::open(p).map_err(|e| io("open", p, e))?;
+    let reader = FileReader::try_new(file, None).map_err(|e| io("read", p, e))?;
+    let schema = reader.schema();
+    let metadata = schema.metadata().clone();
+    same_query(
+        metadata
+            .get(SIGNATURE)
+            .map(String::as_str)
+            .unwrap_or_default(),
+        signature,
+    )?;
+    let plain = Arc::new(Schema::new(schema.fields().clone()));
+    for b in reader {
+        let b = b.map_err(|e| io("read", p, e))?;
+        f(
+            RecordBatch::try_new(Arc::clone(&plain), b.columns().to_vec())
+                .map_err(|e| io("decode", p, e))?,
+        )?;
+    }
+    Ok(metadata)
+}

@@ -1,0 +1,383 @@
+//! Aggregation state on disk (`stateStore.providerClass = "disk"`): for every output mode and
+//! kind of grouping key, a query whose groups are held in the embedded store emits exactly
+//! what the same query with its groups in memory emits, batch after batch, with the same
+//! progress counts — through restarts from the checkpoint (a snapshot and deltas, some written
+//! from the store by the background snapshot), replays of a batch, late rows and windows the
+//! watermark closes. Options the disk store would ignore are refused by name.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+use tributary_sdk::{ErrorCode, OutputMode, Stage};
+use tributary_transform::{SqlTransform, TransformSpec};
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new(
+            "ts",
+            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
+            true,
+        ),
+        Field::new("k", DataType::Utf8, true),
+        Field::new("v", DataType::Int64, true),
+    ]))
+}
+
+/// Batch `b`'s rows: 300 over 600 keys (some null; a batch changes less than half the
+/// groups held, so most versions are saved as deltas), the event time around a clock that moves
+/// 15 s a batch, up to 45 s behind it (late rows once the watermark passes them).
+fn rows(b: u64) -> RecordBatch {
+    let mut x = b.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+    let mut next = || {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        x >> 33
+    };
+    let n = 300;
+    let clock = 1_000_000 + b as i64 * 15_000;
+    let (mut ts, mut k, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..n {
+        ts.push(clock - (next() % 45_000) as i64 + (next() % 5_000) as i64);
+        let key = next() % 601;
+        k.push((key != 600).then(|| format!("k{key}")));
+        v.push((next() % 1_000) as i64 - 100);
+    }
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(TimestampMillisecondArray::from(ts).with_timezone("UTC")),
+            Arc::new(StringArray::from(k)),
+            Arc::new(Int64Array::from(v)),
+        ],
+    )
+    .unwrap()
+}
+
+/// Every emitted row as text, sorted.
+fn canon(out: Option<RecordBatch>) -> Vec<String> {
+    let Some(out) = out else { return Vec::new() };
+    let options = FormatOptions::default().with_null("null");
+    let formatters: Vec<_> = out
+        .columns()
+        .iter()
+        .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
+        .collect();
+    let mut lines: Vec<String> = (0..out.num_rows())
+        .map(|i| {
+            formatters
+                .iter()
+                .map(|f| f.value(i).to_string())
+                .collect::<Vec<_>>()
+                .join(" | ")
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+async fn opened(spec: &TransformSpec, dir: &Path, version: Option<u64>) -> SqlTransform {
+    let mut t = SqlTransform::new(spec.clone()).unwrap();
+    t.open(schema()).await.unwrap();
+    t.state().unwrap().restore(dir, version).await.unwrap();
+    t
+}
+
+/// Waits until no file is being written under `dir` (a background snapshot finished).
+fn settle(dir: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let writing = std::fs::read_dir(dir)
+            .unwrap()
+            .any(|e| e.unwrap().file_name().to_string_lossy().ends_with(".tmp"));
+        if !writing {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a snapshot under {}",
+            dir.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// One batch: its rows in, what it emitted and the operator's counts out.
+async fn step(
+    t: &mut SqlTransform,
+    rows: fn(u64) -> RecordBatch,
+    b: u64,
+) -> (Vec<String>, [u64; 4]) {
+    assert_eq!(t.apply(&rows(b)).await.unwrap().num_rows(), 0);
+    let state = t.state().unwrap();
+    let out = canon(state.end_batch().await.unwrap());
+    let p = &state.progress()[0];
+    (
+        out,
+        [
+            p.num_rows_total,
+            p.num_rows_updated,
+            p.num_rows_removed,
+            p.num_rows_dropped_by_watermark,
+        ],
+    )
+}
+
+/// Runs `spec` with its groups in memory and on disk side by side for 32 batches: every
+/// batch's output and counts must agree; both restart from their checkpoints every 7 batches,
+/// and at batch 13 the disk run replays the batch from the version before it. `deltas`: the
+/// batches change few enough groups that versions are saved as deltas.
+async fn same_as_in_memory(spec: TransformSpec, deltas: bool) {
+    same_over(spec, deltas, rows).await
+}
+
+/// [`same_as_in_memory`] over the batches `rows` makes.
+async fn same_over(spec: TransformSpec, deltas: bool, rows: fn(u64) -> RecordBatch) {
+    let disk_spec = spec.clone().with_state_store("disk");
+    let (mem_dir, disk_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut mem = opened(&spec, mem_dir.path(), None).await;
+    let mut disk = opened(&disk_spec, disk_dir.path(), None).await;
+    let (mut emitted, mut finalised) = (0usize, 0u64);
+    for b in 0..32u64 {
+        let (want, want_counts) = step(&mut mem, rows, b).await;
+        let (got, got_counts) = step(&mut disk, rows, b).await;
+        assert_eq!(
+            got, want,
+            "batch {b}: the disk store emits what memory does"
+        );
+        assert_eq!(
+            got_counts, want_counts,
+            "batch {b}: numRowsTotal, numRowsUpdated, numRowsRemoved, numRowsDroppedByWatermark"
+        );
+        emitted += got.len();
+        finalised += got_counts[2];
+        if b == 13 {
+            // the first attempt dies before its commit; the replay from version 12 emits the same
+            let mut again = opened(&disk_spec, disk_dir.path(), Some(b - 1)).await;
+            let (replayed, counts) = step(&mut again, rows, b).await;
+            assert_eq!(
+                replayed, want,
+                "batch {b} replayed from the disk store's checkpoint"
+            );
+            assert_eq!(counts, want_counts);
+            disk = again;
+        }
+        for (t, dir) in [(&mut mem, &mem_dir), (&mut disk, &disk_dir)] {
+            t.state().unwrap().save(dir.path(), b).await.unwrap();
+            settle(dir.path());
+        }
+        if b % 7 == 6 {
+            mem = opened(&spec, mem_dir.path(), Some(b)).await;
+            disk = opened(&disk_spec, disk_dir.path(), Some(b)).await;
+        }
+    }
+    assert!(emitted > 100, "the query emitted rows ({emitted})");
+    let expect_deltas = deltas;
+    let deltas = std::fs::read_dir(disk_dir.path())
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            name.to_string_lossy().ends_with(".delta.arrow")
+        })
+        .count();
+    assert_eq!(deltas > 0, expect_deltas, "versions were saved as deltas");
+    let stores = std::fs::read_dir(disk_dir.path().join(".spill"))
+        .unwrap()
+        .count();
+    assert_eq!(stores, 1, "the groups are held in one local store");
+    drop(disk);
+    let stores = std::fs::read_dir(disk_dir.path().join(".spill"))
+        .unwrap()
+        .count();
+    assert_eq!(stores, 0, "a closed store removes its directory");
+    let modes = spec.output_mode;
+    if spec.watermark.is_some() && modes != Some(OutputMode::Complete) {
+        assert!(finalised > 0, "the watermark finalised groups");
+    }
+}
+
+const COUNTS: &str = "count(*) AS n, sum(v) AS total, min(v) AS lo, max(v) AS hi, avg(v) AS mean";
+
+#[tokio::test]
+async fn update_mode_by_key() {
+    same_as_in_memory(
+        TransformSpec::new(format!("SELECT k, {COUNTS} FROM source GROUP BY k"))
+            .with_output_mode(OutputMode::Update),
+        true,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn complete_mode_by_key() {
+    same_as_in_memory(
+        TransformSpec::new(format!("SELECT k, {COUNTS} FROM source GROUP BY k"))
+            .with_output_mode(OutputMode::Complete),
+        true,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn append_mode_tumbling_windows_with_late_rows() {
+    same_as_in_memory(
+        TransformSpec::new(format!(
+            "SELECT window(ts, '1 minute') AS window, k, {COUNTS} FROM source GROUP BY window(ts, '1 minute'), k"
+        ))
+        .with_output_mode(OutputMode::Append)
+        .with_watermark("ts", "20 seconds"),
+        true,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn update_mode_sliding_windows_evicted_by_the_watermark() {
+    same_as_in_memory(
+        TransformSpec::new(format!(
+            "SELECT window(ts, '1 minute', '20 seconds') AS window, k, {COUNTS} FROM source GROUP BY window(ts, '1 minute', '20 seconds'), k"
+        ))
+        .with_output_mode(OutputMode::Update)
+        .with_watermark("ts", "20 seconds"),
+        true,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn append_mode_grouped_by_the_event_time_itself() {
+    same_as_in_memory(
+        TransformSpec::new(
+            "SELECT ts, k, count(*) AS n, sum(v) AS total FROM source GROUP BY ts, k",
+        )
+        .with_output_mode(OutputMode::Append)
+        .with_watermark("ts", "10 seconds"),
+        // each row is a group of its own: most versions change half the state or more
+        false,
+    )
+    .await;
+}
+
+/// Batch 0: 20 one-minute windows of 100 keys each; then 10 rows a minute later each batch
+/// (and a late one): the watermark (10 minutes) closes one window a batch after the first
+/// nine, so the deltas delete a few groups of many.
+fn closing(b: u64) -> RecordBatch {
+    let (ts, k): (Vec<i64>, Vec<String>) = match b {
+        0 => (0..2000)
+            .map(|i| ((i / 100) * 60_000 + 1_000, format!("k{}", i % 100)))
+            .unzip(),
+        _ => (0..11)
+            .map(|i| match i {
+                10 => (5_000, "late".to_string()),
+                _ => ((20 + b as i64) * 60_000 + 1_000 + i, format!("k{i}")),
+            })
+            .unzip(),
+    };
+    let n = ts.len();
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(TimestampMillisecondArray::from(ts).with_timezone("UTC")),
+            Arc::new(StringArray::from(k)),
+            Arc::new(Int64Array::from_iter_values(0..n as i64)),
+        ],
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn windows_closed_in_deltas_stay_closed_after_a_restart() {
+    same_over(
+        TransformSpec::new(
+            "SELECT window(ts, '1 minute') AS window, k, count(*) AS n, sum(v) AS total FROM source GROUP BY window(ts, '1 minute'), k",
+        )
+        .with_output_mode(OutputMode::Append)
+        .with_watermark("ts", "10 minutes"),
+        true,
+        closing,
+    )
+    .await;
+}
+
+async fn refusal(spec: TransformSpec) -> (ErrorCode, String, Option<String>) {
+    let mut t = match SqlTransform::new(spec) {
+        Ok(t) => t,
+        Err(e) => {
+            return (
+                e.code(),
+                e.to_string(),
+                e.context_value("option").map(String::from),
+            )
+        }
+    };
+    let e = t.open(schema()).await.expect_err("refused");
+    (
+        e.code(),
+        e.to_string(),
+        e.context_value("option").map(String::from),
+    )
+}
+
+#[tokio::test]
+async fn what_the_disk_store_would_ignore_is_refused_by_name() {
+    let option = Some("transform.stateStore.providerClass".to_string());
+    for (spec, says) in [
+        (
+            TransformSpec::new("SELECT k FROM source").with_drop_duplicates(["k"]),
+            "no aggregation",
+        ),
+        (
+            TransformSpec::new("SELECT count(*) AS n FROM source")
+                .with_output_mode(OutputMode::Complete),
+            "without GROUP BY",
+        ),
+        (
+            TransformSpec::new("SELECT session_window(ts, '5 minutes') AS s, k, count(*) AS n FROM source GROUP BY session_window(ts, '5 minutes'), k")
+                .with_output_mode(OutputMode::Append)
+                .with_watermark("ts", "10 seconds"),
+            "session_window",
+        ),
+        (
+            TransformSpec::new("SELECT k, count(*) AS n FROM source GROUP BY k")
+                .with_output_mode(OutputMode::Update)
+                .with_drop_duplicates(["k", "v"]),
+            "dropDuplicates keeps its keys in memory",
+        ),
+    ] {
+        let (code, message, named) = refusal(spec.with_state_store("disk")).await;
+        assert_eq!(code, ErrorCode::InvalidPipeline, "{message}");
+        assert!(message.contains(says), "{message}");
+        assert_eq!(named, option, "{message}");
+    }
+    let (code, message, named) = refusal(
+        TransformSpec::new("SELECT k, count(*) AS n FROM source GROUP BY k")
+            .with_output_mode(OutputMode::Update)
+            .with_state_store("rocks"),
+    )
+    .await;
+    assert_eq!(code, ErrorCode::InvalidPipeline);
+    assert!(
+        message.contains("'rocks'")
+            && message.contains("\"memory\"")
+            && message.contains("\"disk\""),
+        "{message}"
+    );
+    assert_eq!(named, option);
+    // Spark's class names are taken
+    for class in [
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+    ] {
+        let spec = TransformSpec::new("SELECT k, count(*) AS n FROM source GROUP BY k")
+            .with_output_mode(OutputMode::Update)
+            .with_state_store(class);
+        spec.validate().unwrap();
+        let mut t = SqlTransform::new(spec).unwrap();
+        t.open(schema()).await.unwrap();
+    }
+}
