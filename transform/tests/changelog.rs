@@ -35,7 +35,7 @@ fn rows(keys: &[String], v: i64) -> RecordBatch {
 
 /// Waits for the background snapshot of version `v` when one is due (every 10th version).
 fn settle(dir: &Path, v: u64) {
-    if v == 0 || v % 10 != 0 {
+    if v == 0 || !v.is_multiple_of(10) {
         return;
     }
     let snapshot = dir.join(format!("{v}.arrow"));
