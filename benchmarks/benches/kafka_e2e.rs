@@ -56,7 +56,7 @@ fn record(i: u64) -> String {
         i % 50_000,
         i % 1000,
         i % 100,
-        i % 2 == 0
+        i.is_multiple_of(2)
     );
     let pad = RECORD_BYTES - head.len() - 2;
     format!("{head}{}\"}}", "x".repeat(pad))

@@ -155,7 +155,7 @@ fn avro_value(i: usize) -> AvroValue {
         ),
         ("price".into(), AvroValue::Double(i as f64 * 0.25)),
         ("qty".into(), AvroValue::Int((i % 100) as i32)),
-        ("paid".into(), AvroValue::Boolean(i % 3 == 0)),
+        ("paid".into(), AvroValue::Boolean(i.is_multiple_of(3))),
         (
             "country".into(),
             AvroValue::String(["NO", "DE", "US", "JP"][i % 4].into()),
@@ -166,7 +166,7 @@ fn avro_value(i: usize) -> AvroValue {
         ),
         (
             "note".into(),
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 AvroValue::Union(0, Box::new(AvroValue::Null))
             } else {
                 AvroValue::Union(1, Box::new(AvroValue::String("gift wrap".into())))

@@ -7,6 +7,9 @@
 //!   batch's `txn`; the table read back by an independent reader (Python `deltalake`,
 //!   `scripts/services/registry-python.sh`) has every group once with its exact count and sum;
 //! - `append` mode → Parquet: every window the watermark closed, once, with its exact values.
+//!   This pipeline keeps its groups on disk (`stateStore.providerClass = "disk"`), so the
+//!   embedded store's working copy is rebuilt from the checkpoint after every kill, and the
+//!   copies the killed processes left are gone after the last run.
 //!
 //! The input is a directory of JSON files, one per batch (`maxFilesPerTrigger = 1`), or a Kafka
 //! topic of the real broker (`scripts/services/kafka.sh`), one partition, the rows' event time in
@@ -201,6 +204,10 @@ fn pipeline(
     trigger: &str,
 ) -> PathBuf {
     let (source, sql, event_time) = input.source(root);
+    let store = match name {
+        "append" => "stateStore = { providerClass = \"disk\" }",
+        _ => "",
+    };
     let text = format!(
         r#"
 name = "{name}"
@@ -211,6 +218,7 @@ checkpoint = "{ck}"
 sql = "{sql}"
 outputMode = "{mode}"
 watermark = {{ eventTime = "{event_time}", delayThreshold = "5 seconds" }}
+{store}
 [[sink]]
 connector = "{sink}"
 options = {{ path = "{out}" }}
@@ -491,6 +499,31 @@ fn crash_run(input: &Input, python: &str) {
     );
     assert_late_counted(root, &progress, "update", late);
     assert_late_counted(root, &progress, "append", late);
+    let stores = local_stores(&root.join("ck-append"));
+    assert!(
+        !stores.is_empty(),
+        "the append pipeline held its groups on disk"
+    );
+    for s in stores {
+        let left: Vec<_> = std::fs::read_dir(&s).unwrap().collect();
+        assert!(left.is_empty(), "{} still holds {left:?}", s.display());
+    }
+}
+
+/// The directories the disk state store keeps its working copies in, under a checkpoint.
+fn local_stores(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if p.file_name().is_some_and(|n| n == ".spill") {
+                out.push(p);
+            } else {
+                out.extend(local_stores(&p));
+            }
+        }
+    }
+    out
 }
 
 /// `complete` → Delta replaces the table's rows every batch: after three batches it holds each

@@ -47,7 +47,7 @@ pub fn micro_batch(batch_id: u64) -> Result<Vec<RecordBatch>, Failure> {
         .ok()
         .and_then(|b| b.checked_mul(100))
         .ok_or_else(|| Failure(format!("batch id {batch_id} is too large for test rows")))?;
-    if batch_id % 2 == 0 {
+    if batch_id.is_multiple_of(2) {
         Ok(vec![record_batch(first, 3)?])
     } else {
         Ok(vec![record_batch(first, 2)?, record_batch(first + 2, 2)?])

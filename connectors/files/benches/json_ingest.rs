@@ -38,7 +38,7 @@ fn write_json_files(dir: &Path) {
                 q = id % 17,
                 d = 1 + id % 28,
                 m = id % 60,
-                ok = id % 3 == 0,
+                ok = id.is_multiple_of(3),
                 t = id % 11,
             ));
         }

@@ -43,7 +43,7 @@ impl Table {
 
     /// Whether the next row is sampled (the caller then passes its values to `push`).
     pub fn wants_sample(&self) -> bool {
-        self.rows % self.step == 0
+        self.rows.is_multiple_of(self.step)
     }
 
     /// Adds one row: which columns are null, and its values when sampled.
@@ -74,7 +74,7 @@ impl Table {
         }
         for i in 0..batch.num_rows() {
             let row = self.rows + i;
-            if row % self.step == 0 {
+            if row.is_multiple_of(self.step) {
                 let values = columns.iter().map(|c| cell(*c, i)).collect();
                 self.samples.insert(row, values);
             }

@@ -160,6 +160,12 @@ impl SpilledGroups {
         static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = root.join(format!("{ours}{n}"));
+        // a killed process of the same id may have left this very directory
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(store_error(&path, e)),
+        }
         std::fs::create_dir_all(&path).map_err(|e| store_error(&path, e))?;
         // removed when the store is dropped
         let db = Database::builder(&path)

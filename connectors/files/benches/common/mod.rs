@@ -22,7 +22,7 @@ pub fn json_line(id: u64) -> String {
         q = id % 17,
         d = 1 + id % 28,
         m = id % 60,
-        ok = id % 3 == 0,
+        ok = id.is_multiple_of(3),
         t = id % 11,
     )
 }

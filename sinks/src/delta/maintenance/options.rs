@@ -336,9 +336,9 @@ pub fn check_table_retention(
 
 fn humantime_secs(d: Duration) -> String {
     let s = d.as_secs();
-    let (n, unit) = if s % 86_400 == 0 && s > 0 {
+    let (n, unit) = if s.is_multiple_of(86_400) && s > 0 {
         (s / 86_400, "day")
-    } else if s % 3600 == 0 && s > 0 {
+    } else if s.is_multiple_of(3600) && s > 0 {
         (s / 3600, "hour")
     } else {
         (s, "second")
