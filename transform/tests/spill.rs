@@ -1,7 +1,8 @@
 //! Aggregation state on disk (`stateStore.providerClass = "disk"`): for every output mode and
 //! kind of grouping key, a query whose groups are held in the embedded store emits exactly
 //! what the same query with its groups in memory emits, batch after batch, with the same
-//! progress counts — through restarts from the checkpoint (a snapshot and deltas, some written
+//! progress counts — and a deduplication on disk drops exactly the rows it drops in memory,
+//! through restarts from the checkpoint (a snapshot and deltas, some written
 //! from the store by the background snapshot), replays of a batch, late rows and windows the
 //! watermark closes. Options the disk store would ignore are refused by name.
 
@@ -107,25 +108,54 @@ fn settle(dir: &Path) {
     }
 }
 
-/// One batch: its rows in, what it emitted and the operator's counts out.
+/// One batch: its rows in, what it emitted (a stateless query's rows, then the aggregation's)
+/// and each operator's counts out.
 async fn step(
     t: &mut SqlTransform,
     rows: fn(u64) -> RecordBatch,
     b: u64,
-) -> (Vec<String>, [u64; 4]) {
-    assert_eq!(t.apply(&rows(b)).await.unwrap().num_rows(), 0);
+) -> (Vec<String>, Vec<[u64; 5]>) {
+    let mut out = canon(Some(t.apply(&rows(b)).await.unwrap()));
     let state = t.state().unwrap();
-    let out = canon(state.end_batch().await.unwrap());
-    let p = &state.progress()[0];
-    (
-        out,
-        [
-            p.num_rows_total,
-            p.num_rows_updated,
-            p.num_rows_removed,
-            p.num_rows_dropped_by_watermark,
-        ],
-    )
+    out.extend(canon(state.end_batch().await.unwrap()));
+    let counts = state
+        .progress()
+        .iter()
+        .map(|p| {
+            [
+                p.num_rows_total,
+                p.num_rows_updated,
+                p.num_rows_removed,
+                p.num_rows_dropped_by_watermark,
+                p.custom_metrics
+                    .get("numDroppedDuplicateRows")
+                    .copied()
+                    .unwrap_or(0),
+            ]
+        })
+        .collect();
+    (out, counts)
+}
+
+/// The files under `dir` and its subdirectories whose names end with `suffix`, and the
+/// directories named `name`.
+fn found(dir: &Path, suffix: &str, name: &str) -> (usize, Vec<std::path::PathBuf>) {
+    let (mut files, mut dirs) = (0, Vec::new());
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            if p.file_name().is_some_and(|n| n == name) {
+                dirs.push(p);
+            } else {
+                let (f, d) = found(&p, suffix, name);
+                files += f;
+                dirs.extend(d);
+            }
+        } else if p.to_string_lossy().ends_with(suffix) {
+            files += 1;
+        }
+    }
+    (files, dirs)
 }
 
 /// Runs `spec` with its groups in memory and on disk side by side for 32 batches: every
@@ -152,10 +182,10 @@ async fn same_over(spec: TransformSpec, deltas: bool, rows: fn(u64) -> RecordBat
         );
         assert_eq!(
             got_counts, want_counts,
-            "batch {b}: numRowsTotal, numRowsUpdated, numRowsRemoved, numRowsDroppedByWatermark"
+            "batch {b}: numRowsTotal, numRowsUpdated, numRowsRemoved, numRowsDroppedByWatermark, numDroppedDuplicateRows"
         );
         emitted += got.len();
-        finalised += got_counts[2];
+        finalised += got_counts.iter().map(|c| c[2]).sum::<u64>();
         if b == 13 {
             // the first attempt dies before its commit; the replay from version 12 emits the same
             let mut again = opened(&disk_spec, disk_dir.path(), Some(b - 1)).await;
@@ -177,24 +207,29 @@ async fn same_over(spec: TransformSpec, deltas: bool, rows: fn(u64) -> RecordBat
         }
     }
     assert!(emitted > 100, "the query emitted rows ({emitted})");
-    let expect_deltas = deltas;
-    let deltas = std::fs::read_dir(disk_dir.path())
-        .unwrap()
-        .filter(|e| {
-            let name = e.as_ref().unwrap().file_name();
-            name.to_string_lossy().ends_with(".delta.arrow")
-        })
-        .count();
-    assert_eq!(deltas > 0, expect_deltas, "versions were saved as deltas");
-    let stores = std::fs::read_dir(disk_dir.path().join(".spill"))
-        .unwrap()
-        .count();
-    assert_eq!(stores, 1, "the groups are held in one local store");
+    let (delta_files, stores) = found(disk_dir.path(), ".delta.arrow", ".spill");
+    assert_eq!(delta_files > 0, deltas, "versions were saved as deltas");
+    let operators = disk.state().unwrap().progress().len();
+    assert_eq!(stores.len(), operators, "one store per operator");
+    for s in &stores {
+        let n = std::fs::read_dir(s).unwrap().count();
+        assert_eq!(
+            n,
+            1,
+            "{}: the state is held in one local store",
+            s.display()
+        );
+    }
     drop(disk);
-    let stores = std::fs::read_dir(disk_dir.path().join(".spill"))
-        .unwrap()
-        .count();
-    assert_eq!(stores, 0, "a closed store removes its directory");
+    for s in &stores {
+        let n = std::fs::read_dir(s).unwrap().count();
+        assert_eq!(
+            n,
+            0,
+            "{}: a closed store removes its directory",
+            s.display()
+        );
+    }
     let modes = spec.output_mode;
     if spec.watermark.is_some() && modes != Some(OutputMode::Complete) {
         assert!(finalised > 0, "the watermark finalised groups");
@@ -304,6 +339,73 @@ async fn windows_closed_in_deltas_stay_closed_after_a_restart() {
     .await;
 }
 
+/// 300 rows a batch over 40 keys, the event time in whole seconds up to 40 s behind a clock
+/// that moves 15 s a batch: the same key and second recur within and across batches.
+fn dups(b: u64) -> RecordBatch {
+    let mut x = b.wrapping_mul(2_862_933_555_777_941_757).wrapping_add(3);
+    let mut next = || {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        x >> 33
+    };
+    let clock = 1_000 + b as i64 * 15;
+    let (mut ts, mut k, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..300 {
+        ts.push((clock - (next() % 40) as i64) * 1_000);
+        k.push(format!("k{}", next() % 40));
+        v.push((next() % 3) as i64);
+    }
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(TimestampMillisecondArray::from(ts).with_timezone("UTC")),
+            Arc::new(StringArray::from(k)),
+            Arc::new(Int64Array::from(v)),
+        ],
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn drop_duplicates_with_the_event_time_among_the_keys() {
+    same_over(
+        TransformSpec::new("SELECT ts, k, v FROM source")
+            .with_drop_duplicates(["k", "ts"])
+            .with_watermark("ts", "1 minute"),
+        true,
+        dups,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn drop_duplicates_within_the_watermark() {
+    same_over(
+        TransformSpec::new("SELECT ts, k, v FROM source")
+            .with_drop_duplicates_within_watermark(["k", "v"])
+            .with_watermark("ts", "20 seconds"),
+        // 120 keys, each forgotten 20 s after it was seen: most versions change half of them
+        false,
+        dups,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn drop_duplicates_kept_forever_before_an_aggregation() {
+    same_over(
+        TransformSpec::new(
+            "SELECT window(ts, '1 minute') AS window, k, count(*) AS n, sum(v) AS total FROM source GROUP BY window(ts, '1 minute'), k",
+        )
+        .with_drop_duplicates(["ts", "k", "v"])
+        .with_output_mode(OutputMode::Update),
+        true,
+        dups,
+    )
+    .await;
+}
+
 async fn refusal(spec: TransformSpec) -> (ErrorCode, String, Option<String>) {
     let mut t = match SqlTransform::new(spec) {
         Ok(t) => t,
@@ -327,10 +429,7 @@ async fn refusal(spec: TransformSpec) -> (ErrorCode, String, Option<String>) {
 async fn what_the_disk_store_would_ignore_is_refused_by_name() {
     let option = Some("transform.stateStore.providerClass".to_string());
     for (spec, says) in [
-        (
-            TransformSpec::new("SELECT k FROM source").with_drop_duplicates(["k"]),
-            "no aggregation",
-        ),
+        (TransformSpec::new("SELECT k FROM source"), "keeps no state"),
         (
             TransformSpec::new("SELECT count(*) AS n FROM source")
                 .with_output_mode(OutputMode::Complete),
@@ -341,12 +440,6 @@ async fn what_the_disk_store_would_ignore_is_refused_by_name() {
                 .with_output_mode(OutputMode::Append)
                 .with_watermark("ts", "10 seconds"),
             "session_window",
-        ),
-        (
-            TransformSpec::new("SELECT k, count(*) AS n FROM source GROUP BY k")
-                .with_output_mode(OutputMode::Update)
-                .with_drop_duplicates(["k", "v"]),
-            "dropDuplicates keeps its keys in memory",
         ),
     ] {
         let (code, message, named) = refusal(spec.with_state_store("disk")).await;

@@ -17,9 +17,11 @@
 //! removed ([`super::clock`]). Keys are compared in Arrow's row format
 //! ([`datafusion::arrow::row`]), so any key type the row format encodes works, nulls equal to
 //! nulls as in Spark. The state is saved as its key columns (not the row bytes, whose encoding
-//! Arrow does not promise to keep across versions) with the expiry as one more column.
+//! Arrow does not promise to keep across versions) with the expiry as one more column. The
+//! keys held are in memory or on disk ([`seen`], `stateStore.providerClass = "disk"`).
 
-use std::collections::HashMap;
+mod seen;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -31,7 +33,8 @@ use tributary_sdk::{Error, ErrorCode, Result, StateOperatorProgress};
 
 use super::clock::{format_ms, micros, Clock};
 use super::store::{self, changelog};
-use crate::spec::TransformSpec;
+use crate::spec::{StateStoreProvider, TransformSpec};
+use seen::Seen;
 
 /// The state's column holding each key's expiry (epoch microseconds; `i64::MAX`: never).
 const EXPIRES: &str = "__expires_us";
@@ -71,9 +74,7 @@ pub(crate) struct Dedup {
     event_time: Option<EventTime>,
     clock: Clock,
     /// Every key held, in the row format, with its expiry (epoch microseconds).
-    seen: HashMap<Box<[u8]>, i64>,
-    /// The earliest expiry held: eviction scans only when the watermark reaches it.
-    earliest: i64,
+    seen: Seen,
     /// Keys the current batch added and removed, for its changelog.
     added: Vec<Box<[u8]>>,
     removed: Vec<Box<[u8]>>,
@@ -93,6 +94,7 @@ impl std::fmt::Debug for Dedup {
         f.debug_struct("Dedup")
             .field("signature", &self.signature)
             .field("keys", &self.seen.len())
+            .field("on_disk", &self.seen.on_disk())
             .finish()
     }
 }
@@ -159,7 +161,7 @@ pub(crate) fn plan(input: &SchemaRef, spec: &TransformSpec) -> Result<Option<Ded
         .iter()
         .map(|f| SortField::new(f.data_type().clone()))
         .collect();
-    let converter = RowConverter::new(sort_fields).map_err(|e| {
+    let converter = RowConverter::new(sort_fields.clone()).map_err(|e| {
         invalid(
             option,
             format!("[transform] {option}: a key column's type cannot be compared ({e}); deduplicate on columns of other types"),
@@ -211,8 +213,10 @@ pub(crate) fn plan(input: &SchemaRef, spec: &TransformSpec) -> Result<Option<Ded
         expiry,
         event_time,
         clock: Clock::new(event_time.map_or(0, |t| t.delay_us / 1000)),
-        seen: HashMap::new(),
-        earliest: i64::MAX,
+        seen: Seen::new(
+            spec.state_store_provider()? == StateStoreProvider::Disk,
+            sort_fields,
+        ),
         added: Vec::new(),
         removed: Vec::new(),
         compactor: store::Compactor::default(),
@@ -273,7 +277,7 @@ impl Dedup {
         let mut keep = Vec::with_capacity(rows.num_rows());
         for (i, row) in rows.iter().enumerate() {
             let bytes = row.as_ref();
-            if self.seen.contains_key(bytes) {
+            if self.seen.contains(bytes)? {
                 keep.push(false);
                 continue;
             }
@@ -286,8 +290,7 @@ impl Dedup {
                 Expiry::EventTimeKey => t.unwrap_or(i64::MAX),
                 Expiry::AfterDelay => t.unwrap_or(0).saturating_add(delay),
             };
-            self.earliest = self.earliest.min(expires);
-            self.seen.insert(bytes.into(), expires);
+            self.seen.insert(bytes, expires);
             self.added.push(bytes.into());
             keep.push(true);
         }
@@ -305,21 +308,22 @@ impl Dedup {
     }
 
     /// Ends the batch: evicts the keys the eviction watermark passed, fills the progress.
-    pub(crate) fn end_batch(&mut self) {
-        self.finish(false);
+    pub(crate) fn end_batch(&mut self) -> Result<()> {
+        self.finish(false)
     }
 
     /// Real-time mode: the chunk's parts were filtered. As [`Dedup::end_batch`], and the
     /// chunk's watermark becomes the next chunk's; the keys added and removed add up until
     /// [`Dedup::save`].
-    pub(crate) fn end_chunk(&mut self) {
-        self.finish(true);
+    pub(crate) fn end_chunk(&mut self) -> Result<()> {
+        self.finish(true)?;
         self.clock.commit();
         self.chunk_start = (self.added.len(), self.removed.len());
         self.progress = super::add_chunk(&mut self.chunks, &self.progress);
+        Ok(())
     }
 
-    fn finish(&mut self, chunk: bool) {
+    fn finish(&mut self, chunk: bool) -> Result<()> {
         let wm = self
             .event_time
             .is_some()
@@ -328,21 +332,14 @@ impl Dedup {
         if !chunk {
             self.removed.clear();
         }
+        self.seen.flush(None)?;
         if let Some(evict) = self.clock.eviction() {
-            let bound = evict.saturating_mul(1000);
-            if self.expiry != Expiry::Never && self.earliest <= bound {
-                let removed = &mut self.removed;
-                self.seen.retain(|k, e| {
-                    let keep = *e > bound;
-                    if !keep {
-                        removed.push(k.clone());
-                    }
-                    keep
-                });
-                self.earliest = self.seen.values().copied().min().unwrap_or(i64::MAX);
+            if self.expiry != Expiry::Never {
+                self.seen
+                    .evict(evict.saturating_mul(1000), &mut self.removed)?;
             }
         }
-        self.progress.num_rows_total = self.seen.len() as u64;
+        self.progress.num_rows_total = self.seen.len();
         // in real-time mode `added` and `removed` hold the earlier chunks' keys too
         self.progress.num_rows_updated = (self.added.len() - self.chunk_start.0) as u64;
         self.progress.num_rows_removed = (self.removed.len() - self.chunk_start.1) as u64;
@@ -351,16 +348,15 @@ impl Dedup {
             DROPPED_DUPLICATES.into(),
             std::mem::take(&mut self.duplicates),
         );
-        // keys in the row format plus their expiry, roughly as held
-        self.progress.memory_used_bytes = self.seen.keys().map(|k| (k.len() + 8 + 16) as u64).sum();
+        self.progress.memory_used_bytes = self.seen.memory();
         self.progress.watermark = wm.map(format_ms);
+        Ok(())
     }
 
     /// Starts from the state saved as `version` under `dir` (`None`: empty).
     pub(crate) fn restore(&mut self, dir: &Path, version: Option<u64>) -> Result<()> {
         self.compactor.wait();
-        self.seen.clear();
-        self.earliest = i64::MAX;
+        self.seen.clear(dir)?;
         self.added.clear();
         self.removed.clear();
         self.chunks = None;
@@ -370,9 +366,17 @@ impl Dedup {
             self.clock.restore((None, None));
             return Ok(());
         };
+        let n = self.keys.len();
+        if self.seen.on_disk() {
+            let marks = self
+                .seen
+                .restore_disk(dir, v, &self.signature, &self.converter, n)?;
+            self.clock.restore(marks);
+            self.progress.num_rows_total = self.seen.len();
+            return Ok(());
+        }
         let (state, marks) = store::load(dir, v, &self.signature, &self.state_schema)?;
         self.clock.restore(marks);
-        let n = self.keys.len();
         let rows = self
             .converter
             .convert_columns(&state.columns()[..n])
@@ -382,13 +386,10 @@ impl Dedup {
             .as_any()
             .downcast_ref::<Int64Array>()
             .ok_or_else(|| internal("decoding", "the expiry column is not Int64"))?;
-        self.seen.reserve(rows.num_rows());
         for (i, row) in rows.iter().enumerate() {
-            let e = expires.value(i);
-            self.earliest = self.earliest.min(e);
-            self.seen.insert(row.as_ref().into(), e);
+            self.seen.insert(row.as_ref(), expires.value(i));
         }
-        self.progress.num_rows_total = self.seen.len() as u64;
+        self.progress.num_rows_total = self.seen.len();
         Ok(())
     }
 
@@ -396,6 +397,7 @@ impl Dedup {
     /// and removed, or every key held (see [`store`]).
     pub(crate) fn save(&mut self, dir: &Path, version: u64) -> Result<()> {
         let t = Instant::now();
+        self.seen.flush(Some(dir))?;
         self.clock.commit();
         self.chunks = None;
         self.chunk_start = (0, 0);
@@ -408,14 +410,27 @@ impl Dedup {
             marks: self.clock.marks(),
         };
         let mut compactor = std::mem::take(&mut self.compactor);
-        let saved = store::save(
+        let this = &*self;
+        let full = match (this.seen.scan(&this.state_schema)?, this.seen.in_memory()) {
+            (Some(scan), _) => store::Full::Scan(Arc::clone(&this.state_schema), scan),
+            (None, Some(keys)) => store::Full::Memory(Box::new(move || {
+                this.rows(keys.iter().map(|(k, e)| (k.as_ref(), *e)))
+            })),
+            (None, None) => {
+                return Err(internal(
+                    "saving",
+                    "the keys are neither in memory nor on disk",
+                ))
+            }
+        };
+        let saved = store::save_with(
             dir,
             version,
             &header,
             Some(changes),
-            self.seen.len(),
+            self.seen.len() as usize,
             &mut compactor,
-            || self.rows(self.seen.iter().map(|(k, e)| (k.as_ref(), *e))),
+            full,
         );
         self.compactor = compactor;
         saved?;
@@ -443,21 +458,24 @@ impl Dedup {
 
     /// The batch's delta: the added keys still held, the removed ones.
     fn changes(&self, added: &[Box<[u8]>], removed: &[Box<[u8]>]) -> Result<RecordBatch> {
-        let upserts = self.rows(
-            added
-                .iter()
-                .filter_map(|k| self.seen.get(k).map(|e| (k.as_ref(), *e))),
-        )?;
+        let mut held = Vec::with_capacity(added.len());
+        for k in added {
+            if let Some(e) = self.seen.expiry(k)? {
+                held.push((k.as_ref(), e));
+            }
+        }
+        let upserts = self.rows(held.into_iter())?;
         let parser = self.converter.parser();
         // a key removed and then added again (in a later chunk) is held: an upsert only
+        let mut gone = Vec::with_capacity(removed.len());
+        for k in removed {
+            if !self.seen.contains(k)? {
+                gone.push(parser.parse(k));
+            }
+        }
         let deleted = self
             .converter
-            .convert_rows(
-                removed
-                    .iter()
-                    .filter(|k| !self.seen.contains_key(*k))
-                    .map(|k| parser.parse(k)),
-            )
+            .convert_rows(gone)
             .map_err(|e| internal("decoding keys", e))?;
         changelog::changes(&self.state_schema, &upserts, &deleted)
     }
@@ -469,7 +487,7 @@ impl Dedup {
     /// Spark's `noDataMicroBatches` for a deduplication: the watermark moved and keys may
     /// expire with it.
     pub(crate) fn needs_no_data_batch(&self) -> bool {
-        self.event_time.is_some() && self.clock.moved() && !self.seen.is_empty()
+        self.event_time.is_some() && self.clock.moved() && self.seen.len() > 0
     }
 }
 

@@ -125,9 +125,9 @@ pub(crate) async fn plan(
         spec.drop_duplicates.is_some() || spec.drop_duplicates_within_watermark.is_some();
     let on_disk = spec.state_store_provider()? == StateStoreProvider::Disk;
     let Some((upper, agg)) = top_aggregation(logical) else {
-        if on_disk {
+        if on_disk && !deduplicates {
             return Err(disk_refused(
-                "the query has no aggregation, so it would be ignored (dropDuplicates keeps its keys in memory); remove it",
+                "the query keeps no state (no aggregation, no dropDuplicates), so it would be ignored; remove it",
             ));
         }
         if session::used_in(logical) {
@@ -171,11 +171,6 @@ pub(crate) async fn plan(
         if split.groups.is_empty() {
             return Err(disk_refused(
                 "an aggregation without GROUP BY holds one row, so it would be ignored; remove it",
-            ));
-        }
-        if deduplicates {
-            return Err(disk_refused(
-                "dropDuplicates keeps its keys in memory and only the aggregation's groups would go to disk; remove one of the two",
             ));
         }
     }
@@ -326,7 +321,7 @@ pub(crate) async fn plan(
 fn disk_refused(why: &str) -> Error {
     Error::new(
         ErrorCode::InvalidPipeline,
-        format!("[transform] stateStore.providerClass = \"disk\" holds an aggregation's groups on local disk, but {why}"),
+        format!("[transform] stateStore.providerClass = \"disk\" holds an aggregation's groups and dropDuplicates' keys on local disk, but {why}"),
     )
     .with_context("option", STATE_STORE_OPTION)
 }

@@ -150,7 +150,7 @@ impl StageState for StatefulQuery {
     async fn end_batch(&mut self) -> Result<Option<RecordBatch>> {
         let watermark = self.batch_watermark();
         if let Some(d) = &mut self.dedup {
-            d.end_batch();
+            d.end_batch()?;
         }
         let out = match &mut self.body {
             Body::Aggregating(agg) => agg.end_batch().await,
@@ -183,7 +183,7 @@ impl StageState for StatefulQuery {
     async fn end_chunk(&mut self) -> Result<Option<RecordBatch>> {
         let watermark = self.batch_watermark();
         if let Some(d) = &mut self.dedup {
-            d.end_chunk();
+            d.end_chunk()?;
         }
         let out = match &mut self.body {
             Body::Aggregating(agg) => agg.end_chunk().await,

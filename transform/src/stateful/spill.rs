@@ -45,7 +45,7 @@ fn internal(what: &str, e: impl std::fmt::Display) -> Error {
     )
 }
 
-fn store_error(path: &Path, e: impl std::fmt::Display) -> Error {
+pub(crate) fn store_error(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::new(
         ErrorCode::Checkpoint,
         format!(
@@ -72,6 +72,53 @@ struct Open {
     db: Database,
     groups: Keyspace,
     path: PathBuf,
+}
+
+/// A working store opened under an operator's state directory, with its keyspaces.
+pub(crate) struct Local {
+    pub(crate) db: Database,
+    pub(crate) spaces: Vec<Keyspace>,
+    pub(crate) path: PathBuf,
+}
+
+/// Opens an empty working store under the operator's state directory `dir`, in a directory of
+/// its own (another instance of the operator in this process may still hold one), after
+/// removing what earlier processes left there; it is removed when dropped.
+pub(crate) fn open_local(dir: &Path, names: &[&str]) -> Result<Local> {
+    let root = dir.join(LOCAL_DIR);
+    let ours = format!("{}-", std::process::id());
+    if let Ok(entries) = std::fs::read_dir(&root) {
+        for e in entries.flatten() {
+            if !e.file_name().to_string_lossy().starts_with(&ours) {
+                std::fs::remove_dir_all(e.path()).map_err(|err| store_error(&e.path(), err))?;
+            }
+        }
+    }
+    static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = root.join(format!("{ours}{n}"));
+    // a killed process of the same id may have left this very directory
+    match std::fs::remove_dir_all(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(store_error(&path, e)),
+    }
+    std::fs::create_dir_all(&path).map_err(|e| store_error(&path, e))?;
+    let db = Database::builder(&path)
+        .cache_size(CACHE_BYTES)
+        .temporary(true)
+        .open()
+        .map_err(|e| store_error(&path, e))?;
+    let mut spaces = Vec::with_capacity(names.len());
+    for name in names {
+        spaces.push(
+            db.keyspace(name, || {
+                KeyspaceCreateOptions::default().max_memtable_size(MEMTABLE_BYTES)
+            })
+            .map_err(|e| store_error(&path, e))?,
+        );
+    }
+    Ok(Local { db, spaces, path })
 }
 
 /// A batch's changes, applied when its state is kept.
@@ -141,43 +188,19 @@ impl SpilledGroups {
             .map_or(0, |o| o.db.cache_size() + o.db.write_buffer_size())
     }
 
-    /// Opens an empty store under the operator's state directory `dir`, in a directory of its
-    /// own (another instance of the operator in this process may still hold one), after
-    /// removing what earlier processes left there.
+    /// Opens an empty store under the operator's state directory `dir` ([`open_local`]).
     pub(crate) fn reset(&mut self, dir: &Path) -> Result<()> {
         self.open = None;
         self.staged = None;
         self.rows = 0;
-        let root = dir.join(LOCAL_DIR);
-        let ours = format!("{}-", std::process::id());
-        if let Ok(entries) = std::fs::read_dir(&root) {
-            for e in entries.flatten() {
-                if !e.file_name().to_string_lossy().starts_with(&ours) {
-                    std::fs::remove_dir_all(e.path()).map_err(|err| store_error(&e.path(), err))?;
-                }
-            }
-        }
-        static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = root.join(format!("{ours}{n}"));
-        // a killed process of the same id may have left this very directory
-        match std::fs::remove_dir_all(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(store_error(&path, e)),
-        }
-        std::fs::create_dir_all(&path).map_err(|e| store_error(&path, e))?;
-        // removed when the store is dropped
-        let db = Database::builder(&path)
-            .cache_size(CACHE_BYTES)
-            .temporary(true)
-            .open()
-            .map_err(|e| store_error(&path, e))?;
-        let groups = db
-            .keyspace("groups", || {
-                KeyspaceCreateOptions::default().max_memtable_size(MEMTABLE_BYTES)
-            })
-            .map_err(|e| store_error(&path, e))?;
+        let Local {
+            db,
+            mut spaces,
+            path,
+        } = open_local(dir, &["groups"])?;
+        let groups = spaces
+            .pop()
+            .ok_or_else(|| internal("the local store", "has no keyspace"))?;
         self.open = Some(Open { db, groups, path });
         Ok(())
     }
