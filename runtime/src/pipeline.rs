@@ -174,6 +174,10 @@ pub struct PipelineSpec {
     /// Trigger (the driver's; executors receive `once`).
     #[serde(skip, default = "once")]
     pub trigger: Trigger,
+    /// How long a `processingTime` query waits before asking the source again when a trigger
+    /// found no new data (`[trigger] pollingDelay`).
+    #[serde(skip, default = "polling_delay")]
+    pub polling_delay: std::time::Duration,
     /// Where the pipeline came from (the file), for messages.
     pub origin: String,
     /// Where batches run (the driver's; executors receive `embedded`).
@@ -186,6 +190,19 @@ pub struct PipelineSpec {
 
 fn once() -> Trigger {
     Trigger::Once
+}
+
+fn polling_delay() -> std::time::Duration {
+    crate::trigger::POLLING_DELAY
+}
+
+/// `e` with the pipeline file's name before its message, its context kept.
+fn in_file(e: Error, origin: &str) -> Error {
+    let mut out = Error::new(e.code(), format!("{origin}: {}", e.message()));
+    for (k, v) in e.context() {
+        out = out.with_context(k, v);
+    }
+    out.with_context("file", origin)
 }
 
 fn to_options(section: &str, table: &BTreeMap<String, toml::Value>) -> Result<Options> {
@@ -284,10 +301,11 @@ impl PipelineSpec {
             source_options: to_options("source", &file.source.options)?,
             stages,
             sinks,
-            trigger: file.trigger.parse().map_err(|e| {
-                Error::new(e.code(), format!("{origin}: {}", e.message()))
-                    .with_context("file", origin)
-            })?,
+            trigger: file.trigger.parse().map_err(|e| in_file(e, origin))?,
+            polling_delay: file
+                .trigger
+                .polling_delay()
+                .map_err(|e| in_file(e, origin))?,
             origin: origin.to_string(),
             engine: file
                 .engine
@@ -355,6 +373,24 @@ kind = "availableNow"
         );
         assert_eq!(p.sinks.len(), 2);
         assert_eq!(p.trigger, Trigger::AvailableNow);
+        assert_eq!(p.polling_delay, crate::trigger::POLLING_DELAY);
+    }
+
+    #[test]
+    fn polling_delay_reaches_the_spec() {
+        let text = GOOD.replace(
+            "kind = \"availableNow\"",
+            "kind = \"processingTime\"\npollingDelay = \"10 milliseconds\"",
+        );
+        let p = PipelineSpec::parse(&text, "poll.toml").unwrap();
+        assert_eq!(p.polling_delay, std::time::Duration::from_millis(10));
+        let text = GOOD.replace(
+            "kind = \"availableNow\"",
+            "kind = \"availableNow\"\npollingDelay = \"10ms\"",
+        );
+        let e = PipelineSpec::parse(&text, "poll.toml").unwrap_err();
+        assert_eq!(e.context_value("option"), Some("trigger.pollingDelay"));
+        assert!(e.message().starts_with("poll.toml: "), "{e}");
     }
 
     #[test]

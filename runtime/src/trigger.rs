@@ -37,6 +37,10 @@ pub enum Trigger {
 pub const REAL_TIME_CHECKPOINT: Duration = Duration::from_secs(300);
 /// The default interim progress interval of real-time mode.
 pub const REAL_TIME_PROGRESS: Duration = Duration::from_secs(10);
+/// How long a `processingTime` query waits before asking the source again when a trigger found
+/// no new data (`[trigger] pollingDelay`). Spark's `spark.sql.streaming.pollingDelay` is 10 ms;
+/// a longer default spares an idle stream a listing or a metadata request every 10 ms.
+pub const POLLING_DELAY: Duration = Duration::from_millis(500);
 
 impl Trigger {
     /// True when the query stops by itself once the data present at start is processed.
@@ -88,6 +92,11 @@ pub struct TriggerSpec {
     /// For `realTime`: how often an interim progress event is emitted (default `10s`).
     #[serde(default, rename = "progressInterval")]
     pub progress_interval: Option<String>,
+    /// For `processingTime`: how long to wait before asking the source again when a trigger
+    /// found no new data (Spark's `spark.sql.streaming.pollingDelay`; default [`POLLING_DELAY`]);
+    /// with an `interval`, the next trigger waits for the interval instead.
+    #[serde(default, rename = "pollingDelay")]
+    pub polling_delay: Option<String>,
 }
 
 impl TriggerSpec {
@@ -154,6 +163,13 @@ impl TriggerSpec {
             )
             .with_context("option", "trigger.interval"));
         }
+        if self.polling_delay.is_some() && !matches!(trigger, Trigger::ProcessingTime(_)) {
+            return Err(Error::new(
+                ErrorCode::InvalidPipeline,
+                format!("trigger.pollingDelay only applies to processingTime, not {kind}"),
+            )
+            .with_context("option", "trigger.pollingDelay"));
+        }
         if self.progress_interval.is_some() && !matches!(trigger, Trigger::RealTime { .. }) {
             return Err(Error::new(
                 ErrorCode::InvalidPipeline,
@@ -162,6 +178,22 @@ impl TriggerSpec {
             .with_context("option", "trigger.progressInterval"));
         }
         Ok(trigger)
+    }
+
+    /// `pollingDelay`, checked (see [`TriggerSpec::polling_delay`]).
+    pub fn polling_delay(&self) -> Result<Duration> {
+        let Some(text) = &self.polling_delay else {
+            return Ok(POLLING_DELAY);
+        };
+        tributary_sdk::options::parse_duration(text).ok_or_else(|| {
+            Error::new(
+                ErrorCode::InvalidPipeline,
+                format!(
+                    "invalid trigger.pollingDelay '{text}': expected a duration such as 10ms, 500ms, 1s or Spark's '10 milliseconds'"
+                ),
+            )
+            .with_context("option", "trigger.pollingDelay")
+        })
     }
 }
 
@@ -174,6 +206,7 @@ mod tests {
             kind: kind.map(String::from),
             interval: interval.map(String::from),
             progress_interval: None,
+            polling_delay: None,
         }
     }
 
@@ -206,6 +239,29 @@ mod tests {
                 progress: REAL_TIME_PROGRESS
             }
         );
+    }
+
+    #[test]
+    fn polling_delay_is_checked_and_only_for_processing_time() {
+        let mut s = spec(None, None);
+        assert_eq!(s.polling_delay().unwrap(), POLLING_DELAY);
+        s.polling_delay = Some("10 milliseconds".into());
+        assert_eq!(s.polling_delay().unwrap(), Duration::from_millis(10));
+        s.parse().unwrap();
+        s.polling_delay = Some("soon".into());
+        let e = s.polling_delay().unwrap_err();
+        assert_eq!(e.context_value("option"), Some("trigger.pollingDelay"));
+        assert!(e.message().contains("'soon'"), "{e}");
+        for kind in ["availableNow", "once", "realTime"] {
+            let mut s = spec(Some(kind), None);
+            s.polling_delay = Some("10ms".into());
+            let e = s.parse().unwrap_err();
+            assert_eq!(
+                e.context_value("option"),
+                Some("trigger.pollingDelay"),
+                "{kind}"
+            );
+        }
     }
 
     #[test]

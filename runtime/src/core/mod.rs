@@ -140,7 +140,7 @@ impl Pipeline {
             sinks,
             listeners: Vec::new(),
             shutdown: Shutdown::default(),
-            idle_poll: Duration::from_millis(500),
+            idle_poll: spec.polling_delay,
             #[cfg(feature = "ballista")]
             distributed,
         })

@@ -72,6 +72,7 @@ pub fn pipeline_spec_with(
         stages,
         sinks: vec![(SINK.to_string(), sink)],
         trigger,
+        polling_delay: crate::trigger::POLLING_DELAY,
         origin: format!("stream {name}"),
         engine: crate::distributed::EngineSpec::Embedded,
         monitoring: crate::monitor::MonitoringSpec::default(),
