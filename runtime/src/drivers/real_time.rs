@@ -298,6 +298,7 @@ impl Pipeline {
         let acks = push_chunk(&mut self.stages, &mut self.sinks, input, &mut long.moved).await?;
         let out_rows = (long.moved.rows - before) as usize;
         let single = chunks.len() == 1;
+        let staged = self.sinks.all_staged();
         let mut tickets = Vec::with_capacity(chunks.len());
         for chunk in chunks {
             // the processing latency is weighted by rows: a chunk's own output rows, or, for
@@ -313,7 +314,7 @@ impl Pipeline {
                 appended_ms: chunk.appended_ms,
                 created_ms: chunk.created_ms,
             };
-            if self.sinks.all_staged() {
+            if staged {
                 let meta = long
                     .frontier
                     .staged(chunk.partition, chunk.position, meta)?;
