@@ -16,8 +16,8 @@
 //!    keys, `GROUP BY window(ts, '1 minute'), k` in append mode with a 10 s watermark, state
 //!    saved every batch: the groups held (`numRowsTotal`), the process's RSS and the state
 //!    directory's size at 25 %, 50 % and 100 % of the rows, which stay flat as windows close.
-//! 3. **spill** (`groupby spill memory` and `groupby spill disk`, one process each, so each
-//!    RSS is its own): 10,000,000 rows over 5,000,000 keys (each key once in the first half of
+//! 3. **spill** (`... --bench groupby -- spill memory` and `-- spill disk`, one process
+//!    each, so each RSS is its own): 10,000,000 rows over 5,000,000 keys (each key once in the first half of
 //!    the rows and once in the second, scattered over the batches), `GROUP BY k` in update
 //!    mode with the state saved every batch, its groups in memory or on disk
 //!    (`stateStore.providerClass`): RSS and groups held at 25 %, 50 % and 100 %, the peak RSS,
@@ -334,13 +334,18 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let which = std::env::args().nth(1).filter(|a| !a.starts_with('-'));
+    // the words after `--` (cargo adds flags such as `--bench`)
+    let words: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let which = words.first().cloned();
     // the plateau first, so its RSS is not the throughput runs' high-water mark
     if which.as_deref().is_none_or(|w| w == "plateau") {
         rt.block_on(plateau());
     }
     if which.as_deref() == Some("spill") {
-        let provider = std::env::args().nth(2).unwrap_or_else(|| "disk".into());
+        let provider = words.get(1).cloned().unwrap_or_else(|| "disk".into());
         rt.block_on(spill(&provider));
         return;
     }
