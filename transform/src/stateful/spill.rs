@@ -325,20 +325,23 @@ impl SpilledGroups {
                 found,
             });
         };
-        let keys = self.encode_keys(delta)?;
+        let mut keys: Vec<(Vec<u8>, u32)> = self
+            .encode_keys(delta)?
+            .into_iter()
+            .zip(0u32..)
+            .collect();
+        // in key order, so consecutive reads meet the same blocks; each key once
+        keys.sort_unstable();
+        keys.dedup_by(|a, b| a.0 == b.0);
         let mut at = Vec::new();
         let mut values = Vec::new();
-        let mut seen = HashSet::with_capacity(keys.len());
-        for (i, k) in keys.into_iter().enumerate() {
-            if !seen.insert(k.clone()) {
-                continue;
-            }
+        for (k, i) in keys {
             if let Some(v) = open
                 .groups
                 .get(&k)
                 .map_err(|e| store_error(&open.path, e))?
             {
-                at.push(i as u32);
+                at.push(i);
                 values.push(v);
                 found.insert(k);
             }
