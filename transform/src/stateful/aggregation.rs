@@ -1,6 +1,6 @@
 //! [`Aggregation`]: the state of a query's aggregation and the three plans that move it (see
-//! the [`super`] docs), driven by the host through [`StageState`]. Its groups are held in memory, or on disk
-//! ([`SpilledGroups`], batches in [`spilled`]).
+//! the [`super`] docs), driven by the host through [`StageState`]. Its groups are held in
+//! memory, or on disk ([`SpilledGroups`], batches in [`spilled`]).
 
 mod spilled;
 
