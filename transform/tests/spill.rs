@@ -406,6 +406,52 @@ async fn drop_duplicates_kept_forever_before_an_aggregation() {
     .await;
 }
 
+/// Real-time mode: chunks end one by one (each emitting its changed groups) and the long batch
+/// is saved every 5 chunks; both runs restart from their checkpoints every 3 saves. The disk
+/// run applies each chunk's changes to its store at once and saves them all with the long
+/// batch.
+#[tokio::test]
+async fn real_time_chunks_emit_what_memory_does() {
+    let spec = TransformSpec::new(
+        "SELECT window(ts, '1 minute') AS window, k, count(*) AS n, sum(v) AS total FROM source GROUP BY window(ts, '1 minute'), k",
+    )
+    .with_output_mode(OutputMode::Update)
+    .with_watermark("ts", "20 seconds")
+    .with_drop_duplicates(["ts", "k", "v"]);
+    let disk_spec = spec.clone().with_state_store("disk");
+    let (mem_dir, disk_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut mem = opened(&spec, mem_dir.path(), None).await;
+    let mut disk = opened(&disk_spec, disk_dir.path(), None).await;
+    let mut emitted = 0;
+    for chunk in 0..40u64 {
+        let mut outs = Vec::new();
+        for t in [&mut mem, &mut disk] {
+            let mut out = canon(Some(t.apply(&rows(chunk)).await.unwrap()));
+            let state = t.state().unwrap();
+            out.extend(canon(state.end_chunk().await.unwrap()));
+            let totals: Vec<u64> = state.progress().iter().map(|p| p.num_rows_total).collect();
+            outs.push((out, totals));
+        }
+        assert_eq!(
+            outs[1], outs[0],
+            "chunk {chunk}: rows emitted and groups held"
+        );
+        emitted += outs[0].0.len();
+        if chunk % 5 == 4 {
+            let version = chunk / 5;
+            for (t, dir) in [(&mut mem, &mem_dir), (&mut disk, &disk_dir)] {
+                t.state().unwrap().save(dir.path(), version).await.unwrap();
+                settle(dir.path());
+            }
+            if version % 3 == 2 {
+                mem = opened(&spec, mem_dir.path(), Some(version)).await;
+                disk = opened(&disk_spec, disk_dir.path(), Some(version)).await;
+            }
+        }
+    }
+    assert!(emitted > 100, "the chunks emitted rows ({emitted})");
+}
+
 async fn refusal(spec: TransformSpec) -> (ErrorCode, String, Option<String>) {
     let mut t = match SqlTransform::new(spec) {
         Ok(t) => t,

@@ -325,11 +325,8 @@ impl SpilledGroups {
                 found,
             });
         };
-        let mut keys: Vec<(Vec<u8>, u32)> = self
-            .encode_keys(delta)?
-            .into_iter()
-            .zip(0u32..)
-            .collect();
+        let mut keys: Vec<(Vec<u8>, u32)> =
+            self.encode_keys(delta)?.into_iter().zip(0u32..).collect();
         // in key order, so consecutive reads meet the same blocks; each key once
         keys.sort_unstable();
         keys.dedup_by(|a, b| a.0 == b.0);
