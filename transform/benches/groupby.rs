@@ -56,6 +56,11 @@ fn schema() -> SchemaRef {
 
 /// Rows `from..from + BATCH`: key `i % keys`, event time `i / 1000` s, `v = i % 97`.
 fn batch(from: usize, keys: i64) -> RecordBatch {
+    rows(from, |i| i % keys)
+}
+
+/// Rows `from..from + BATCH`: key `key(i)`, event time `i / 1000` s, `v = i % 97`.
+fn rows(from: usize, key: impl Fn(i64) -> i64) -> RecordBatch {
     let ids = from as i64..(from + BATCH) as i64;
     RecordBatch::try_new(
         schema(),
@@ -64,7 +69,7 @@ fn batch(from: usize, keys: i64) -> RecordBatch {
                 TimestampMillisecondArray::from_iter_values(ids.clone().map(|i| i / 1000 * 1000))
                     .with_timezone("UTC"),
             ),
-            Arc::new(Int64Array::from_iter_values(ids.clone().map(|i| i % keys))),
+            Arc::new(Int64Array::from_iter_values(ids.clone().map(key))),
             Arc::new(Int64Array::from_iter_values(ids.map(|i| i % 97))),
         ],
     )
@@ -254,21 +259,7 @@ async fn plateau() {
 /// Rows `from..from + BATCH` of the spill run: key `i * 2654435761 mod 5 M` (a permutation of
 /// each 5 M rows), `v = i % 97`.
 fn scattered(from: usize) -> RecordBatch {
-    let ids = from as i64..(from + BATCH) as i64;
-    RecordBatch::try_new(
-        schema(),
-        vec![
-            Arc::new(
-                TimestampMillisecondArray::from_iter_values(ids.clone().map(|i| i / 1000 * 1000))
-                    .with_timezone("UTC"),
-            ),
-            Arc::new(Int64Array::from_iter_values(
-                ids.clone().map(|i| i * 2_654_435_761 % SPILL_KEYS),
-            )),
-            Arc::new(Int64Array::from_iter_values(ids.map(|i| i % 97))),
-        ],
-    )
-    .unwrap()
+    rows(from, |i| i * 2_654_435_761 % SPILL_KEYS)
 }
 
 const SPILL_KEYS: i64 = 5_000_000;

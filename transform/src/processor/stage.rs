@@ -423,7 +423,7 @@ impl StageState for ProcessorStage {
             Some(changes),
             held,
             &mut compactor,
-            || self.snapshot(),
+            store::Full::Memory(Box::new(|| self.snapshot())),
         );
         self.compactor = compactor;
         saved?;

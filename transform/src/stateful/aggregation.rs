@@ -260,12 +260,28 @@ impl Aggregation {
         delta: RecordBatch,
     ) -> Result<(RecordBatch, Option<Vec<ArrayRef>>)> {
         let (held, delta, merged_away) = self.sessionize(delta)?;
+        Ok((self.merge(held, delta).await?, merged_away))
+    }
+
+    /// The output plan over `merged` groups (the flag last telling which to emit, but in
+    /// complete mode): the rows emitted, under the output schema.
+    async fn output(&mut self, merged: RecordBatch) -> Result<RecordBatch> {
+        self.slots.merged.set(merged);
+        let out = collect(&self.plans.output, &self.plans.task, &self.output_schema()).await;
+        self.slots.merged.clear();
+        out?.with_schema(self.output_schema())
+            .map_err(|e| internal("the emitted rows", e))
+    }
+
+    /// The merge plan over `held` groups and the batch's partials `delta`: the merged groups,
+    /// with the touched flag last.
+    async fn merge(&mut self, held: RecordBatch, delta: RecordBatch) -> Result<RecordBatch> {
         self.slots.state.set(held);
         self.slots.delta.set(delta);
         let merged = collect(&self.plans.merge, &self.plans.task, &self.merged_schema).await;
         self.slots.state.clear();
         self.slots.delta.clear();
-        Ok((as_schema(&self.merged_schema, &merged?)?, merged_away))
+        as_schema(&self.merged_schema, &merged?)
     }
 
     /// The same through the [`KeyIndex`]: only the held groups of the batch's keys go through
@@ -283,12 +299,7 @@ impl Aggregation {
             &arrow_array::UInt32Array::from(held),
         )
         .map_err(|e| internal("the batch's held groups", e))?;
-        self.slots.state.set(held);
-        self.slots.delta.set(delta);
-        let merged = collect(&self.plans.merge, &self.plans.task, &self.merged_schema).await;
-        self.slots.state.clear();
-        self.slots.delta.clear();
-        let merged = as_schema(&self.merged_schema, &merged?)?;
+        let merged = self.merge(held, delta).await?;
         let width = self.state_schema.fields().len();
         let index = self
             .index
@@ -484,12 +495,7 @@ impl StageState for Aggregation {
             }
             _ => merged,
         };
-        self.slots.merged.set(merged);
-        let out = collect(&self.plans.output, &self.plans.task, &self.output_schema()).await;
-        self.slots.merged.clear();
-        let out = out?
-            .with_schema(self.output_schema())
-            .map_err(|e| internal("the emitted rows", e))?;
+        let out = self.output(merged).await?;
         // the changelog: touched groups upserted, finalised ones deleted
         let n_keys = self.split.groups.len();
         let (upserts, mut deleted) = match &expired {
@@ -593,7 +599,7 @@ impl StageState for Aggregation {
             Some(spill) => store::Full::Scan(Arc::clone(&self.state_schema), spill.scan()?),
             None => store::Full::Memory(Box::new(|| Ok(state.clone()))),
         };
-        store::save_with(
+        store::save(
             dir,
             version,
             &header,

@@ -423,7 +423,7 @@ impl Dedup {
                 ))
             }
         };
-        let saved = store::save_with(
+        let saved = store::save(
             dir,
             version,
             &header,

@@ -62,16 +62,44 @@ fn expiry_prefix(ms: Option<i64>) -> [u8; 9] {
     let mut b = [1u8; 9];
     if let Some(ms) = ms {
         b[0] = 0;
-        b[1..].copy_from_slice(&((ms as u64) ^ (1 << 63)).to_be_bytes());
+        b[1..].copy_from_slice(&time_order(ms));
     }
     b
 }
 
-/// The open store.
-struct Open {
-    db: Database,
-    groups: Keyspace,
-    path: PathBuf,
+/// A time as 8 bytes that sort as the times do.
+pub(crate) fn time_order(t: i64) -> [u8; 8] {
+    ((t as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+/// Every pair of keyspace `space` of `local` as of now, scanned from a consistent view (later writes
+/// do not show) in chunks of [`CHUNK_ROWS`], each made rows by `decode`; one empty chunk when
+/// there is nothing (or no store).
+pub(crate) fn scan_keyspace(
+    local: Option<&Local>,
+    space: usize,
+    decode: impl Fn(&[(fjall::Slice, fjall::Slice)]) -> Result<RecordBatch> + Send + 'static,
+) -> Scan {
+    let view = local.map(|l| (l.db.snapshot(), l.spaces[space].clone(), l.path.clone()));
+    Box::new(move |each: &mut dyn FnMut(RecordBatch) -> Result<()>| {
+        let Some((snapshot, keyspace, path)) = view else {
+            return each(decode(&[])?);
+        };
+        let mut pairs = Vec::with_capacity(CHUNK_ROWS);
+        let mut any = false;
+        for g in snapshot.iter(&keyspace) {
+            pairs.push(g.into_inner().map_err(|e| store_error(&path, e))?);
+            if pairs.len() == CHUNK_ROWS {
+                each(decode(&pairs)?)?;
+                pairs.clear();
+                any = true;
+            }
+        }
+        if !pairs.is_empty() || !any {
+            each(decode(&pairs)?)?;
+        }
+        Ok(())
+    })
 }
 
 /// A working store opened under an operator's state directory, with its keyspaces.
@@ -138,7 +166,8 @@ pub(crate) struct SpilledGroups {
     value_fields: Vec<SortField>,
     keys: RowConverter,
     values: RowConverter,
-    open: Option<Open>,
+    /// The store, one keyspace: the groups.
+    open: Option<Local>,
     /// Groups held as of the changes applied last.
     rows: u64,
     staged: Option<Staged>,
@@ -193,15 +222,7 @@ impl SpilledGroups {
         self.open = None;
         self.staged = None;
         self.rows = 0;
-        let Local {
-            db,
-            mut spaces,
-            path,
-        } = open_local(dir, &["groups"])?;
-        let groups = spaces
-            .pop()
-            .ok_or_else(|| internal("the local store", "has no keyspace"))?;
-        self.open = Some(Open { db, groups, path });
+        self.open = Some(open_local(dir, &["groups"])?);
         Ok(())
     }
 
@@ -220,7 +241,7 @@ impl SpilledGroups {
                 let open = self.opened()?;
                 let mut batch = open.db.batch();
                 for (k, v) in keys.into_iter().zip(values) {
-                    batch.insert(&open.groups, k, v);
+                    batch.insert(&open.spaces[0], k, v);
                 }
                 batch.commit().map_err(|e| store_error(&open.path, e))?;
                 self.rows += rows.num_rows() as u64;
@@ -252,20 +273,19 @@ impl SpilledGroups {
         let mut batch = open.db.batch();
         let mut rows_after = self.rows;
         for (k, &i) in &last {
-            let held = open
-                .groups
+            let held = open.spaces[0]
                 .contains_key(k)
                 .map_err(|e| store_error(&open.path, e))?;
             if deleted.value(i) {
                 if held {
                     rows_after -= 1;
                 }
-                batch.remove(&open.groups, k.to_vec());
+                batch.remove(&open.spaces[0], k.to_vec());
             } else {
                 if !held {
                     rows_after += 1;
                 }
-                batch.insert(&open.groups, k.to_vec(), values[i].clone());
+                batch.insert(&open.spaces[0], k.to_vec(), values[i].clone());
             }
         }
         batch.commit().map_err(|e| store_error(&open.path, e))?;
@@ -273,7 +293,7 @@ impl SpilledGroups {
         Ok(())
     }
 
-    fn opened(&self) -> Result<&Open> {
+    fn opened(&self) -> Result<&Local> {
         self.open
             .as_ref()
             .ok_or_else(|| internal("the local store", "is not open"))
@@ -333,8 +353,7 @@ impl SpilledGroups {
         let mut at = Vec::new();
         let mut values = Vec::new();
         for (k, i) in keys {
-            if let Some(v) = open
-                .groups
+            if let Some(v) = open.spaces[0]
                 .get(&k)
                 .map_err(|e| store_error(&open.path, e))?
             {
@@ -369,7 +388,7 @@ impl SpilledGroups {
             None => vec![1],
         };
         let mut pairs = Vec::new();
-        for g in open.groups.range(..end) {
+        for g in open.spaces[0].range(..end) {
             let (k, v) = g.into_inner().map_err(|e| store_error(&open.path, e))?;
             if !skip.contains(k.as_ref()) {
                 pairs.push((k, v));
@@ -385,7 +404,7 @@ impl SpilledGroups {
             return Ok(RecordBatch::new_empty(Arc::clone(&self.schema)));
         };
         let mut pairs = Vec::new();
-        for g in open.groups.iter() {
+        for g in open.spaces[0].iter() {
             let (k, v) = g.into_inner().map_err(|e| store_error(&open.path, e))?;
             if !skip.contains(k.as_ref()) {
                 pairs.push((k, v));
@@ -459,10 +478,10 @@ impl SpilledGroups {
         let open = self.opened()?;
         let mut batch = open.db.batch();
         for (k, v) in staged.puts {
-            batch.insert(&open.groups, k, v);
+            batch.insert(&open.spaces[0], k, v);
         }
         for k in staged.removes {
-            batch.remove(&open.groups, k);
+            batch.remove(&open.spaces[0], k);
         }
         batch.commit().map_err(|e| store_error(&open.path, e))?;
         self.rows = staged.rows;
@@ -478,31 +497,9 @@ impl SpilledGroups {
         let values =
             RowConverter::new(self.value_fields.clone()).map_err(|e| internal("the values", e))?;
         let prefixed = self.expiry.is_some();
-        let view = self
-            .open
-            .as_ref()
-            .map(|o| (o.db.snapshot(), o.groups.clone(), o.path.clone()));
-        Ok(Box::new(
-            move |each: &mut dyn FnMut(RecordBatch) -> Result<()>| {
-                let Some((snapshot, groups, path)) = view else {
-                    return each(RecordBatch::new_empty(schema));
-                };
-                let mut pairs = Vec::with_capacity(CHUNK_ROWS);
-                let mut any = false;
-                for g in snapshot.iter(&groups) {
-                    pairs.push(g.into_inner().map_err(|e| store_error(&path, e))?);
-                    if pairs.len() == CHUNK_ROWS {
-                        each(decode_pairs(&schema, &keys, &values, prefixed, &pairs)?)?;
-                        pairs.clear();
-                        any = true;
-                    }
-                }
-                if !pairs.is_empty() || !any {
-                    each(decode_pairs(&schema, &keys, &values, prefixed, &pairs)?)?;
-                }
-                Ok(())
-            },
-        ))
+        Ok(scan_keyspace(self.open.as_ref(), 0, move |pairs| {
+            decode_pairs(&schema, &keys, &values, prefixed, pairs)
+        }))
     }
 }
 

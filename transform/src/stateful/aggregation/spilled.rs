@@ -8,11 +8,10 @@ use arrow_array::{ArrayRef, BooleanArray, RecordBatch};
 use datafusion::common::HashSet;
 use tributary_sdk::{OutputMode, Result};
 
-use super::{as_schema, concat, internal, Aggregation};
+use super::{concat, internal, Aggregation};
 use crate::stateful::clock::format_ms;
 use crate::stateful::spill::SpilledGroups;
 use crate::stateful::store::changelog;
-use crate::transform::collect;
 
 impl Aggregation {
     fn spilled(&mut self) -> Result<&mut SpilledGroups> {
@@ -27,13 +26,8 @@ impl Aggregation {
         self.spilled()?.discard();
         let delta = concat(&self.state_schema, &std::mem::take(&mut self.pending))?;
         let held = self.spilled()?.held(&delta)?;
-        self.slots.state.set(held.rows);
-        self.slots.delta.set(delta);
-        let merged = collect(&self.plans.merge, &self.plans.task, &self.merged_schema).await;
-        self.slots.state.clear();
-        self.slots.delta.clear();
         // every merged group is one of the batch's: all touched
-        let merged = as_schema(&self.merged_schema, &merged?)?;
+        let merged = self.merge(held.rows, delta).await?;
         let width = self.state_schema.fields().len();
         let next = RecordBatch::try_new(
             Arc::clone(&self.state_schema),
@@ -97,12 +91,7 @@ impl Aggregation {
                 )?
             }
         };
-        self.slots.merged.set(emit);
-        let out = collect(&self.plans.output, &self.plans.task, &self.output_schema()).await;
-        self.slots.merged.clear();
-        let out = out?
-            .with_schema(self.output_schema())
-            .map_err(|e| internal("the emitted rows", e))?;
+        let out = self.output(emit).await?;
 
         // the changelog and the store: the batch's groups upserted unless final, final ones
         // (the batch's and the held ones the watermark passed) deleted

@@ -15,14 +15,10 @@ use arrow_array::{Array, BooleanArray, Int64Array, RecordBatch};
 use arrow_schema::SchemaRef;
 use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::common::HashMap;
-use fjall::Readable;
 use tributary_sdk::{Error, ErrorCode, Result};
 
-use crate::stateful::spill::{open_local, store_error, Local};
+use crate::stateful::spill::{open_local, scan_keyspace, store_error, time_order, Local};
 use crate::stateful::store::{Replayed, Scan};
-
-/// Keys per chunk of a snapshot.
-const CHUNK_ROWS: usize = 65_536;
 
 fn internal(what: &str, e: impl std::fmt::Display) -> Error {
     Error::new(
@@ -31,14 +27,9 @@ fn internal(what: &str, e: impl std::fmt::Display) -> Error {
     )
 }
 
-/// The expiry as 8 bytes that sort as the times do.
-fn order(expires: i64) -> [u8; 8] {
-    ((expires as u64) ^ (1 << 63)).to_be_bytes()
-}
-
 fn index_key(expires: i64, key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(8 + key.len());
-    k.extend_from_slice(&order(expires));
+    k.extend_from_slice(&time_order(expires));
     k.extend_from_slice(key);
     k
 }
@@ -225,7 +216,7 @@ impl Seen {
                 let Seen::Disk(d) = self else { return Ok(()) };
                 let Some(l) = &d.local else { return Ok(()) };
                 let end = match bound.checked_add(1) {
-                    Some(next) => order(next).to_vec(),
+                    Some(next) => time_order(next).to_vec(),
                     None => vec![0xFF; 9],
                 };
                 let mut batch = l.db.batch();
@@ -320,44 +311,19 @@ impl Seen {
         let converter =
             RowConverter::new(d.fields.clone()).map_err(|e| internal("the key columns", e))?;
         let schema = Arc::clone(schema);
-        let view = d
-            .local
-            .as_ref()
-            .map(|l| (l.db.snapshot(), l.spaces[0].clone(), l.path.clone()));
-        Ok(Some(Box::new(
-            move |each: &mut dyn FnMut(RecordBatch) -> Result<()>| {
-                let chunk = |pairs: &[(fjall::Slice, fjall::Slice)]| -> Result<RecordBatch> {
-                    let parser = converter.parser();
-                    let mut columns = converter
-                        .convert_rows(pairs.iter().map(|(k, _)| parser.parse(k)))
-                        .map_err(|e| internal("decoding keys", e))?;
-                    let expires: Vec<i64> = pairs
-                        .iter()
-                        .map(|(_, v)| expiry_of(v))
-                        .collect::<Result<_>>()?;
-                    columns.push(Arc::new(Int64Array::from(expires)));
-                    RecordBatch::try_new(Arc::clone(&schema), columns)
-                        .map_err(|e| internal("the saved keys", e))
-                };
-                let Some((snapshot, keys, path)) = view else {
-                    return each(chunk(&[])?);
-                };
-                let mut pairs = Vec::with_capacity(CHUNK_ROWS);
-                let mut any = false;
-                for g in snapshot.iter(&keys) {
-                    pairs.push(g.into_inner().map_err(|e| store_error(&path, e))?);
-                    if pairs.len() == CHUNK_ROWS {
-                        each(chunk(&pairs)?)?;
-                        pairs.clear();
-                        any = true;
-                    }
-                }
-                if !pairs.is_empty() || !any {
-                    each(chunk(&pairs)?)?;
-                }
-                Ok(())
-            },
-        )))
+        Ok(Some(scan_keyspace(d.local.as_ref(), 0, move |pairs| {
+            let parser = converter.parser();
+            let mut columns = converter
+                .convert_rows(pairs.iter().map(|(k, _)| parser.parse(k)))
+                .map_err(|e| internal("decoding keys", e))?;
+            let expires: Vec<i64> = pairs
+                .iter()
+                .map(|(_, v)| expiry_of(v))
+                .collect::<Result<_>>()?;
+            columns.push(Arc::new(Int64Array::from(expires)));
+            RecordBatch::try_new(Arc::clone(&schema), columns)
+                .map_err(|e| internal("the saved keys", e))
+        })))
     }
 
     /// The keys held in memory with their expiry (memory only).

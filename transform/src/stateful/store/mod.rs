@@ -136,30 +136,6 @@ impl Compactor {
     }
 }
 
-/// Writes version `version` under `dir`: the delta `changes` (rows in
-/// [`changelog::changes_schema`]) when one may be written, else the snapshot `full()` makes;
-/// starts a background snapshot when one is due; then removes what restoring `version - 1` or
-/// `version` no longer needs.
-pub(crate) fn save(
-    dir: &Path,
-    version: u64,
-    header: &Header<'_>,
-    changes: Option<RecordBatch>,
-    rows_held: usize,
-    compactor: &mut Compactor,
-    full: impl FnOnce() -> Result<RecordBatch>,
-) -> Result<Stored> {
-    save_with(
-        dir,
-        version,
-        header,
-        changes,
-        rows_held,
-        compactor,
-        Full::Memory(Box::new(full)),
-    )
-}
-
 /// Every row of a state as of one version, handed over in chunks (a spilled state's scan).
 pub(crate) type Scan =
     Box<dyn FnOnce(&mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<()> + Send>;
@@ -174,8 +150,11 @@ pub(crate) enum Full<'a> {
     Scan(SchemaRef, Scan),
 }
 
-/// [`save`], with a snapshot's rows from `full`.
-pub(crate) fn save_with(
+/// Writes version `version` under `dir`: the delta `changes` (rows in
+/// [`changelog::changes_schema`]) when one may be written, else the snapshot of `full`'s rows;
+/// starts a background snapshot when one is due; then removes what restoring `version - 1` or
+/// `version` no longer needs.
+pub(crate) fn save(
     dir: &Path,
     version: u64,
     header: &Header<'_>,
