@@ -87,6 +87,7 @@ pub mod options;
 mod partitions;
 pub mod planner;
 mod range_poll;
+mod read_consumer;
 mod reader;
 pub mod schema;
 pub mod sink;

@@ -60,7 +60,9 @@ impl Mock {
         o.set("kafka.bootstrap.servers", self.bootstrap.clone());
         o.set("subscribe", topic);
         o.set("startingOffsets", "earliest");
-        o.set("fetchOffset.timeoutMs", "10000");
+        if o.get("fetchOffset.timeoutMs").is_none() {
+            o.set("fetchOffset.timeoutMs", "10000");
+        }
         KafkaSource::new(&o, &ConnectorContext::default()).unwrap()
     }
 }
@@ -222,4 +224,72 @@ async fn next(rx: &mut tributary_sdk::ChunkReceiver) -> (String, usize) {
         .expect("the reader runs")
         .unwrap();
     (c.partition.clone(), c.batch.num_rows())
+}
+
+/// The values of `topic`-0's records `[start, end)`, read as one planned input partition.
+async fn read_range(
+    src: &mut KafkaSource,
+    topic: &str,
+    start: i64,
+    end: i64,
+) -> tributary_sdk::Result<Vec<String>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
+    use futures::StreamExt;
+    let range = crate::planner::OffsetRange {
+        topic: topic.to_string(),
+        partition: 0,
+        start,
+        end,
+    };
+    let partition = crate::partitions::input_partitions(vec![range])?.remove(0);
+    let mut parts = src.read_partition(&partition).await?;
+    let mut values = Vec::new();
+    while let Some(part) = parts.next().await {
+        let part = part?;
+        let v = part.column_by_name("value").unwrap().as_binary::<i32>();
+        values.extend((0..v.len()).map(|i| String::from_utf8_lossy(v.value(i)).into_owned()));
+    }
+    Ok(values)
+}
+
+/// Fault injection (the mock cluster's broker taken down): a range that starts where the last
+/// read of its partition ended is read from what the pooled consumer already fetched, while a
+/// range elsewhere needs the broker, so it fails until the broker is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_range_continues_from_what_the_consumer_already_fetched() {
+    let mock = Mock::new("positioned", 1);
+    mock.send("positioned", 1, 100).await;
+    let mut src = mock.source(
+        "positioned",
+        &[
+            ("kafkaConsumer.pollTimeoutMs", "3000"),
+            ("fetchOffset.timeoutMs", "1000"),
+        ],
+    );
+    let expect = |r: std::ops::Range<i64>| r.map(|i| format!("0-{i}")).collect::<Vec<_>>();
+    assert_eq!(
+        read_range(&mut src, "positioned", 0, 40).await.unwrap(),
+        expect(0..40)
+    );
+    // librdkafka fetched the rest of the partition with the first fetch; let it settle
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let cluster = mock.owner.client().mock_cluster().unwrap();
+    cluster.broker_down(1).unwrap();
+    assert_eq!(
+        read_range(&mut src, "positioned", 40, 100).await.unwrap(),
+        expect(40..100),
+        "read from the consumer's queue with the broker down"
+    );
+    let err = read_range(&mut src, "positioned", 0, 10).await.unwrap_err();
+    assert_eq!(err.code(), tributary_sdk::ErrorCode::Timeout, "{err}");
+    cluster.broker_up(1).unwrap();
+    assert_eq!(
+        read_range(&mut src, "positioned", 0, 10).await.unwrap(),
+        expect(0..10)
+    );
+    assert_eq!(
+        read_range(&mut src, "positioned", 10, 20).await.unwrap(),
+        expect(10..20)
+    );
 }

@@ -15,18 +15,20 @@
 //! compaction) and are skipped as Spark does. A range that cannot reach its end because the
 //! partition now ends earlier (deleted and recreated topic) is `PARTITION_OFFSET_CHANGED`.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::message::{BorrowedMessage, Message};
+use rdkafka::Offset;
 use tributary_sdk::{DataLossEvent, DataLossKind, Error, ErrorCode, Result};
 
 use crate::batch_builder::Accum;
 use crate::client::KafkaContext;
 use crate::planner::OffsetRange;
+use crate::read_consumer::{PartitionQueue, ReadConsumer, Wake};
 use crate::reader::ReadSettings;
 
 /// Most records in one part.
@@ -47,16 +49,22 @@ pub(crate) struct RangeSummary {
     pub events: Vec<DataLossEvent>,
 }
 
-/// Reads `ranges` (of distinct partitions) together with `consumer` (assign + seek, no
-/// group), handing every closed part to `emit`, each range's parts in offset order. `emit`
-/// returning `false` (nobody reads the parts any more) stops the read early.
+/// Reads `ranges` (of distinct partitions) together with `rc`, handing every closed part to
+/// `emit`, each range's parts in offset order. `emit` returning `false` (nobody reads the parts
+/// any more) stops the read early. The partitions stay assigned afterwards, each range that
+/// ended cleanly noted as continuing at its end ([`ReadConsumer`]).
 pub(crate) fn read_ranges(
-    consumer: &BaseConsumer<KafkaContext>,
+    rc: &mut ReadConsumer,
     ranges: Vec<OffsetRange>,
     s: &ReadSettings,
     emit: &mut dyn FnMut(RecordBatch) -> bool,
 ) -> Result<RangeSummary> {
     let part_bytes_limit = (PART_BYTES / ranges.len().max(1) as u64).max(MIN_PART_BYTES);
+    let mut queues = rc.position(&ranges, s.request_timeout)?;
+    let wake = Arc::new(Wake::default());
+    for q in &mut queues {
+        wake.watch(q);
+    }
     let mut states: Vec<RangeState> = ranges
         .into_iter()
         .map(|range| RangeState {
@@ -64,27 +72,16 @@ pub(crate) fn read_ranges(
             next: range.start,
             first: true,
             done: false,
+            clean: false,
             part_bytes: 0,
             part_bytes_limit,
             range,
         })
         .collect();
-    let mut tpl = TopicPartitionList::new();
-    for st in &states {
-        tpl.add_partition_offset(
-            &st.range.topic,
-            st.range.partition,
-            Offset::Offset(st.range.start),
-        )
-        .map_err(|e| Error::new(ErrorCode::Internal, "bad partition list").with_cause(e))?;
-    }
-    consumer.assign(&tpl).map_err(|e| {
-        Error::new(ErrorCode::SourceRead, "cannot assign Kafka partitions").with_cause(e)
-    })?;
     let mut sink = PartSink { emit, open: true };
-    let result = poll_ranges(consumer, &mut states, s, &mut sink);
-    let _ = consumer.resume(&tpl);
-    let _ = consumer.unassign();
+    let result = poll_ranges(rc.consumer(), &queues, &wake, &mut states, s, &mut sink);
+    // the queues' callbacks end here; what they hold stays in the consumer
+    drop(queues);
     let events = result?;
     let mut summary = RangeSummary {
         events,
@@ -94,6 +91,9 @@ pub(crate) fn read_ranges(
         sink.close_part(st, s)?;
         summary.records += st.acc.records;
         summary.bytes += st.acc.bytes;
+        if st.clean {
+            rc.ended_at(&st.range);
+        }
     }
     Ok(summary)
 }
@@ -123,6 +123,8 @@ struct RangeState {
     next: i64,
     first: bool,
     done: bool,
+    /// Done, and the partition's queue continues at the range's end.
+    clean: bool,
     /// Key and value bytes of the part being built.
     part_bytes: u64,
     /// Where the part being built closes, in key and value bytes.
@@ -149,135 +151,82 @@ fn loss(s: &ReadSettings, events: &mut Vec<DataLossEvent>, event: DataLossEvent)
     Ok(())
 }
 
-fn finish(consumer: &BaseConsumer<KafkaContext>, st: &mut RangeState, pending: &mut usize) {
+/// The range is done: nothing more is taken from its partition's queue in this read. `clean`:
+/// the queue continues at the range's end.
+fn finish(st: &mut RangeState, pending: &mut usize, clean: bool) {
     if st.done {
         return;
     }
     st.done = true;
+    st.clean = clean;
     *pending -= 1;
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition(&st.range.topic, st.range.partition);
-    let _ = consumer.pause(&tpl);
+}
+
+/// Most records taken from one partition's queue before the next partition's turn.
+const BURST: usize = 1024;
+
+/// What reading a batch's ranges shares: the consumer, the settings, where parts go, the
+/// data-loss events let pass and the ranges not done yet.
+struct Read<'a, 'e> {
+    consumer: &'a BaseConsumer<KafkaContext>,
+    s: &'a ReadSettings,
+    sink: &'a mut PartSink<'e>,
+    events: Vec<DataLossEvent>,
+    pending: usize,
 }
 
 fn poll_ranges(
     consumer: &BaseConsumer<KafkaContext>,
+    queues: &[PartitionQueue],
+    wake: &Wake,
     states: &mut [RangeState],
     s: &ReadSettings,
     sink: &mut PartSink<'_>,
 ) -> Result<Vec<DataLossEvent>> {
-    let mut events = Vec::new();
-    let mut pending = states.len();
+    let mut read = Read {
+        consumer,
+        s,
+        sink,
+        events: Vec::new(),
+        pending: states.len(),
+    };
     // Idle time is measured from the first poll without progress: reading the clock for every
     // record cost a tenth of this thread's CPU (two clock reads per record).
     let mut quiet_since: Option<Instant> = None;
     let mut last_check = Instant::now();
-    while pending > 0 {
+    while read.pending > 0 {
+        let seen = wake.seen();
         let mut progressed = false;
-        match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(msg)) => {
-                let Some(st) = states.iter_mut().find(|st| {
-                    st.range.partition == msg.partition() && st.range.topic == msg.topic()
-                }) else {
-                    continue;
+        for (st, queue) in states.iter_mut().zip(queues) {
+            let mut taken = 0;
+            while !st.done && taken < BURST {
+                let Some(polled) = queue.poll(Duration::ZERO) else {
+                    break;
                 };
-                if st.done || msg.offset() < st.next {
-                    continue;
-                }
-                progressed = true;
-                let off = msg.offset();
-                if off > st.next {
-                    let (low, _) = consumer
-                        .fetch_watermarks(&st.range.topic, st.range.partition, s.request_timeout)
-                        .map_err(|e| read_error(&st.range, "fetching the earliest offset", e))?;
-                    if low > st.next {
-                        let kind = if st.first {
-                            DataLossKind::OffsetOutOfRange
-                        } else {
-                            DataLossKind::OffsetGap
-                        };
-                        let detail = if st.first {
-                            format!(
-                                "Cannot read from offset {}: the earliest available offset is {low} (records were deleted, e.g. by retention)",
-                                st.next
-                            )
-                        } else {
-                            format!(
-                                "Cannot fetch records in [{}, {off}): they are no longer available",
-                                st.next
-                            )
-                        };
-                        loss(
-                            s,
-                            &mut events,
-                            DataLossEvent::new(kind, location(&st.range), detail)
-                                .with_positions(st.next, low),
-                        )?;
-                    } else {
-                        tracing::debug!(
-                            "{}: offsets [{}, {off}) are invisible (transaction markers or compaction)",
-                            location(&st.range),
-                            st.next
-                        );
-                    }
-                }
-                st.first = false;
-                if off >= st.range.end {
-                    finish(consumer, st, &mut pending);
-                    continue;
-                }
-                let before = st.acc.bytes;
-                st.acc.append(&msg, s.include_headers);
-                st.part_bytes += st.acc.bytes - before;
-                st.next = off + 1;
-                if st.acc.rows() >= s.part_rows || st.part_bytes >= st.part_bytes_limit {
-                    sink.close_part(st, s)?;
-                    if !sink.open {
-                        return Ok(events);
-                    }
-                }
-                if st.next >= st.range.end {
-                    finish(consumer, st, &mut pending);
-                }
-            }
-            Some(Err(KafkaError::PartitionEOF(p)))
-                if states.iter().any(|st| !st.done && st.range.partition == p) =>
-            {
-                // The fetcher reached the end of partition p (of some topic): ranges whose
-                // position already passed their end (trailing invisible offsets) are done.
-                if let Ok(pos) = consumer.position() {
-                    for st in states
-                        .iter_mut()
-                        .filter(|st| !st.done && st.range.partition == p)
-                    {
-                        if let Some(Offset::Offset(o)) =
-                            pos.find_partition(&st.range.topic, p).map(|e| e.offset())
-                        {
-                            if o >= st.range.end {
-                                finish(consumer, st, &mut pending);
-                            }
+                taken += 1;
+                match polled {
+                    Ok(msg) => {
+                        progressed |= read.take(st, &msg)?;
+                        if !read.sink.open {
+                            return Ok(read.events);
                         }
                     }
+                    Err(KafkaError::PartitionEOF(_)) => read.at_eof(st),
+                    Err(e) => read.client_error(e)?,
                 }
             }
-            Some(Err(KafkaError::PartitionEOF(_))) => {}
-            Some(Err(e)) => {
-                consumer
-                    .context()
-                    .record(e.rdkafka_error_code(), e.to_string());
-                if let Some(f) = consumer
-                    .context()
-                    .last_failure()
-                    .filter(|f| f.is_authentication())
-                {
-                    return Err(Error::new(
-                        ErrorCode::Authentication,
-                        format!("reading from Kafka failed: {}", f.message),
-                    ));
-                }
-                tracing::debug!("consumer error while reading (retrying): {e}");
+        }
+        // The main queue carries the client's errors (no record of a split partition).
+        while let Some(polled) = consumer.poll(Duration::ZERO) {
+            match polled {
+                Ok(msg) => tracing::debug!(
+                    "a record of {}-{} arrived outside its partition's queue; ignored",
+                    msg.topic(),
+                    msg.partition()
+                ),
+                Err(KafkaError::PartitionEOF(_)) => {}
+                Err(e) => read.client_error(e)?,
             }
-            None => {}
         }
         if progressed {
             quiet_since = None;
@@ -285,10 +234,10 @@ fn poll_ranges(
         }
         let now = Instant::now();
         let idle = now - *quiet_since.get_or_insert(now);
-        if pending > 0 && idle >= IDLE_CHECK && now - last_check >= IDLE_CHECK {
+        if idle >= IDLE_CHECK && now - last_check >= IDLE_CHECK {
             last_check = now;
-            check_stalled(consumer, states, s, &mut pending, &mut events)?;
-            if pending > 0 && idle >= s.poll_timeout {
+            check_stalled(consumer, states, s, &mut read.pending, &mut read.events)?;
+            if read.pending > 0 && idle >= s.poll_timeout {
                 let st = states.iter().find(|st| !st.done);
                 let (loc, next, end) = st
                     .map(|st| (location(&st.range), st.next, st.range.end))
@@ -304,8 +253,116 @@ fn poll_ranges(
                 .with_context("offset", next));
             }
         }
+        if read.pending > 0 {
+            wake.wait(seen, Duration::from_millis(100));
+        }
     }
-    Ok(events)
+    Ok(read.events)
+}
+
+impl Read<'_, '_> {
+    /// Takes one record of `st`'s partition; true when it moved the range on.
+    fn take(&mut self, st: &mut RangeState, msg: &BorrowedMessage<'_>) -> Result<bool> {
+        let (consumer, s) = (self.consumer, self.s);
+        if st.done || msg.offset() < st.next {
+            return Ok(false);
+        }
+        let off = msg.offset();
+        if off > st.next {
+            let (low, _) = consumer
+                .fetch_watermarks(&st.range.topic, st.range.partition, s.request_timeout)
+                .map_err(|e| read_error(&st.range, "fetching the earliest offset", e))?;
+            if low > st.next {
+                let kind = if st.first {
+                    DataLossKind::OffsetOutOfRange
+                } else {
+                    DataLossKind::OffsetGap
+                };
+                let detail = if st.first {
+                    format!(
+                        "Cannot read from offset {}: the earliest available offset is {low} (records were deleted, e.g. by retention)",
+                        st.next
+                    )
+                } else {
+                    format!(
+                        "Cannot fetch records in [{}, {off}): they are no longer available",
+                        st.next
+                    )
+                };
+                loss(
+                    s,
+                    &mut self.events,
+                    DataLossEvent::new(kind, location(&st.range), detail)
+                        .with_positions(st.next, low),
+                )?;
+            } else {
+                tracing::debug!(
+                    "{}: offsets [{}, {off}) are invisible (transaction markers or compaction)",
+                    location(&st.range),
+                    st.next
+                );
+            }
+        }
+        st.first = false;
+        if off >= st.range.end {
+            // a record of the next range, taken across a gap: the queue is past the end
+            finish(st, &mut self.pending, false);
+            return Ok(true);
+        }
+        let before = st.acc.bytes;
+        st.acc.append(msg, s.include_headers);
+        st.part_bytes += st.acc.bytes - before;
+        st.next = off + 1;
+        if st.acc.rows() >= s.part_rows || st.part_bytes >= st.part_bytes_limit {
+            self.sink.close_part(st, s)?;
+            if !self.sink.open {
+                return Ok(true);
+            }
+        }
+        if st.next >= st.range.end {
+            finish(st, &mut self.pending, true);
+        }
+        Ok(true)
+    }
+
+    /// The fetcher reached the end of `st`'s partition: the range is done when the position
+    /// already passed its end (trailing invisible offsets).
+    fn at_eof(&mut self, st: &mut RangeState) {
+        if st.done {
+            return;
+        }
+        if let Ok(pos) = self.consumer.position() {
+            if let Some(Offset::Offset(o)) = pos
+                .find_partition(&st.range.topic, st.range.partition)
+                .map(|e| e.offset())
+            {
+                if o >= st.range.end {
+                    finish(st, &mut self.pending, true);
+                }
+            }
+        }
+    }
+
+    /// A client error: authentication failures end the read, the rest are retried by
+    /// librdkafka.
+    fn client_error(&mut self, e: KafkaError) -> Result<()> {
+        let consumer = self.consumer;
+        consumer
+            .context()
+            .record(e.rdkafka_error_code(), e.to_string());
+        if let Some(f) = consumer
+            .context()
+            .last_failure()
+            .filter(|f| f.is_authentication())
+        {
+            return Err(Error::new(
+                ErrorCode::Authentication,
+                format!("reading from Kafka failed: {}", f.message),
+            ));
+        }
+        tracing::debug!("consumer error while reading (retrying): {e}");
+        Ok(())
+    }
 }
 
 /// Explains ranges that stopped progressing: the partition ends before the range end
@@ -366,7 +423,7 @@ fn check_stalled(
                             )
                             .with_positions(st.next, "none"),
                         )?;
-                        finish(consumer, st, pending);
+                        finish(st, pending, false);
                     }
                     continue;
                 }
@@ -387,7 +444,7 @@ fn check_stalled(
                 )
                 .with_positions(st.range.end, high),
             )?;
-            finish(consumer, st, pending);
+            finish(st, pending, false);
         } else if low >= st.range.end {
             let kind = if st.first {
                 DataLossKind::OffsetOutOfRange
@@ -403,14 +460,14 @@ fn check_stalled(
                 events,
                 DataLossEvent::new(kind, location(&st.range), detail).with_positions(st.next, low),
             )?;
-            finish(consumer, st, pending);
+            finish(st, pending, false);
         } else if let Some(Offset::Offset(o)) = position
             .as_ref()
             .and_then(|p| p.find_partition(&st.range.topic, st.range.partition))
             .map(|e| e.offset())
         {
             if o >= st.range.end {
-                finish(consumer, st, pending);
+                finish(st, pending, true);
             }
         }
     }

@@ -17,10 +17,16 @@
 //! parts in the same order, and so does a partition, as the source contract asks; how the
 //! partitions interleave may differ from one read to the next.
 //!
+//! Consumers are kept between reads, positioned (`read_consumer.rs`): a partition read up to a
+//! range's end stays assigned, what librdkafka fetched beyond it waits in the partition's queue,
+//! and the next read gives a bucket the pooled consumer whose queues continue the most of its
+//! ranges. Small batches no longer fetch each range's tail twice (`benches/throughput.rs`).
+//!
 //! Memory is bounded by the consumers, not by the range: per consumer, the parts being built
 //! (about `PART_BYTES` together), the part waiting in the channel and librdkafka's prefetch
-//! queue, which a read caps at [`QUEUED_MAX_KBYTES`] unless `kafka.queued.max.messages.kbytes`
-//! is set. A million 1 KiB records stream through in a few tens of MiB
+//! queues, one per partition held, each capped at [`QUEUED_MAX_KBYTES`] unless
+//! `kafka.queued.max.messages.kbytes` is set; a consumer holds at most [`WAVE_PARTITIONS`]
+//! partitions at once. A million 1 KiB records stream through in a few tens of MiB
 //! (`benches/range_memory.sh`).
 
 use std::sync::{Arc, Mutex};
@@ -35,6 +41,7 @@ use crate::client::{create_consumer, KafkaContext};
 use crate::connection::ConnectionProfile;
 use crate::planner::{group_into_tasks, OffsetRange};
 use crate::range_poll::read_ranges;
+use crate::read_consumer::ReadConsumer;
 
 /// Most consumers reading one batch in parallel.
 const MAX_PARALLEL: usize = 8;
@@ -43,10 +50,14 @@ const MAX_PARALLEL: usize = 8;
 /// with the default it sat idle most of the time (5x slower than a raw consumer on the in-process
 /// mock cluster: benches/throughput.rs). Used unless `kafka.fetch.queue.backoff.ms` is set.
 const FETCH_QUEUE_BACKOFF_MS: &str = "10";
-/// The prefetch queue of one read consumer, in KiB (librdkafka's default is 64 MiB). A consumer
-/// reads one partition at a time, so this bounds what it fetches ahead of the stream. Used
-/// unless `kafka.queued.max.messages.kbytes` is set.
-const QUEUED_MAX_KBYTES: &str = "16384";
+/// The prefetch queue of each partition a read consumer holds, in KiB (librdkafka's default is
+/// 64 MiB per consumer; with separate partition queues the limit is per partition). A fetch
+/// can overshoot it by `max.partition.fetch.bytes` (1 MiB). Used unless
+/// `kafka.queued.max.messages.kbytes` is set.
+const QUEUED_MAX_KBYTES: &str = "1024";
+/// Most partitions a consumer reads (and holds queues of) at once: with [`QUEUED_MAX_KBYTES`],
+/// a consumer's prefetch stays under 32 MiB.
+const WAVE_PARTITIONS: usize = 16;
 
 /// How a read behaves.
 #[derive(Debug, Clone)]
@@ -81,7 +92,7 @@ pub(crate) enum Piece {
     Failed(Error),
 }
 
-type Pool = Arc<Mutex<Vec<BaseConsumer<KafkaContext>>>>;
+type Pool = Arc<Mutex<Vec<ReadConsumer>>>;
 
 /// A pool of consumers used for range reads.
 pub(crate) struct RangeReader {
@@ -124,7 +135,10 @@ impl RangeReader {
             buckets[p % parallel].push(r);
         }
         let mut readers = Vec::with_capacity(parallel);
-        for bucket in buckets.into_iter().filter(|b| !b.is_empty()) {
+        let buckets: Vec<Vec<OffsetRange>> =
+            buckets.into_iter().filter(|b| !b.is_empty()).collect();
+        let mut consumers = self.pick(&buckets);
+        for (bucket, consumer) in buckets.into_iter().zip(consumers.drain(..)) {
             let (tx, rx) = mpsc::channel(1);
             readers.push(Reader {
                 rx,
@@ -136,7 +150,7 @@ impl RangeReader {
             let settings = s.clone();
             let spawned = std::thread::Builder::new()
                 .name("kafka-range-read".into())
-                .spawn(move || read_bucket(&profile, &pool, bucket, &settings, &tx));
+                .spawn(move || read_bucket(&profile, &pool, consumer, bucket, &settings, &tx));
             if let Err(e) = spawned {
                 return RangeParts::failed(
                     Error::new(ErrorCode::Internal, "cannot start a Kafka read thread")
@@ -152,6 +166,25 @@ impl RangeReader {
     }
 }
 
+impl RangeReader {
+    /// The pooled consumer each bucket reads with: the one whose queues continue the most of
+    /// its ranges (`None`: a new consumer).
+    fn pick(&self, buckets: &[Vec<OffsetRange>]) -> Vec<Option<ReadConsumer>> {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        buckets
+            .iter()
+            .map(|bucket| {
+                let best = pool
+                    .iter()
+                    .enumerate()
+                    .max_by_key(|(_, c)| c.continues(bucket))
+                    .map(|(i, _)| i)?;
+                Some(pool.swap_remove(best))
+            })
+            .collect()
+    }
+}
+
 /// The read threads (consumers) of a read of `partitions` partitions: one per partition, at
 /// most `maxPartitions` and [`MAX_PARALLEL`].
 fn parallelism(partitions: usize, max_partitions: Option<usize>) -> usize {
@@ -163,29 +196,40 @@ fn parallelism(partitions: usize, max_partitions: Option<usize>) -> usize {
     )
 }
 
-/// Reads the ranges of one thread, wave by wave; returns the consumer to the pool when done.
+/// Reads the ranges of one thread, wave by wave (at most [`WAVE_PARTITIONS`] partitions at
+/// once); returns the consumer to the pool when done.
 fn read_bucket(
     profile: &ConnectionProfile,
     pool: &Pool,
+    pooled: Option<ReadConsumer>,
     bucket: Vec<OffsetRange>,
     s: &ReadSettings,
     tx: &mpsc::Sender<Piece>,
 ) {
-    let pooled = pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
-    let consumer = match pooled {
+    let mut consumer = match pooled {
         Some(c) => c,
         None => match new_consumer(profile, s) {
-            Ok(c) => c,
+            Ok(c) => ReadConsumer::new(c),
             Err(e) => {
                 let _ = tx.blocking_send(Piece::Failed(e));
                 return;
             }
         },
     };
-    for wave in group_into_tasks(bucket) {
+    let waves = group_into_tasks(bucket)
+        .into_iter()
+        .flat_map(|wave| {
+            let mut wave = wave.into_iter().peekable();
+            std::iter::from_fn(move || {
+                wave.peek()?;
+                Some(wave.by_ref().take(WAVE_PARTITIONS).collect::<Vec<_>>())
+            })
+        })
+        .collect::<Vec<_>>();
+    for wave in waves {
         let ranges = wave.len();
         let mut emit = |part: RecordBatch| tx.blocking_send(Piece::Part(part)).is_ok();
-        let piece = match read_ranges(&consumer, wave, s, &mut emit) {
+        let piece = match read_ranges(&mut consumer, wave, s, &mut emit) {
             Ok(sum) => Piece::RangeEnd {
                 ranges,
                 records: sum.records,
