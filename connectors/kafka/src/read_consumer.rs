@@ -10,6 +10,10 @@
 //! continues from the queue; a range starting anywhere else is sought to, and a partition the
 //! read does not name is unassigned, dropping what was fetched of it.
 //!
+//! A partition caught up with its end when the source plans the next batch is paused
+//! ([`ReadConsumer::pause_caught_up`]): its queue is empty, and an idle stream's consumers would
+//! otherwise keep polling the broker. Its next read resumes it.
+//!
 //! A partition's queue continues at a known offset only when its last range ended cleanly: its
 //! last record taken was the range's last offset, or the fetcher's position passed the range's
 //! end (trailing transaction markers). A range that ended any other way (a record past the end
@@ -32,9 +36,17 @@ pub(crate) type PartitionQueue = rdkafka::consumer::base_consumer::PartitionQueu
 /// A consumer (assign and seek, no group membership) and the partitions it holds.
 pub(crate) struct ReadConsumer {
     consumer: Arc<BaseConsumer<KafkaContext>>,
-    /// The assigned partitions, each with the offset its queue continues at (`None`: unknown,
-    /// a read seeks it).
-    assigned: HashMap<(String, i32), Option<i64>>,
+    /// The assigned partitions.
+    assigned: HashMap<(String, i32), Held>,
+}
+
+/// An assigned partition.
+#[derive(Debug, Clone, Copy, Default)]
+struct Held {
+    /// The offset its queue continues at (`None`: unknown, a read seeks it).
+    at: Option<i64>,
+    /// Paused: caught up with the partition's end, so nothing is queued and nothing fetched.
+    paused: bool,
 }
 
 fn assignment_error(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
@@ -61,7 +73,11 @@ impl ReadConsumer {
     pub(crate) fn continues(&self, ranges: &[OffsetRange]) -> usize {
         ranges
             .iter()
-            .filter(|r| self.assigned.get(&(r.topic.clone(), r.partition)) == Some(&Some(r.start)))
+            .filter(|r| {
+                self.assigned
+                    .get(&(r.topic.clone(), r.partition))
+                    .is_some_and(|h| h.at == Some(r.start))
+            })
             .count()
     }
 
@@ -106,10 +122,23 @@ impl ReadConsumer {
                     })
             })
             .collect::<Result<Vec<_>>>()?;
+        // paused partitions fetch again from where they stopped (the application's position)
+        let mut paused = TopicPartitionList::new();
+        for r in ranges {
+            if let Some(h) = self.assigned.get_mut(&key(r)).filter(|h| h.paused) {
+                paused.add_partition(&r.topic, r.partition);
+                h.paused = false;
+            }
+        }
+        if paused.count() > 0 {
+            self.consumer
+                .resume(&paused)
+                .map_err(|e| assignment_error("resume", e))?;
+        }
         let mut new = TopicPartitionList::new();
         for r in ranges {
             match self.assigned.get(&key(r)) {
-                Some(Some(at)) if *at == r.start => {}
+                Some(h) if h.at == Some(r.start) => {}
                 Some(_) => {
                     self.consumer
                         .seek(&r.topic, r.partition, Offset::Offset(r.start), timeout)
@@ -130,15 +159,48 @@ impl ReadConsumer {
         }
         // unknown until each range ends cleanly
         for r in ranges {
-            self.assigned.insert(key(r), None);
+            self.assigned.insert(key(r), Held::default());
         }
         Ok(queues)
     }
 
     /// `range` ended cleanly: its partition's queue continues at the range's end.
     pub(crate) fn ended_at(&mut self, range: &OffsetRange) {
-        self.assigned
-            .insert((range.topic.clone(), range.partition), Some(range.end));
+        self.assigned.insert(
+            (range.topic.clone(), range.partition),
+            Held {
+                at: Some(range.end),
+                paused: false,
+            },
+        );
+    }
+
+    /// Pauses the partitions whose queue continues at `end` (the partition's end offset): they
+    /// have nothing queued, and fetching on would only poll the broker while the stream idles.
+    /// A paused partition's next read resumes it where it stopped.
+    pub(crate) fn pause_caught_up(&mut self, end: impl Fn(&str, i32) -> Option<i64>) {
+        let mut caught_up = TopicPartitionList::new();
+        for ((t, p), h) in &self.assigned {
+            if !h.paused && h.at.is_some() && h.at == end(t, *p) {
+                caught_up.add_partition(t, *p);
+            }
+        }
+        if caught_up.count() == 0 {
+            return;
+        }
+        match self.consumer.pause(&caught_up) {
+            Ok(()) => {
+                for e in caught_up.elements() {
+                    if let Some(h) = self
+                        .assigned
+                        .get_mut(&(e.topic().to_string(), e.partition()))
+                    {
+                        h.paused = true;
+                    }
+                }
+            }
+            Err(e) => tracing::debug!("pausing caught-up Kafka partitions failed: {e}"),
+        }
     }
 }
 

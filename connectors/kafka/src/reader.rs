@@ -39,6 +39,7 @@ use tributary_sdk::{DataLossEvent, Error, ErrorCode, Result};
 
 use crate::client::{create_consumer, KafkaContext};
 use crate::connection::ConnectionProfile;
+use crate::offsets::PartitionOffsets;
 use crate::planner::{group_into_tasks, OffsetRange};
 use crate::range_poll::read_ranges;
 use crate::read_consumer::ReadConsumer;
@@ -167,6 +168,15 @@ impl RangeReader {
 }
 
 impl RangeReader {
+    /// Pauses the pooled consumers' partitions caught up with `high` (each partition's end):
+    /// see [`ReadConsumer::pause_caught_up`].
+    pub(crate) fn pause_caught_up(&self, high: &PartitionOffsets) {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        for c in pool.iter_mut() {
+            c.pause_caught_up(|t, p| high.get(t, p));
+        }
+    }
+
     /// The pooled consumer each bucket reads with: the one whose queues continue the most of
     /// its ranges (`None`: a new consumer).
     fn pick(&self, buckets: &[Vec<OffsetRange>]) -> Vec<Option<ReadConsumer>> {

@@ -584,6 +584,10 @@ impl Source for KafkaSource {
             begin.set(t, p, b);
             latest.set(t, p, top.max(b));
         }
+        // partitions the last read caught up with their end stop fetching until read again
+        if let Some(reader) = &self.reader {
+            reader.pause_caught_up(&high);
+        }
         let available: u64 = latest
             .iter()
             .map(|(t, p, l)| (l - begin.get(t, p).unwrap_or(l)).max(0) as u64)

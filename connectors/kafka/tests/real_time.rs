@@ -1,7 +1,7 @@
 //! Real-time mode on tansu: `maxPartitions` spreads the partitions over fewer readers (each
 //! consumer polls several partitions) and every record still arrives exactly once, in its
 //! partition's order, in chunks bounded by `kafka.max.poll.records`. (The broker's CPU with
-//! fewer readers is measured in `real_time_broker_cpu.rs`, a test binary of its own.)
+//! fewer readers is measured in `broker_cpu.rs`, a test binary of its own.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
