@@ -53,12 +53,14 @@ const MAX_PARALLEL: usize = 8;
 const FETCH_QUEUE_BACKOFF_MS: &str = "10";
 /// The prefetch queue of each partition a read consumer holds, in KiB (librdkafka's default is
 /// 64 MiB per consumer; with separate partition queues the limit is per partition). A fetch
-/// can overshoot it by `max.partition.fetch.bytes` (1 MiB). Used unless
+/// can overshoot it by `max.partition.fetch.bytes` (1 MiB). Two fetches' worth: with 1 MiB a
+/// queue ran dry while its next fetch was under way, and one batch of 1 M records took 2.4x as
+/// long on the mock cluster (`benches/throughput.rs`, same CPU). Used unless
 /// `kafka.queued.max.messages.kbytes` is set.
-const QUEUED_MAX_KBYTES: &str = "1024";
+const QUEUED_MAX_KBYTES: &str = "2048";
 /// Most partitions a consumer reads (and holds queues of) at once: with [`QUEUED_MAX_KBYTES`],
-/// a consumer's prefetch stays under 32 MiB.
-const WAVE_PARTITIONS: usize = 16;
+/// a consumer's prefetch stays under 24 MiB (a consumer's shared 16 MiB queue before).
+const WAVE_PARTITIONS: usize = 8;
 
 /// How a read behaves.
 #[derive(Debug, Clone)]
