@@ -284,6 +284,8 @@ async fn the_next_range_continues_from_what_the_consumer_already_fetched() {
     let err = read_range(&mut src, "positioned", 0, 10).await.unwrap_err();
     assert_eq!(err.code(), tributary_sdk::ErrorCode::Timeout, "{err}");
     cluster.broker_up(1).unwrap();
+    // a new source (pollTimeoutMs at its default): the broker may take a while to lead again
+    let mut src = mock.source("positioned", &[]);
     assert_eq!(
         read_range(&mut src, "positioned", 0, 10).await.unwrap(),
         expect(0..10)

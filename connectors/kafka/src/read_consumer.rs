@@ -38,6 +38,8 @@ pub(crate) struct ReadConsumer {
     consumer: Arc<BaseConsumer<KafkaContext>>,
     /// The assigned partitions.
     assigned: HashMap<(String, i32), Held>,
+    /// Each partition queue's limit in KiB it was made with (`None`: as configured).
+    queue_kbytes: Option<usize>,
 }
 
 /// An assigned partition.
@@ -58,11 +60,17 @@ fn assignment_error(what: &str, e: impl std::error::Error + Send + Sync + 'stati
 }
 
 impl ReadConsumer {
-    pub(crate) fn new(consumer: BaseConsumer<KafkaContext>) -> Self {
+    pub(crate) fn new(consumer: BaseConsumer<KafkaContext>, queue_kbytes: Option<usize>) -> Self {
         ReadConsumer {
             consumer: Arc::new(consumer),
             assigned: HashMap::new(),
+            queue_kbytes,
         }
+    }
+
+    /// Each partition queue's limit in KiB (`None`: as configured).
+    pub(crate) fn queue_kbytes(&self) -> Option<usize> {
+        self.queue_kbytes
     }
 
     pub(crate) fn consumer(&self) -> &BaseConsumer<KafkaContext> {

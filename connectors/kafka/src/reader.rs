@@ -24,20 +24,19 @@
 //!
 //! Memory is bounded by the consumers, not by the range: per consumer, the parts being built
 //! (about `PART_BYTES` together), the part waiting in the channel and librdkafka's prefetch
-//! queues, one per partition held, each capped at [`QUEUED_MAX_KBYTES`] unless
-//! `kafka.queued.max.messages.kbytes` is set; a consumer holds at most [`WAVE_PARTITIONS`]
-//! partitions at once. A million 1 KiB records stream through in a few tens of MiB
+//! queues, one per partition held, which share [`QUEUE_BUDGET_KBYTES`] unless
+//! `kafka.queued.max.messages.kbytes` sets each; a consumer holds at most [`WAVE_PARTITIONS`]
+//! partitions at once. The read's memory does not grow with the range
 //! (`benches/range_memory.sh`).
 
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use rdkafka::consumer::BaseConsumer;
 use tokio::sync::mpsc;
 use tributary_sdk::{DataLossEvent, Error, ErrorCode, Result};
 
-use crate::client::{create_consumer, KafkaContext};
+use crate::client::create_consumer;
 use crate::connection::ConnectionProfile;
 use crate::offsets::PartitionOffsets;
 use crate::planner::{group_into_tasks, OffsetRange};
@@ -51,16 +50,36 @@ const MAX_PARALLEL: usize = 8;
 /// with the default it sat idle most of the time (5x slower than a raw consumer on the in-process
 /// mock cluster: benches/throughput.rs). Used unless `kafka.fetch.queue.backoff.ms` is set.
 const FETCH_QUEUE_BACKOFF_MS: &str = "10";
-/// The prefetch queue of each partition a read consumer holds, in KiB (librdkafka's default is
-/// 64 MiB per consumer; with separate partition queues the limit is per partition). A fetch
-/// can overshoot it by `max.partition.fetch.bytes` (1 MiB). Two fetches' worth: with 1 MiB a
-/// queue ran dry while its next fetch was under way, and one batch of 1 M records took 2.4x as
-/// long on the mock cluster (`benches/throughput.rs`, same CPU). Used unless
-/// `kafka.queued.max.messages.kbytes` is set.
-const QUEUED_MAX_KBYTES: &str = "2048";
-/// Most partitions a consumer reads (and holds queues of) at once: with [`QUEUED_MAX_KBYTES`],
-/// a consumer's prefetch stays under 24 MiB (a consumer's shared 16 MiB queue before).
-const WAVE_PARTITIONS: usize = 8;
+/// What a read consumer may hold fetched ahead, in KiB, over all its partitions (a consumer's
+/// shared queue before partitions had queues of their own; librdkafka's default is 64 MiB).
+/// Each partition's queue gets its share ([`queue_kbytes`]): with separate partition queues,
+/// librdkafka's `queued.max.messages.kbytes` is a limit per partition. A fetch can overshoot a
+/// queue by `max.partition.fetch.bytes` (1 MiB).
+const QUEUE_BUDGET_KBYTES: usize = 16 * 1024;
+/// The least queue of a partition, in KiB: two fetches' worth. With 1 MiB a queue ran dry while
+/// its next fetch was under way (one batch of 1 M records took 2.4x as long on the mock
+/// cluster, `benches/throughput.rs`, at the same CPU); a single partition's read from tansu
+/// took 25 % longer with 2 MiB than with 16 MiB (`benches/range_memory.sh`).
+const MIN_QUEUE_KBYTES: usize = 2 * 1024;
+/// Most partitions a consumer reads (and holds queues of) at once, so that each queue gets at
+/// least [`MIN_QUEUE_KBYTES`] of [`QUEUE_BUDGET_KBYTES`].
+const WAVE_PARTITIONS: usize = QUEUE_BUDGET_KBYTES / MIN_QUEUE_KBYTES;
+
+/// The queue of each partition of a consumer reading `partitions` at once, in KiB.
+fn queue_kbytes(partitions: usize) -> usize {
+    (QUEUE_BUDGET_KBYTES / partitions.clamp(1, WAVE_PARTITIONS)).max(MIN_QUEUE_KBYTES)
+}
+
+/// Distinct partitions in `ranges` (ordered by topic and partition).
+fn distinct_partitions(ranges: &[OffsetRange]) -> usize {
+    ranges
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| {
+            *i == 0 || ranges[i - 1].topic != r.topic || ranges[i - 1].partition != r.partition
+        })
+        .count()
+}
 
 /// How a read behaves.
 #[derive(Debug, Clone)]
@@ -140,8 +159,18 @@ impl RangeReader {
         let mut readers = Vec::with_capacity(parallel);
         let buckets: Vec<Vec<OffsetRange>> =
             buckets.into_iter().filter(|b| !b.is_empty()).collect();
-        let mut consumers = self.pick(&buckets);
-        for (bucket, consumer) in buckets.into_iter().zip(consumers.drain(..)) {
+        let user_queue = self
+            .profile
+            .client_config()
+            .get("queued.max.messages.kbytes")
+            .is_some();
+        let queues: Vec<Option<usize>> = buckets
+            .iter()
+            .map(|b| (!user_queue).then(|| queue_kbytes(distinct_partitions(b))))
+            .collect();
+        let mut consumers = self.pick(&buckets, &queues);
+        for ((bucket, consumer), queue) in buckets.into_iter().zip(consumers.drain(..)).zip(queues)
+        {
             let (tx, rx) = mpsc::channel(1);
             readers.push(Reader {
                 rx,
@@ -153,7 +182,13 @@ impl RangeReader {
             let settings = s.clone();
             let spawned = std::thread::Builder::new()
                 .name("kafka-range-read".into())
-                .spawn(move || read_bucket(&profile, &pool, consumer, bucket, &settings, &tx));
+                .spawn(move || {
+                    let consumer = match consumer {
+                        Some(c) => Ok(c),
+                        None => new_consumer(&profile, &settings, queue),
+                    };
+                    read_bucket(&pool, consumer, bucket, &settings, &tx)
+                });
             if let Err(e) = spawned {
                 return RangeParts::failed(
                     Error::new(ErrorCode::Internal, "cannot start a Kafka read thread")
@@ -179,21 +214,31 @@ impl RangeReader {
         }
     }
 
-    /// The pooled consumer each bucket reads with: the one whose queues continue the most of
-    /// its ranges (`None`: a new consumer).
-    fn pick(&self, buckets: &[Vec<OffsetRange>]) -> Vec<Option<ReadConsumer>> {
+    /// The pooled consumer each bucket reads with: of those whose partition queues fit the
+    /// bucket's (`queues`, in KiB; `None`: any), the one whose queues continue the most of its
+    /// ranges (`None`: a new consumer). Pooled consumers left over beyond [`MAX_PARALLEL`]
+    /// with the read's own are closed.
+    fn pick(
+        &self,
+        buckets: &[Vec<OffsetRange>],
+        queues: &[Option<usize>],
+    ) -> Vec<Option<ReadConsumer>> {
         let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
-        buckets
+        let picked = buckets
             .iter()
-            .map(|bucket| {
+            .zip(queues)
+            .map(|(bucket, queue)| {
                 let best = pool
                     .iter()
                     .enumerate()
+                    .filter(|(_, c)| queue.is_none_or(|q| c.queue_kbytes().is_none_or(|k| k <= q)))
                     .max_by_key(|(_, c)| c.continues(bucket))
                     .map(|(i, _)| i)?;
                 Some(pool.swap_remove(best))
             })
-            .collect()
+            .collect();
+        pool.truncate(MAX_PARALLEL.saturating_sub(buckets.len()));
+        picked
     }
 }
 
@@ -211,22 +256,18 @@ fn parallelism(partitions: usize, max_partitions: Option<usize>) -> usize {
 /// Reads the ranges of one thread, wave by wave (at most [`WAVE_PARTITIONS`] partitions at
 /// once); returns the consumer to the pool when done.
 fn read_bucket(
-    profile: &ConnectionProfile,
     pool: &Pool,
-    pooled: Option<ReadConsumer>,
+    consumer: Result<ReadConsumer>,
     bucket: Vec<OffsetRange>,
     s: &ReadSettings,
     tx: &mpsc::Sender<Piece>,
 ) {
-    let mut consumer = match pooled {
-        Some(c) => c,
-        None => match new_consumer(profile, s) {
-            Ok(c) => ReadConsumer::new(c),
-            Err(e) => {
-                let _ = tx.blocking_send(Piece::Failed(e));
-                return;
-            }
-        },
+    let mut consumer = match consumer {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = tx.blocking_send(Piece::Failed(e));
+            return;
+        }
     };
     let waves = group_into_tasks(bucket)
         .into_iter()
@@ -262,10 +303,13 @@ fn read_bucket(
         .push(consumer);
 }
 
+/// A new read consumer whose partition queues hold `queue` KiB each (`None`: as configured).
 fn new_consumer(
     profile: &ConnectionProfile,
     s: &ReadSettings,
-) -> Result<BaseConsumer<KafkaContext>> {
+    queue: Option<usize>,
+) -> Result<ReadConsumer> {
+    let queue_text = queue.map(|q| q.to_string());
     let mut extra = vec![
         ("group.id", s.group_id.as_str()),
         ("enable.auto.commit", "false"),
@@ -277,10 +321,10 @@ fn new_consumer(
     if config.get("fetch.queue.backoff.ms").is_none() {
         extra.push(("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS));
     }
-    if config.get("queued.max.messages.kbytes").is_none() {
-        extra.push(("queued.max.messages.kbytes", QUEUED_MAX_KBYTES));
+    if let Some(q) = &queue_text {
+        extra.push(("queued.max.messages.kbytes", q));
     }
-    create_consumer(profile, &extra)
+    Ok(ReadConsumer::new(create_consumer(profile, &extra)?, queue))
 }
 
 /// One read thread's channel.
@@ -359,6 +403,26 @@ impl RangeParts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn partition_queues_share_the_budget_down_to_two_fetches_each() {
+        assert_eq!(queue_kbytes(1), 16 * 1024);
+        assert_eq!(queue_kbytes(4), 4 * 1024);
+        assert_eq!(queue_kbytes(WAVE_PARTITIONS), MIN_QUEUE_KBYTES);
+        // more partitions than a consumer holds at once are read in waves of WAVE_PARTITIONS
+        assert_eq!(queue_kbytes(100), MIN_QUEUE_KBYTES);
+        let r = |p: i32, start: i64| OffsetRange {
+            topic: "t".into(),
+            partition: p,
+            start,
+            end: start + 10,
+        };
+        // a split partition's ranges count once
+        assert_eq!(
+            distinct_partitions(&[r(0, 0), r(0, 10), r(1, 0), r(3, 0)]),
+            3
+        );
+    }
 
     #[test]
     fn max_partitions_caps_the_read_threads() {
