@@ -7,28 +7,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod events;
+
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
     Array, Int64Array, RecordBatch, StringArray, StructArray, TimestampMillisecondArray,
 };
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use events::schema;
 use tributary_sdk::{OutputMode, Stage};
 use tributary_transform::{SqlTransform, TransformSpec};
 
 const SQL: &str = "SELECT k, session_window(ts, '10 seconds') AS session, count(*) AS n, sum(v) AS total FROM source GROUP BY session_window(ts, '10 seconds'), k";
-
-fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new(
-            "ts",
-            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-            true,
-        ),
-        Field::new("k", DataType::Utf8, true),
-        Field::new("v", DataType::Int64, true),
-    ]))
-}
 
 /// Rows (key, second since the epoch), v = the second.
 fn rows(events: &[(&str, i64)]) -> RecordBatch {

@@ -8,26 +8,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod events;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Int64Array, RecordBatch, StringArray, TimestampMillisecondArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+use events::schema;
 use tributary_sdk::{ErrorCode, OutputMode, Stage};
 use tributary_transform::{SqlTransform, TransformSpec};
-
-fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new(
-            "ts",
-            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-            true,
-        ),
-        Field::new("k", DataType::Utf8, true),
-        Field::new("v", DataType::Int64, true),
-    ]))
-}
 
 /// Batch `b`'s rows: 300 over 600 keys (some null; a batch changes less than half the
 /// groups held, so most versions are saved as deltas), the event time around a clock that moves

@@ -5,28 +5,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod events;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
     Array, Int64Array, RecordBatch, StringArray, StructArray, TimestampMillisecondArray,
 };
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use events::schema;
 use tributary_sdk::{ErrorCode, OutputMode, Stage};
 use tributary_transform::{SqlTransform, TransformSpec};
 
 const SQL: &str = "SELECT window(ts, '1 minute') AS window, count(*) AS n, sum(v) AS total FROM source GROUP BY window(ts, '1 minute')";
-
-fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new(
-            "ts",
-            DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())),
-            true,
-        ),
-        Field::new("k", DataType::Utf8, true),
-        Field::new("v", DataType::Int64, true),
-    ]))
-}
 
 /// Rows at these seconds since the epoch, v = the second.
 fn rows(seconds: &[i64]) -> RecordBatch {
