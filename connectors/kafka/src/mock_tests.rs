@@ -33,13 +33,20 @@ impl Mock {
     }
 
     async fn send(&self, topic: &str, partitions: i32, per_partition: usize) {
+        for part in 0..partitions {
+            self.send_to(topic, part, 0..per_partition).await;
+        }
+    }
+
+    /// Records `{part}-{i}` for `i` in `ids` to partition `part`.
+    async fn send_to(&self, topic: &str, part: i32, ids: std::ops::Range<usize>) {
         let p: FutureProducer = ClientConfig::new()
             .set("bootstrap.servers", &self.bootstrap)
             .set("linger.ms", "0")
             .create()
             .unwrap();
-        for part in 0..partitions {
-            for i in 0..per_partition {
+        {
+            for i in ids {
                 let v = format!("{part}-{i}");
                 p.send(
                     FutureRecord::<(), str>::to(topic)
@@ -294,4 +301,44 @@ async fn the_next_range_continues_from_what_the_consumer_already_fetched() {
         read_range(&mut src, "positioned", 10, 20).await.unwrap(),
         expect(10..20)
     );
+}
+
+/// One batch from `start`: its end and its rows.
+async fn batch(
+    src: &mut KafkaSource,
+    start: tributary_sdk::Offset,
+) -> (tributary_sdk::Offset, usize) {
+    let end = src.latest_offset(&start, &ReadLimit::All).await.unwrap();
+    let rows = src
+        .read(&start, &end)
+        .await
+        .unwrap()
+        .iter()
+        .map(|b| b.num_rows())
+        .sum();
+    (end, rows)
+}
+
+/// A partition paused when the source found it caught up, then left out of a read (so its
+/// consumer unassigned it), is read again when it has new records: librdkafka keeps a pause
+/// across an assignment, so it is resumed before it is unassigned (a reassigned partition that
+/// stayed paused never fetched, and the read timed out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_partition_left_out_of_a_read_is_read_again_later() {
+    let mock = Mock::new("paused", 2);
+    mock.send_to("paused", 0, 0..5).await;
+    let mut src = mock.source("paused", &[("kafkaConsumer.pollTimeoutMs", "5000")]);
+    let start = src.initial_offset().await.unwrap();
+    let (end, rows) = batch(&mut src, start).await;
+    assert_eq!(rows, 5);
+    // nothing new: partition 0's consumer is caught up, so it is paused
+    let (end, rows) = batch(&mut src, end).await;
+    assert_eq!(rows, 0);
+    // a read of partition 1 alone: the consumer gives up partition 0
+    mock.send_to("paused", 1, 0..3).await;
+    let (end, rows) = batch(&mut src, end).await;
+    assert_eq!(rows, 3);
+    mock.send_to("paused", 0, 5..7).await;
+    let (_, rows) = batch(&mut src, end).await;
+    assert_eq!(rows, 2, "partition 0 is fetched again");
 }

@@ -99,11 +99,21 @@ impl ReadConsumer {
         timeout: Duration,
     ) -> Result<Vec<PartitionQueue>> {
         let key = |r: &OffsetRange| (r.topic.clone(), r.partition);
-        let mut gone = TopicPartitionList::new();
-        for (t, p) in self.assigned.keys() {
+        let (mut gone, mut gone_paused) = (TopicPartitionList::new(), TopicPartitionList::new());
+        for ((t, p), h) in &self.assigned {
             if !ranges.iter().any(|r| r.topic == *t && r.partition == *p) {
                 gone.add_partition(t, *p);
+                if h.paused {
+                    gone_paused.add_partition(t, *p);
+                }
             }
+        }
+        // A pause outlives the assignment in librdkafka (the partition's application-pause
+        // flag): resumed first, or a later assignment of the partition would never fetch.
+        if gone_paused.count() > 0 {
+            self.consumer
+                .resume(&gone_paused)
+                .map_err(|e| assignment_error("resume", e))?;
         }
         if gone.count() > 0 {
             self.consumer
