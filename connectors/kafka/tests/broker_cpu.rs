@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use common::*;
 use tributary_kafka::KafkaSource;
-use tributary_sdk::{chunk_queue, ConnectorContext, Options, ReadLimit, Source, StreamingSource};
+use tributary_sdk::{chunk_queue, ReadLimit, Source, StreamingSource};
 
 /// One test at a time: each measures the broker alone.
 static BROKER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -32,21 +32,6 @@ fn broker() -> Option<(String, String)> {
         return None;
     };
     Some((b, pid.trim().to_string()))
-}
-
-fn source(bootstrap: &str, topic: &str, extra: &[(&str, &str)]) -> KafkaSource {
-    let mut o: Options = [
-        ("kafka.bootstrap.servers", bootstrap),
-        ("subscribe", topic),
-        ("startingOffsets", "earliest"),
-        ("fetchOffset.timeoutMs", "10000"),
-    ]
-    .into_iter()
-    .collect();
-    for (k, v) in extra {
-        o.set(*k, *v);
-    }
-    KafkaSource::new(&o, &ConnectorContext::default()).unwrap()
 }
 
 /// The broker's CPU time while a real-time batch idles on an 8-partition topic for `idle`.
@@ -74,11 +59,11 @@ async fn the_default_single_reader_costs_the_broker_less_cpu_than_one_per_partit
     let idle = Duration::from_secs(8);
     let each = broker_cpu_while_idle(
         &pid,
-        &mut source(&b, &topic, &[("maxPartitions", "8")]),
+        &mut earliest_source(&b, &topic, &[("maxPartitions", "8")]),
         idle,
     )
     .await;
-    let one = broker_cpu_while_idle(&pid, &mut source(&b, &topic, &[]), idle).await;
+    let one = broker_cpu_while_idle(&pid, &mut earliest_source(&b, &topic, &[]), idle).await;
     eprintln!(
         "tansu CPU over {idle:?} of idle real-time reading of 8 partitions: one reader per partition (maxPartitions=8) {each:?}, default (one reader) {one:?}"
     );
@@ -99,7 +84,7 @@ async fn caught_up_range_read_consumers_stop_fetching_when_the_next_batch_is_pla
     create_topic(&cfg, &topic, 8, &[]).await;
     let recs: Vec<Rec> = (0..800).map(|i| Rec::new(i % 8, format!("v{i}"))).collect();
     produce(&cfg, &topic, &recs).await;
-    let mut src = source(&b, &topic, &[]);
+    let mut src = earliest_source(&b, &topic, &[]);
     let start = src.initial_offset().await.unwrap();
     let (end, rows) = batch(&mut src, &start, &ReadLimit::All).await;
     assert_eq!(rows.len(), 800);

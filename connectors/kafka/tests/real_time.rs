@@ -12,23 +12,7 @@ use std::time::{Duration, Instant};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
 use common::*;
-use tributary_kafka::KafkaSource;
-use tributary_sdk::{chunk_queue, ConnectorContext, Options, Source, StreamingSource};
-
-fn source(bootstrap: &str, topic: &str, extra: &[(&str, &str)]) -> KafkaSource {
-    let mut o: Options = [
-        ("kafka.bootstrap.servers", bootstrap),
-        ("subscribe", topic),
-        ("startingOffsets", "earliest"),
-        ("fetchOffset.timeoutMs", "10000"),
-    ]
-    .into_iter()
-    .collect();
-    for (k, v) in extra {
-        o.set(*k, *v);
-    }
-    KafkaSource::new(&o, &ConnectorContext::default()).unwrap()
-}
+use tributary_sdk::{chunk_queue, Source, StreamingSource};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_partitions_reads_every_partition_once_on_fewer_readers() {
@@ -43,7 +27,7 @@ async fn max_partitions_reads_every_partition_once_on_fewer_readers() {
         .collect();
     produce(&cfg, &topic, &recs).await;
 
-    let mut src = source(
+    let mut src = earliest_source(
         &b,
         &topic,
         &[("maxPartitions", "1"), ("kafka.max.poll.records", "3")],

@@ -190,6 +190,23 @@ pub fn source(options: &Options) -> KafkaSource {
     KafkaSource::new(options, &context()).unwrap()
 }
 
+/// A source subscribed to `topic` from the earliest offsets (`fetchOffset.timeoutMs` 10 s),
+/// with `extra` options on top.
+pub fn earliest_source(bootstrap: &str, topic: &str, extra: &[(&str, &str)]) -> KafkaSource {
+    let mut o: Options = [
+        ("kafka.bootstrap.servers", bootstrap),
+        ("subscribe", topic),
+        ("startingOffsets", "earliest"),
+        ("fetchOffset.timeoutMs", "10000"),
+    ]
+    .into_iter()
+    .collect();
+    for (k, v) in extra {
+        o.set(*k, *v);
+    }
+    source(&o)
+}
+
 /// One micro-batch as the runtime runs it: returns the new end and the rows.
 pub async fn batch(src: &mut KafkaSource, start: &Offset, limit: &ReadLimit) -> (Offset, Vec<Row>) {
     let end = src.latest_offset(start, limit).await.unwrap();
