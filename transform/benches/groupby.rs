@@ -8,10 +8,13 @@
 //!    micro-batch stream runs it: every batch applied, ended (its changed groups emitted) and
 //!    its state saved to disk (the changelog), against DataFusion's own `GROUP BY` over the
 //!    same 100 batches in a `MemTable`, collected once; then the same over 1,000,000 keys (each
-//!    batch touching 100,000 groups of a state that grows to 1,000,000). The stream runs twice,
-//!    merging through its key index and regrouping the whole state every batch (as before the
-//!    index; `bench_regroup`). Each runs three times in turn; medians and ratios are printed. Outside the timing the stream's last emitted
-//!    value of every group is checked against DataFusion's result.
+//!    batch touching 100,000 groups of a state that grows to 1,000,000); then both again in 10
+//!    batches of 1,000,000 rows. The stream runs three ways: merging into its group table with
+//!    the state saved every batch, the same with the state kept in memory only (as between a
+//!    real-time batch's chunks), and regrouping the whole state every batch through the merge
+//!    plan (as before the group table; `bench_regroup`). Each runs three times in turn; medians
+//!    and ratios are printed. Outside the timing the stream's last emitted value of every group
+//!    is checked against DataFusion's result.
 //! 2. **plateau**: 10,000,000 rows whose event time advances 1 s every 1,000 rows over 1,000
 //!    keys, `GROUP BY window(ts, '1 minute'), k` in append mode with a 10 s watermark, state
 //!    saved every batch: the groups held (`numRowsTotal`), the process's RSS and the state
@@ -56,12 +59,22 @@ fn schema() -> SchemaRef {
 
 /// Rows `from..from + BATCH`: key `i % keys`, event time `i / 1000` s, `v = i % 97`.
 fn batch(from: usize, keys: i64) -> RecordBatch {
-    rows(from, |i| i % keys)
+    sized(from, BATCH, keys)
+}
+
+/// Rows `from..from + n`: key `i % keys`, event time `i / 1000` s, `v = i % 97`.
+fn sized(from: usize, n: usize, keys: i64) -> RecordBatch {
+    rows_of(from, n, |i| i % keys)
 }
 
 /// Rows `from..from + BATCH`: key `key(i)`, event time `i / 1000` s, `v = i % 97`.
 fn rows(from: usize, key: impl Fn(i64) -> i64) -> RecordBatch {
-    let ids = from as i64..(from + BATCH) as i64;
+    rows_of(from, BATCH, key)
+}
+
+/// Rows `from..from + n`: key `key(i)`, event time `i / 1000` s, `v = i % 97`.
+fn rows_of(from: usize, n: usize, key: impl Fn(i64) -> i64) -> RecordBatch {
+    let ids = from as i64..(from + n) as i64;
     RecordBatch::try_new(
         schema(),
         vec![
@@ -136,18 +149,20 @@ async fn datafusion_run(batches: &[RecordBatch]) -> (Duration, HashMap<i64, (i64
     (took, result)
 }
 
-/// The stream (merging through its key index, and regrouping the whole state each batch as
-/// before the index) against DataFusion, over `keys` distinct keys.
-async fn throughput(keys: i64) {
-    let batches: Vec<RecordBatch> = (0..ROWS / BATCH).map(|i| batch(i * BATCH, keys)).collect();
-    let (mut indexed, mut regrouped, mut unsaved, mut theirs) =
+/// The stream (merging into its group table, and regrouping the whole state each batch as
+/// before the table) against DataFusion, over `keys` distinct keys in batches of `batch_rows`.
+async fn throughput(keys: i64, batch_rows: usize) {
+    let batches: Vec<RecordBatch> = (0..ROWS / batch_rows)
+        .map(|i| sized(i * batch_rows, batch_rows, keys))
+        .collect();
+    let (mut tabled, mut regrouped, mut unsaved, mut theirs) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
         let (d, got) = datafusion_run(&batches).await;
         theirs.push(d);
         assert_eq!(got.len(), keys as usize);
         for (regroup, save, times) in [
-            (false, true, &mut indexed),
+            (false, true, &mut tabled),
             (true, true, &mut regrouped),
             (false, false, &mut unsaved),
         ] {
@@ -161,22 +176,23 @@ async fn throughput(keys: i64) {
         }
     }
     tributary_transform::bench_regroup(false);
-    let (indexed, regrouped, unsaved, theirs) = (
-        median(indexed),
+    let (tabled, regrouped, unsaved, theirs) = (
+        median(tabled),
         median(regrouped),
         median(unsaved),
         median(theirs),
     );
     let rate = |d: Duration| ROWS as f64 / d.as_secs_f64() / 1e6;
     println!(
-        "throughput, {keys} keys: stream GROUP BY (100 batches, state saved each) {:.2} M rows/s ({indexed:?}), regrouping the whole state {:.2} M rows/s ({regrouped:?}), state kept in memory, not saved {:.2} M rows/s ({unsaved:?}); DataFusion once {:.2} M rows/s ({theirs:?}); stream/DataFusion {:.2}x (unsaved {:.2}x), index/regroup {:.2}x",
-        rate(indexed),
+        "throughput, {keys} keys, {} batches of {batch_rows}: stream GROUP BY (state saved each batch) {:.2} M rows/s ({tabled:?}), regrouping the whole state {:.2} M rows/s ({regrouped:?}), state kept in memory, not saved {:.2} M rows/s ({unsaved:?}); DataFusion once {:.2} M rows/s ({theirs:?}); stream/DataFusion {:.2}x (unsaved {:.2}x), table/regroup {:.2}x",
+        ROWS / batch_rows,
+        rate(tabled),
         rate(regrouped),
         rate(unsaved),
         rate(theirs),
-        theirs.as_secs_f64() / indexed.as_secs_f64(),
+        theirs.as_secs_f64() / tabled.as_secs_f64(),
         theirs.as_secs_f64() / unsaved.as_secs_f64(),
-        regrouped.as_secs_f64() / indexed.as_secs_f64()
+        regrouped.as_secs_f64() / tabled.as_secs_f64()
     );
 }
 
@@ -341,7 +357,9 @@ fn main() {
         return;
     }
     if which.as_deref().is_none_or(|w| w == "throughput") {
-        rt.block_on(throughput(KEYS));
-        rt.block_on(throughput(1_000_000));
+        for batch_rows in [BATCH, 10 * BATCH] {
+            rt.block_on(throughput(KEYS, batch_rows));
+            rt.block_on(throughput(1_000_000, batch_rows));
+        }
     }
 }

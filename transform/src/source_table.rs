@@ -202,3 +202,22 @@ impl ExecutionPlan for SourceExec {
 pub(crate) fn is_source_scan(plan: &dyn ExecutionPlan) -> bool {
     plan.is::<SourceExec>()
 }
+
+/// A copy of `plan` whose scans of `source` read `slot` instead: a plan that runs beside the
+/// original on another part of the batch.
+pub(crate) fn reading(
+    plan: &Arc<dyn ExecutionPlan>,
+    slot: &BatchSlot,
+) -> DfResult<Arc<dyn ExecutionPlan>> {
+    use datafusion::common::tree_node::{Transformed, TreeNode};
+    Arc::clone(plan)
+        .transform_up(|node| match node.downcast_ref::<SourceExec>() {
+            Some(s) => Ok(Transformed::yes(Arc::new(SourceExec {
+                projection: s.projection.clone(),
+                slot: slot.clone(),
+                properties: Arc::clone(&s.properties),
+            }) as Arc<dyn ExecutionPlan>)),
+            None => Ok(Transformed::no(node)),
+        })
+        .map(|t| t.data)
+}

@@ -1,8 +1,14 @@
 //! [`Aggregation`]: the state of a query's aggregation and the three plans that move it (see
 //! the [`super`] docs), driven by the host through [`StageState`]. Its groups are held in
-//! memory, or on disk ([`SpilledGroups`], batches in [`spilled`]).
+//! memory ([`GroupTable`], batches in [`resident`]), on disk ([`SpilledGroups`], batches in
+//! [`spilled`]), or, with a session window or without grouping keys, as one batch regrouped
+//! whole by the merge plan.
 
+mod partial;
+mod resident;
 mod spilled;
+
+pub(crate) use partial::copies as partial_copies;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,7 +25,7 @@ use tributary_sdk::{
 };
 
 use super::clock::{format_ms, millis, Clock};
-use super::index::KeyIndex;
+use super::groups::GroupTable;
 use super::rewrite::{Expiry, SplitAggregation};
 use super::spill::SpilledGroups;
 use super::store::{self, changelog};
@@ -30,6 +36,8 @@ use crate::transform::collect;
 pub(crate) struct Plans {
     /// Partial values of one part (reads the transform's `source` slot).
     pub(crate) partial: Arc<dyn ExecutionPlan>,
+    /// Copies of `partial` reading their own slots, run beside it on slices of a large part.
+    pub(crate) partial_copies: Vec<(Arc<dyn ExecutionPlan>, BatchSlot)>,
     /// State ∪ the batch's partials, merged, with the touched flag last.
     pub(crate) merge: Arc<dyn ExecutionPlan>,
     /// The rows emitted from the merged groups.
@@ -61,9 +69,11 @@ pub(crate) struct Aggregation {
     /// The index of the `session_window` grouping key, when there is one: the state's and the
     /// batch's sessions are merged before the merge plan groups by them ([`super::session`]).
     session: Option<usize>,
-    /// Where each group sits in the state (none with a session window, whose keys move, or
-    /// without grouping keys): a batch merges only its own groups.
-    index: Option<KeyIndex>,
+    /// The groups, merged in place (none with a session window, whose keys move, without
+    /// grouping keys, or on disk; `state` then stays empty): a batch merges only its own groups.
+    groups: Option<GroupTable>,
+    /// A batch ended in the group table and was not yet saved.
+    ended: bool,
     mode: OutputMode,
     /// The output plan's schema with the [`OutputShape`] in its metadata: what the sinks open
     /// with and every emitted batch carries.
@@ -108,7 +118,7 @@ impl std::fmt::Debug for Aggregation {
 }
 
 /// `cargo bench --features bench` only: aggregations made after `bench_regroup(true)` merge
-/// by regrouping the whole state, as before the [`KeyIndex`], for the side-by-side benchmark.
+/// by regrouping the whole state, as before the [`GroupTable`], for the side-by-side benchmark.
 #[cfg(feature = "bench")]
 static REGROUP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -170,12 +180,17 @@ impl Aggregation {
             mode: shape.mode,
             output: Arc::new(shape.attach(&plans.output.schema())),
             state: RecordBatch::new_empty(Arc::clone(&state_schema)),
-            index: match (session, split.groups.len()) {
-                (None, n) if n > 0 && !regroup_whole_state() && spill.is_none() => {
-                    KeyIndex::new(&state_schema, n).ok()
-                }
+            groups: match (session, split.groups.len()) {
+                (None, n) if n > 0 && !regroup_whole_state() && spill.is_none() => GroupTable::new(
+                    &state_schema,
+                    n,
+                    split.merges(),
+                    watermark.as_ref().and_then(|w| w.expiry),
+                )
+                .ok(),
                 _ => None,
             },
+            ended: false,
             split,
             session,
             clock: Clock::new(watermark.as_ref().map_or(0, |w| w.delay_ms)),
@@ -201,9 +216,10 @@ impl Aggregation {
 
     /// Groups held as of the last kept batch.
     fn groups(&self) -> u64 {
-        match &self.spill {
-            Some(s) => s.rows(),
-            None => self.state.num_rows() as u64,
+        match (&self.spill, &self.groups) {
+            (Some(s), _) => s.rows(),
+            (None, Some(t)) => t.len() as u64,
+            (None, None) => self.state.num_rows() as u64,
         }
     }
 
@@ -233,20 +249,19 @@ impl Aggregation {
                 part = kept;
             }
         }
-        slot.set(part);
-        let p = collect(&self.plans.partial, &self.plans.task, &self.state_schema).await;
-        slot.clear();
-        let mut p = as_schema(&self.state_schema, &p?)?;
-        if let Some(late) = self.expired(&p, self.clock.late())? {
-            let keep =
-                datafusion::arrow::compute::not(&late).map_err(|e| internal("late groups", e))?;
-            let kept = datafusion::arrow::compute::filter_record_batch(&p, &keep)
-                .map_err(|e| internal("dropping late groups", e))?;
-            self.late += (p.num_rows() - kept.num_rows()) as u64;
-            p = kept;
-        }
-        if p.num_rows() > 0 {
-            self.pending.push(p);
+        for p in self.partials(slot, part).await? {
+            let mut p = as_schema(&self.state_schema, &p)?;
+            if let Some(late) = self.expired(&p, self.clock.late())? {
+                let keep = datafusion::arrow::compute::not(&late)
+                    .map_err(|e| internal("late groups", e))?;
+                let kept = datafusion::arrow::compute::filter_record_batch(&p, &keep)
+                    .map_err(|e| internal("dropping late groups", e))?;
+                self.late += (p.num_rows() - kept.num_rows()) as u64;
+                p = kept;
+            }
+            if p.num_rows() > 0 {
+                self.pending.push(p);
+            }
         }
         Ok(())
     }
@@ -282,42 +297,6 @@ impl Aggregation {
         self.slots.state.clear();
         self.slots.delta.clear();
         as_schema(&self.merged_schema, &merged?)
-    }
-
-    /// The same through the [`KeyIndex`]: only the held groups of the batch's keys go through
-    /// the merge plan; the merged rows replace them in place (new groups appended), so a batch
-    /// costs its own groups' merge and one copy of the state's columns.
-    async fn merge_indexed(&mut self, delta: RecordBatch) -> Result<RecordBatch> {
-        let n_keys = self.split.groups.len();
-        let index = self
-            .index
-            .as_mut()
-            .ok_or_else(|| internal("the key index", "is missing"))?;
-        let held = index.held(&delta.columns()[..n_keys])?;
-        let held = datafusion::arrow::compute::take_record_batch(
-            &self.state,
-            &arrow_array::UInt32Array::from(held),
-        )
-        .map_err(|e| internal("the batch's held groups", e))?;
-        let merged = self.merge(held, delta).await?;
-        let width = self.state_schema.fields().len();
-        let index = self
-            .index
-            .as_mut()
-            .ok_or_else(|| internal("the key index", "is missing"))?;
-        let from = index.place(&merged.columns()[..n_keys], self.state.num_rows())?;
-        let mut columns = Vec::with_capacity(width + 1);
-        for c in 0..width {
-            let parts: [&dyn Array; 2] = [self.state.column(c).as_ref(), merged.column(c).as_ref()];
-            columns.push(
-                datafusion::arrow::compute::interleave(&parts, &from)
-                    .map_err(|e| internal("placing the merged groups", e))?,
-            );
-        }
-        let touched: BooleanArray = from.iter().map(|&(s, _)| Some(s == 1)).collect();
-        columns.push(Arc::new(touched));
-        RecordBatch::try_new(Arc::clone(&self.merged_schema), columns)
-            .map_err(|e| internal("the merged state", e))
     }
 
     /// The state and the batch's partials to merge: as they are, or, with a session window,
@@ -383,9 +362,10 @@ impl Aggregation {
         let out = self.end_batch().await;
         self.next = None;
         self.changes = None;
-        if let Some(index) = self.index.as_mut() {
-            index.discard();
+        if let Some(groups) = self.groups.as_mut() {
+            groups.rollback();
         }
+        self.ended = false;
         if let Some(spill) = self.spill.as_mut() {
             spill.discard();
         }
@@ -430,10 +410,15 @@ impl StageState for Aggregation {
             Some(v) => store::load(dir, v, &self.split.signature, &self.state_schema)?,
         };
         self.clock.restore(marks);
-        if let Some(index) = self.index.as_mut() {
-            index.rebuild(&self.state, self.split.groups.len())?;
+        self.ended = false;
+        if let Some(groups) = self.groups.as_mut() {
+            // the table holds the groups; the batch is not kept twice
+            groups.rebuild(&std::mem::replace(
+                &mut self.state,
+                RecordBatch::new_empty(Arc::clone(&self.state_schema)),
+            ))?;
         }
-        self.progress.num_rows_total = self.state.num_rows() as u64;
+        self.progress.num_rows_total = self.groups();
         Ok(())
     }
 
@@ -441,17 +426,12 @@ impl StageState for Aggregation {
         if self.spill.is_some() {
             return self.end_batch_spilled().await;
         }
-        // a batch ended but never saved (its state dropped): the index forgets its groups
-        if self.next.take().is_some() {
-            if let Some(index) = self.index.as_mut() {
-                index.discard();
-            }
+        if self.groups.is_some() {
+            return self.end_batch_resident().await;
         }
+        self.next = None;
         let delta = concat(&self.state_schema, &std::mem::take(&mut self.pending))?;
-        let (merged, merged_away) = match self.index.is_some() {
-            true => (self.merge_indexed(delta).await?, None),
-            false => self.merge_all(delta).await?,
-        };
+        let (merged, merged_away) = self.merge_all(delta).await?;
         let touched_col = merged.num_columns().saturating_sub(1);
         let updated = merged
             .column(touched_col)
@@ -533,14 +513,6 @@ impl StageState for Aggregation {
             Some(e) => {
                 let keep =
                     datafusion::arrow::compute::not(e).map_err(|err| internal("evicting", err))?;
-                if let Some(index) = self.index.as_mut() {
-                    let keys: Vec<ArrayRef> = next.columns()[..n_keys]
-                        .iter()
-                        .map(|c| datafusion::arrow::compute::filter(c, e))
-                        .collect::<std::result::Result<_, _>>()
-                        .map_err(|err| internal("evicting", err))?;
-                    index.evicting(&keys, keep.clone())?;
-                }
                 let kept = datafusion::arrow::compute::filter_record_batch(&next, &keep)
                     .map_err(|err| internal("evicting", err))?;
                 let removed = (next.num_rows() - kept.num_rows()) as u64;
@@ -557,8 +529,7 @@ impl StageState for Aggregation {
             .columns()
             .iter()
             .map(|c| c.get_array_memory_size() as u64)
-            .sum::<u64>()
-            + self.index.as_ref().map_or(0, KeyIndex::memory);
+            .sum::<u64>();
         self.next = Some(next);
         Ok((out.num_rows() > 0).then_some(out))
     }
@@ -574,9 +545,10 @@ impl StageState for Aggregation {
         if let Some(next) = self.next.take() {
             self.state = next;
             self.clock.commit();
-            if let Some(index) = self.index.as_mut() {
-                index.commit();
-            }
+        }
+        if std::mem::take(&mut self.ended) {
+            self.table()?.commit();
+            self.clock.commit();
         }
         let header = store::Header {
             signature: &self.split.signature,
@@ -594,10 +566,11 @@ impl StageState for Aggregation {
                     .map_err(|e| internal("the long batch's changes", e))?,
             ),
         };
-        let state = &self.state;
-        let full = match &self.spill {
-            Some(spill) => store::Full::Scan(Arc::clone(&self.state_schema), spill.scan()?),
-            None => store::Full::Memory(Box::new(|| Ok(state.clone()))),
+        let (state, groups) = (&self.state, &self.groups);
+        let full = match (&self.spill, groups) {
+            (Some(spill), _) => store::Full::Scan(Arc::clone(&self.state_schema), spill.scan()?),
+            (None, Some(t)) => store::Full::Memory(Box::new(|| t.all())),
+            (None, None) => store::Full::Memory(Box::new(|| Ok(state.clone()))),
         };
         store::save(
             dir,
@@ -638,9 +611,9 @@ impl StageState for Aggregation {
         }
         if let Some(next) = self.next.take() {
             self.state = next;
-            if let Some(index) = self.index.as_mut() {
-                index.commit();
-            }
+        }
+        if std::mem::take(&mut self.ended) {
+            self.table()?.commit();
         }
         self.clock.commit();
         self.chunk_changes.extend(self.changes.take());

@@ -5,9 +5,14 @@
 //! projections, a `HAVING` filter and subquery aliases) is split into three plans, each planned
 //! once at start and executed again per batch like the stateless transform:
 //!
-//! 1. **partial**: the aggregation's partial values over each part of a batch ([`rewrite`]);
-//! 2. **merge**: the state (one row per group, as of the last committed batch) unioned with the
-//!    batch's partials, grouped again, with a flag telling which groups the batch touched;
+//! 1. **partial**: the aggregation's partial values over each part of a batch ([`rewrite`]),
+//!    a large part cut into slices run side by side, one per core;
+//! 2. **merge**: the batch's partials merged into the state (one row per group, as of the last
+//!    committed batch), with a flag telling which groups the batch touched. Groups held in
+//!    memory are merged in place in a [`groups::GroupTable`] (DataFusion's key tables and one
+//!    vector per partial value), so a batch costs its own groups; groups on disk
+//!    ([`spill`]), sessions and a global aggregate go through a merge plan: the held groups
+//!    unioned with the partials and grouped again;
 //! 3. **output**: the final values of the merged groups, the touched ones (`update`) or all
 //!    (`complete`), through whatever stood above the aggregation (projection, `HAVING`).
 //!
@@ -21,7 +26,7 @@ pub(crate) mod aggregation;
 pub(crate) mod clock;
 pub(crate) mod dedup;
 pub(crate) mod event_time;
-pub(crate) mod index;
+pub(crate) mod groups;
 pub(crate) mod query;
 pub(crate) mod rewrite;
 pub(crate) mod session;
@@ -302,6 +307,7 @@ pub(crate) async fn plan(
         shape,
         watermark,
         aggregation::Plans {
+            partial_copies: aggregation::partial_copies(&partial)?,
             partial,
             merge,
             output,

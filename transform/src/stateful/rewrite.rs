@@ -223,6 +223,18 @@ fn split_one(e: &Expr) -> Result<SplitAggregate> {
 }
 
 impl SplitAggregation {
+    /// How each partial column merges, in partial-column order.
+    pub(crate) fn merges(&self) -> Vec<super::groups::columns::Merge> {
+        self.aggregates
+            .iter()
+            .flat_map(|a| {
+                a.partials
+                    .iter()
+                    .map(|_| super::groups::columns::Merge::of(a.merge))
+            })
+            .collect()
+    }
+
     /// The aggregation over the batch: grouping columns `__g<i>`, partial columns `__p<j>`.
     pub(crate) fn partial_exprs(&self) -> (Vec<Expr>, Vec<Expr>) {
         let groups = self

@@ -1,0 +1,469 @@
+//! The partial values of a [`super::GroupTable`]'s groups: one [`StateColumn`] per partial
+//! column, a plain vector indexed by group id, merged in place with the merge function of its
+//! aggregate ([`Merge`]), with DataFusion's semantics:
+//!
+//! - `sum` adds with wrapping (DataFusion's `SumAccumulator` and its groups accumulator);
+//! - `min` / `max` keep the new value when it compares less / greater, or when the comparison
+//!   is undefined (a NaN), as DataFusion's `PrimitiveGroupsAccumulator` for `min` / `max`;
+//! - `bool_and` / `bool_or` (and `min` / `max` of booleans) are `and` / `or`;
+//! - a null partial value leaves the group as it is; a group without any value is null.
+//!
+//! Primitive types (integers, floats, decimals, dates, times, timestamps, durations, intervals)
+//! and booleans are held unboxed; any other type (strings, for `min` / `max`) as
+//! [`ScalarValue`]s. A batch's overwritten values are remembered so that a batch whose state is
+//! dropped can be rolled back.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::ArrowPrimitiveType;
+use arrow_array::{
+    downcast_primitive, new_empty_array, Array, ArrayRef, ArrowNativeTypeOp, BooleanArray,
+    PrimitiveArray,
+};
+use arrow_schema::DataType;
+use datafusion::scalar::ScalarValue;
+use tributary_sdk::{Error, ErrorCode, Result};
+
+/// How two partial values of one group merge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Merge {
+    Sum,
+    Min,
+    Max,
+    And,
+    Or,
+}
+
+impl Merge {
+    /// The merge of a partial column whose function is `name` (see `rewrite::SplitAggregate`).
+    pub(crate) fn of(name: &str) -> Self {
+        match name {
+            "min" => Merge::Min,
+            "max" => Merge::Max,
+            "bool_and" => Merge::And,
+            "bool_or" => Merge::Or,
+            _ => Merge::Sum,
+        }
+    }
+}
+
+fn internal(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorCode::Internal,
+        format!("[transform] aggregation state column: {what}: {e}"),
+    )
+}
+
+fn missing(id: usize) -> Error {
+    internal("group", format!("{id} has no slot"))
+}
+
+/// One partial column of every group.
+pub(crate) trait StateColumn: Send + Sync {
+    /// Makes room for `len` groups (the new ones without a value).
+    fn grow(&mut self, len: usize);
+    /// Forgets group `id`'s value (a group held again after it left the state).
+    fn clear(&mut self, id: usize) -> Result<()>;
+    /// Notes group `id`'s value, which [`Self::rollback`] restores.
+    fn remember(&mut self, id: usize) -> Result<()>;
+    /// Merges row `r` of `partial` into group `ids[r]`, for every row.
+    fn merge(&mut self, partial: &dyn Array, ids: &[usize]) -> Result<()>;
+    /// The values of groups `ids`, in order.
+    fn take(&self, ids: &[usize]) -> Result<ArrayRef>;
+    /// Restores the values noted since the last [`Self::forget`].
+    fn rollback(&mut self);
+    /// Drops the values noted (the batch's state is kept).
+    fn forget(&mut self);
+    /// Bytes held.
+    fn bytes(&self) -> usize;
+}
+
+/// A column of `data_type` merged with `merge`.
+pub(crate) fn column(data_type: &DataType, merge: Merge) -> Box<dyn StateColumn> {
+    macro_rules! primitive {
+        ($t:ty) => {
+            return Box::new(Primitive::<$t>::new(data_type.clone(), merge))
+        };
+    }
+    downcast_primitive! {
+        data_type => (primitive),
+        DataType::Boolean => Box::new(Bool::new(merge)),
+        _ => Box::new(Scalars::new(data_type.clone(), merge)),
+    }
+}
+
+/// Values of a primitive type, unboxed.
+struct Primitive<T: ArrowPrimitiveType> {
+    data_type: DataType,
+    merge: Merge,
+    values: Vec<T::Native>,
+    valid: Vec<bool>,
+    undo: Vec<(usize, T::Native, bool)>,
+}
+
+impl<T: ArrowPrimitiveType> Primitive<T> {
+    fn new(data_type: DataType, merge: Merge) -> Self {
+        Primitive {
+            data_type,
+            merge,
+            values: Vec::new(),
+            valid: Vec::new(),
+            undo: Vec::new(),
+        }
+    }
+
+    fn merge_with(
+        &mut self,
+        partial: &PrimitiveArray<T>,
+        ids: &[usize],
+        op: impl Fn(&mut T::Native, T::Native),
+    ) -> Result<()> {
+        for (r, &id) in ids.iter().enumerate() {
+            if partial.is_null(r) {
+                continue;
+            }
+            let v = partial.value(r);
+            let (Some(cur), Some(valid)) = (self.values.get_mut(id), self.valid.get_mut(id)) else {
+                return Err(missing(id));
+            };
+            if *valid {
+                op(cur, v);
+            } else {
+                *cur = v;
+                *valid = true;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<T: ArrowPrimitiveType> StateColumn for Primitive<T> {
+    fn grow(&mut self, len: usize) {
+        self.values.resize(len, T::Native::default());
+        self.valid.resize(len, false);
+    }
+
+    fn clear(&mut self, id: usize) -> Result<()> {
+        *self.valid.get_mut(id).ok_or_else(|| missing(id))? = false;
+        Ok(())
+    }
+
+    fn remember(&mut self, id: usize) -> Result<()> {
+        let (Some(&v), Some(&ok)) = (self.values.get(id), self.valid.get(id)) else {
+            return Err(missing(id));
+        };
+        self.undo.push((id, v, ok));
+        Ok(())
+    }
+
+    fn merge(&mut self, partial: &dyn Array, ids: &[usize]) -> Result<()> {
+        let partial = partial
+            .as_primitive_opt::<T>()
+            .ok_or_else(|| internal("a partial column", "is not of the state's type"))?;
+        match self.merge {
+            Merge::Sum => self.merge_with(partial, ids, |cur, v| *cur = cur.add_wrapping(v)),
+            Merge::Min | Merge::And => self.merge_with(partial, ids, |cur, v| {
+                if matches!(v.partial_cmp(cur), Some(Ordering::Less) | None) {
+                    *cur = v
+                }
+            }),
+            Merge::Max | Merge::Or => self.merge_with(partial, ids, |cur, v| {
+                if matches!(v.partial_cmp(cur), Some(Ordering::Greater) | None) {
+                    *cur = v
+                }
+            }),
+        }
+    }
+
+    fn take(&self, ids: &[usize]) -> Result<ArrayRef> {
+        let mut values = Vec::with_capacity(ids.len());
+        let mut valid = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let (Some(&v), Some(&ok)) = (self.values.get(id), self.valid.get(id)) else {
+                return Err(missing(id));
+            };
+            values.push(v);
+            valid.push(ok);
+        }
+        let nulls = valid
+            .contains(&false)
+            .then(|| datafusion::arrow::buffer::NullBuffer::from(valid));
+        let array = PrimitiveArray::<T>::try_new(values.into(), nulls)
+            .map_err(|e| internal("taking values", e))?
+            .with_data_type(self.data_type.clone());
+        Ok(Arc::new(array))
+    }
+
+    fn rollback(&mut self) {
+        for (id, v, ok) in self.undo.drain(..).rev() {
+            if let (Some(cur), Some(valid)) = (self.values.get_mut(id), self.valid.get_mut(id)) {
+                *cur = v;
+                *valid = ok;
+            }
+        }
+    }
+
+    fn forget(&mut self) {
+        self.undo.clear();
+    }
+
+    fn bytes(&self) -> usize {
+        self.values.capacity() * std::mem::size_of::<T::Native>() + self.valid.capacity()
+    }
+}
+
+/// Booleans (`bool_and`, `bool_or`, and `min` / `max` of booleans: false < true).
+struct Bool {
+    and: bool,
+    values: Vec<bool>,
+    valid: Vec<bool>,
+    undo: Vec<(usize, bool, bool)>,
+}
+
+impl Bool {
+    fn new(merge: Merge) -> Self {
+        Bool {
+            and: matches!(merge, Merge::And | Merge::Min),
+            values: Vec::new(),
+            valid: Vec::new(),
+            undo: Vec::new(),
+        }
+    }
+}
+
+impl StateColumn for Bool {
+    fn grow(&mut self, len: usize) {
+        self.values.resize(len, false);
+        self.valid.resize(len, false);
+    }
+
+    fn clear(&mut self, id: usize) -> Result<()> {
+        *self.valid.get_mut(id).ok_or_else(|| missing(id))? = false;
+        Ok(())
+    }
+
+    fn remember(&mut self, id: usize) -> Result<()> {
+        let (Some(&v), Some(&ok)) = (self.values.get(id), self.valid.get(id)) else {
+            return Err(missing(id));
+        };
+        self.undo.push((id, v, ok));
+        Ok(())
+    }
+
+    fn merge(&mut self, partial: &dyn Array, ids: &[usize]) -> Result<()> {
+        let partial = partial
+            .as_boolean_opt()
+            .ok_or_else(|| internal("a partial column", "is not boolean"))?;
+        for (r, &id) in ids.iter().enumerate() {
+            if partial.is_null(r) {
+                continue;
+            }
+            let v = partial.value(r);
+            let (Some(cur), Some(valid)) = (self.values.get_mut(id), self.valid.get_mut(id)) else {
+                return Err(missing(id));
+            };
+            *cur = match (*valid, self.and) {
+                (false, _) => v,
+                (true, true) => *cur && v,
+                (true, false) => *cur || v,
+            };
+            *valid = true;
+        }
+        Ok(())
+    }
+
+    fn take(&self, ids: &[usize]) -> Result<ArrayRef> {
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let (Some(&v), Some(&ok)) = (self.values.get(id), self.valid.get(id)) else {
+                return Err(missing(id));
+            };
+            out.push(ok.then_some(v));
+        }
+        Ok(Arc::new(BooleanArray::from(out)))
+    }
+
+    fn rollback(&mut self) {
+        for (id, v, ok) in self.undo.drain(..).rev() {
+            if let (Some(cur), Some(valid)) = (self.values.get_mut(id), self.valid.get_mut(id)) {
+                *cur = v;
+                *valid = ok;
+            }
+        }
+    }
+
+    fn forget(&mut self) {
+        self.undo.clear();
+    }
+
+    fn bytes(&self) -> usize {
+        self.values.capacity() + self.valid.capacity()
+    }
+}
+
+/// Values of any other type (`min` / `max` of strings), as scalars.
+struct Scalars {
+    data_type: DataType,
+    merge: Merge,
+    null: ScalarValue,
+    values: Vec<ScalarValue>,
+    undo: Vec<(usize, ScalarValue)>,
+}
+
+impl Scalars {
+    fn new(data_type: DataType, merge: Merge) -> Self {
+        Scalars {
+            null: ScalarValue::try_from(&data_type).unwrap_or(ScalarValue::Null),
+            data_type,
+            merge,
+            values: Vec::new(),
+            undo: Vec::new(),
+        }
+    }
+}
+
+impl StateColumn for Scalars {
+    fn grow(&mut self, len: usize) {
+        self.values.resize(len, self.null.clone());
+    }
+
+    fn clear(&mut self, id: usize) -> Result<()> {
+        *self.values.get_mut(id).ok_or_else(|| missing(id))? = self.null.clone();
+        Ok(())
+    }
+
+    fn remember(&mut self, id: usize) -> Result<()> {
+        let v = self.values.get(id).ok_or_else(|| missing(id))?.clone();
+        self.undo.push((id, v));
+        Ok(())
+    }
+
+    fn merge(&mut self, partial: &dyn Array, ids: &[usize]) -> Result<()> {
+        for (r, &id) in ids.iter().enumerate() {
+            if partial.is_null(r) {
+                continue;
+            }
+            let v = ScalarValue::try_from_array(partial, r)
+                .map_err(|e| internal("reading a partial value", e))?;
+            let cur = self.values.get_mut(id).ok_or_else(|| missing(id))?;
+            if cur.is_null() {
+                *cur = v;
+                continue;
+            }
+            let replace = match self.merge {
+                Merge::Min | Merge::And => {
+                    matches!(v.partial_cmp(cur), Some(Ordering::Less) | None)
+                }
+                Merge::Max | Merge::Or => {
+                    matches!(v.partial_cmp(cur), Some(Ordering::Greater) | None)
+                }
+                Merge::Sum => {
+                    *cur = cur
+                        .add(&v)
+                        .map_err(|e| internal("adding partial sums", e))?;
+                    false
+                }
+            };
+            if replace {
+                *cur = v;
+            }
+        }
+        Ok(())
+    }
+
+    fn take(&self, ids: &[usize]) -> Result<ArrayRef> {
+        if ids.is_empty() {
+            return Ok(new_empty_array(&self.data_type));
+        }
+        let values = ids
+            .iter()
+            .map(|&id| self.values.get(id).cloned().ok_or_else(|| missing(id)))
+            .collect::<Result<Vec<_>>>()?;
+        ScalarValue::iter_to_array(values).map_err(|e| internal("taking values", e))
+    }
+
+    fn rollback(&mut self) {
+        for (id, v) in self.undo.drain(..).rev() {
+            if let Some(cur) = self.values.get_mut(id) {
+                *cur = v;
+            }
+        }
+    }
+
+    fn forget(&mut self) {
+        self.undo.clear();
+    }
+
+    fn bytes(&self) -> usize {
+        self.values
+            .iter()
+            .map(|v| v.size())
+            .sum::<usize>()
+            .max(self.values.capacity() * std::mem::size_of::<ScalarValue>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Float64Array, Int64Array, StringArray};
+
+    #[test]
+    fn sums_wrap_min_and_max_follow_datafusion_and_nulls_leave_values() {
+        let mut sum = column(&DataType::Int64, Merge::Sum);
+        sum.grow(2);
+        let p = Int64Array::from(vec![Some(i64::MAX), Some(1), None, Some(5)]);
+        sum.merge(&p, &[0, 0, 1, 1]).unwrap();
+        let got = sum.take(&[0, 1]).unwrap();
+        assert_eq!(
+            got.as_primitive::<arrow_array::types::Int64Type>(),
+            &Int64Array::from(vec![i64::MIN, 5])
+        );
+        // a NaN replaces a min, as DataFusion's min does
+        let mut min = column(&DataType::Float64, Merge::Min);
+        min.grow(1);
+        min.merge(&Float64Array::from(vec![2.0, 1.0, f64::NAN]), &[0, 0, 0])
+            .unwrap();
+        let got = min.take(&[0]).unwrap();
+        assert!(got
+            .as_primitive::<arrow_array::types::Float64Type>()
+            .value(0)
+            .is_nan());
+        // a group never given a value is null
+        let mut max = column(&DataType::Utf8, Merge::Max);
+        max.grow(2);
+        max.merge(&StringArray::from(vec!["b", "a", "c"]), &[0, 0, 0])
+            .unwrap();
+        assert_eq!(
+            max.take(&[0, 1]).unwrap().as_string::<i32>(),
+            &StringArray::from(vec![Some("c"), None])
+        );
+    }
+
+    #[test]
+    fn a_rolled_back_batch_restores_the_values_it_overwrote() {
+        for dt in [DataType::Int64, DataType::Utf8] {
+            let mut c = column(&dt, Merge::Max);
+            c.grow(1);
+            let (one, two): (ArrayRef, ArrayRef) = match dt {
+                DataType::Int64 => (
+                    Arc::new(Int64Array::from(vec![1])),
+                    Arc::new(Int64Array::from(vec![2])),
+                ),
+                _ => (
+                    Arc::new(StringArray::from(vec!["1"])),
+                    Arc::new(StringArray::from(vec!["2"])),
+                ),
+            };
+            c.merge(one.as_ref(), &[0]).unwrap();
+            c.forget();
+            c.remember(0).unwrap();
+            c.merge(two.as_ref(), &[0]).unwrap();
+            assert_eq!(c.take(&[0]).unwrap().as_ref(), two.as_ref());
+            c.rollback();
+            assert_eq!(c.take(&[0]).unwrap().as_ref(), one.as_ref());
+        }
+    }
+}
