@@ -424,3 +424,44 @@ async fn the_readme_s_kafka_shaped_query_emits_key_and_value_per_changed_group()
         assert_eq!(n, all[k], "group {k:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_parts_aggregated_on_every_core_and_a_batch_ended_again_give_the_same_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = opened(SQL, Some(OutputMode::Update)).await;
+    t.state().unwrap().restore(dir.path(), None).await.unwrap();
+    // parts of 100 k and 70 k rows: cut into slices aggregated side by side, whose partials
+    // name the same groups
+    let input = [orders(0, 100_000), orders(100_000, 70_000)];
+    let mut seen: Vec<Order> = Vec::new();
+    for (id, part) in input.iter().enumerate() {
+        // a first attempt ended but not saved (its state dropped), then the batch again
+        let dropped = batch(&mut t, part, 1).await;
+        let out = batch(&mut t, part, 1).await;
+        assert_eq!(groups(&dropped), groups(&out), "batch {id} ended twice");
+        seen.extend(part.iter().cloned());
+        assert_same(&groups(&out), &truth(&seen));
+        t.state()
+            .unwrap()
+            .save(dir.path(), id as u64)
+            .await
+            .unwrap();
+    }
+    // the saved state restores to the same groups
+    let mut restored = opened(SQL, Some(OutputMode::Update)).await;
+    restored
+        .state()
+        .unwrap()
+        .restore(dir.path(), Some(1))
+        .await
+        .unwrap();
+    let more = orders(170_000, 10);
+    let out = batch(&mut restored, &more, 1).await;
+    seen.extend(more.iter().cloned());
+    let touched: Vec<_> = truth(&more).into_keys().collect();
+    let want: Groups = truth(&seen)
+        .into_iter()
+        .filter(|(k, _)| touched.contains(k))
+        .collect();
+    assert_same(&groups(&out), &want);
+}
