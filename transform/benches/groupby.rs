@@ -166,6 +166,17 @@ async fn throughput(keys: i64, batch_rows: usize) {
             (true, true, &mut regrouped),
             (false, false, &mut unsaved),
         ] {
+            // `GROUPBY_ONLY=unsaved` (or `saved`, `regroup`) runs one way, to profile it
+            let only = std::env::var("GROUPBY_ONLY").unwrap_or_default();
+            let name = match (regroup, save) {
+                (true, _) => "regroup",
+                (false, true) => "saved",
+                (false, false) => "unsaved",
+            };
+            if !only.is_empty() && only != name {
+                times.push(Duration::from_nanos(1));
+                continue;
+            }
             tributary_transform::bench_regroup(regroup);
             let (s, last) = stream_run(&batches, save).await;
             times.push(s);
@@ -357,9 +368,20 @@ fn main() {
         return;
     }
     if which.as_deref().is_none_or(|w| w == "throughput") {
+        // `GROUPBY_KEYS` / `GROUPBY_BATCH` pick one case, to profile it
+        let pick = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse::<usize>().ok())
+        };
         for batch_rows in [BATCH, 10 * BATCH] {
-            rt.block_on(throughput(KEYS, batch_rows));
-            rt.block_on(throughput(1_000_000, batch_rows));
+            for keys in [KEYS, 1_000_000] {
+                if pick("GROUPBY_KEYS").is_none_or(|k| k as i64 == keys)
+                    && pick("GROUPBY_BATCH").is_none_or(|b| b == batch_rows)
+                {
+                    rt.block_on(throughput(keys, batch_rows));
+                }
+            }
         }
     }
 }

@@ -45,6 +45,12 @@ pub(crate) fn changes(
     let n_up = upserts.num_rows();
     let n_del = deleted.first().map_or(0, |c| c.len());
     let mut columns = Vec::with_capacity(schema.fields().len());
+    if n_del == 0 {
+        // only upserts: their columns as they are, no copy
+        columns.extend(upserts.columns().iter().take(state.fields().len()).cloned());
+        columns.push(Arc::new(BooleanArray::from(vec![false; n_up])));
+        return RecordBatch::try_new(schema, columns).map_err(|e| internal("building a delta", e));
+    }
     for (i, f) in state.fields().iter().enumerate() {
         let del = match deleted.get(i) {
             Some(k) => Arc::clone(k),
