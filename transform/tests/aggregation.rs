@@ -38,6 +38,15 @@ fn truth(orders: &[Order]) -> Groups {
         .collect()
 }
 
+/// The groups `input` (the last batch) touched, with their values over every order `seen`.
+fn touched_truth(seen: &[Order], input: &[Order]) -> Groups {
+    let touched: Vec<_> = truth(input).into_keys().collect();
+    truth(seen)
+        .into_iter()
+        .filter(|(k, _)| touched.contains(k))
+        .collect()
+}
+
 fn groups(batch: &RecordBatch) -> Groups {
     let customers = strings(batch, "customer");
     let int = |name: &str| {
@@ -148,13 +157,8 @@ async fn update_mode_emits_each_batch_s_changed_groups_with_their_running_values
     for (id, input) in batches().into_iter().enumerate() {
         let out = batch(&mut t, &input, 4).await;
         seen.extend(input.iter().cloned());
-        let all = truth(&seen);
         // exactly the groups this batch touched, each with its value over every batch so far
-        let touched: Vec<_> = truth(&input).into_keys().collect();
-        let want: Groups = all
-            .into_iter()
-            .filter(|(k, _)| touched.contains(k))
-            .collect();
+        let want = touched_truth(&seen, &input);
         assert_same(&groups(&out), &want);
         t.state()
             .unwrap()
@@ -458,10 +462,5 @@ async fn large_parts_aggregated_on_every_core_and_a_batch_ended_again_give_the_s
     let more = orders(170_000, 10);
     let out = batch(&mut restored, &more, 1).await;
     seen.extend(more.iter().cloned());
-    let touched: Vec<_> = truth(&more).into_keys().collect();
-    let want: Groups = truth(&seen)
-        .into_iter()
-        .filter(|(k, _)| touched.contains(k))
-        .collect();
-    assert_same(&groups(&out), &want);
+    assert_same(&groups(&out), &touched_truth(&seen, &more));
 }

@@ -84,47 +84,68 @@ pub(crate) trait StateColumn: Send + Sync {
 pub(crate) fn column(data_type: &DataType, merge: Merge) -> Box<dyn StateColumn> {
     macro_rules! primitive {
         ($t:ty) => {
-            return Box::new(Primitive::<$t>::new(data_type.clone(), merge))
+            return Box::new(Primitive::<$t> {
+                data_type: data_type.clone(),
+                merge,
+                slots: Slots::new(),
+            })
         };
     }
     downcast_primitive! {
         data_type => (primitive),
-        DataType::Boolean => Box::new(Bool::new(merge)),
+        DataType::Boolean => Box::new(Bool {
+            and: matches!(merge, Merge::And | Merge::Min),
+            slots: Slots::new(),
+        }),
         _ => Box::new(Scalars::new(data_type.clone(), merge)),
     }
 }
 
-/// Values of a primitive type, unboxed.
-struct Primitive<T: ArrowPrimitiveType> {
-    data_type: DataType,
-    merge: Merge,
-    values: Vec<T::Native>,
+/// Unboxed values by group id, with their validity and the values the batch overwrote.
+struct Slots<V: Copy + Default> {
+    values: Vec<V>,
     valid: Vec<bool>,
-    undo: Vec<(usize, T::Native, bool)>,
+    undo: Vec<(usize, V, bool)>,
 }
 
-impl<T: ArrowPrimitiveType> Primitive<T> {
-    fn new(data_type: DataType, merge: Merge) -> Self {
-        Primitive {
-            data_type,
-            merge,
+impl<V: Copy + Default> Slots<V> {
+    fn new() -> Self {
+        Slots {
             values: Vec::new(),
             valid: Vec::new(),
             undo: Vec::new(),
         }
     }
 
-    fn merge_with(
+    fn grow(&mut self, len: usize) {
+        self.values.resize(len, V::default());
+        self.valid.resize(len, false);
+    }
+
+    fn clear(&mut self, id: usize) -> Result<()> {
+        *self.valid.get_mut(id).ok_or_else(|| missing(id))? = false;
+        Ok(())
+    }
+
+    fn remember(&mut self, id: usize) -> Result<()> {
+        let (Some(&v), Some(&ok)) = (self.values.get(id), self.valid.get(id)) else {
+            return Err(missing(id));
+        };
+        self.undo.push((id, v, ok));
+        Ok(())
+    }
+
+    /// Merges `value(r)` (none: null) into group `ids[r]` with `op`, for every row.
+    fn merge(
         &mut self,
-        partial: &PrimitiveArray<T>,
         ids: &[usize],
-        op: impl Fn(&mut T::Native, T::Native),
+        value: impl Fn(usize) -> Option<V>,
+        op: impl Fn(&mut V, V),
     ) -> Result<()> {
         for (r, &id) in ids.iter().enumerate() {
-            if partial.is_null(r) {
+            let Some(v) = value(r) else {
                 continue;
-            }
-            let v = partial.value(r);
+            };
             let (Some(cur), Some(valid)) = (self.values.get_mut(id), self.valid.get_mut(id)) else {
                 return Err(missing(id));
             };
@@ -137,39 +158,66 @@ impl<T: ArrowPrimitiveType> Primitive<T> {
         }
         Ok(())
     }
+
+    /// Groups `ids`' values (none: null).
+    fn take(&self, ids: &[usize]) -> Result<Vec<Option<V>>> {
+        ids.iter()
+            .map(|&id| match (self.values.get(id), self.valid.get(id)) {
+                (Some(&v), Some(&ok)) => Ok(ok.then_some(v)),
+                _ => Err(missing(id)),
+            })
+            .collect()
+    }
+
+    fn rollback(&mut self) {
+        for (id, v, ok) in self.undo.drain(..).rev() {
+            if let (Some(cur), Some(valid)) = (self.values.get_mut(id), self.valid.get_mut(id)) {
+                *cur = v;
+                *valid = ok;
+            }
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.values.capacity() * std::mem::size_of::<V>() + self.valid.capacity()
+    }
+}
+
+/// Values of a primitive type, unboxed.
+struct Primitive<T: ArrowPrimitiveType> {
+    data_type: DataType,
+    merge: Merge,
+    slots: Slots<T::Native>,
 }
 
 impl<T: ArrowPrimitiveType> StateColumn for Primitive<T> {
     fn grow(&mut self, len: usize) {
-        self.values.resize(len, T::Native::default());
-        self.valid.resize(len, false);
+        self.slots.grow(len);
     }
 
     fn clear(&mut self, id: usize) -> Result<()> {
-        *self.valid.get_mut(id).ok_or_else(|| missing(id))? = false;
-        Ok(())
+        self.slots.clear(id)
     }
 
     fn remember(&mut self, id: usize) -> Result<()> {
-        let (Some(&v), Some(&ok)) = (self.values.get(id), self.valid.get(id)) else {
-            return Err(missing(id));
-        };
-        self.undo.push((id, v, ok));
-        Ok(())
+        self.slots.remember(id)
     }
 
     fn merge(&mut self, partial: &dyn Array, ids: &[usize]) -> Result<()> {
         let partial = partial
             .as_primitive_opt::<T>()
             .ok_or_else(|| internal("a partial column", "is not of the state's type"))?;
+        let value = |r: usize| partial.is_valid(r).then(|| partial.value(r));
         match self.merge {
-            Merge::Sum => self.merge_with(partial, ids, |cur, v| *cur = cur.add_wrapping(v)),
-            Merge::Min | Merge::And => self.merge_with(partial, ids, |cur, v| {
+            Merge::Sum => self
+                .slots
+                .merge(ids, value, |cur, v| *cur = cur.add_wrapping(v)),
+            Merge::Min | Merge::And => self.slots.merge(ids, value, |cur, v| {
                 if matches!(v.partial_cmp(cur), Some(Ordering::Less) | None) {
                     *cur = v
                 }
             }),
-            Merge::Max | Merge::Or => self.merge_with(partial, ids, |cur, v| {
+            Merge::Max | Merge::Or => self.slots.merge(ids, value, |cur, v| {
                 if matches!(v.partial_cmp(cur), Some(Ordering::Greater) | None) {
                     *cur = v
                 }
@@ -178,128 +226,68 @@ impl<T: ArrowPrimitiveType> StateColumn for Primitive<T> {
     }
 
     fn take(&self, ids: &[usize]) -> Result<ArrayRef> {
-        let mut values = Vec::with_capacity(ids.len());
-        let mut valid = Vec::with_capacity(ids.len());
-        for &id in ids {
-            let (Some(&v), Some(&ok)) = (self.values.get(id), self.valid.get(id)) else {
-                return Err(missing(id));
-            };
-            values.push(v);
-            valid.push(ok);
-        }
-        let nulls = valid
-            .contains(&false)
-            .then(|| datafusion::arrow::buffer::NullBuffer::from(valid));
-        let array = PrimitiveArray::<T>::try_new(values.into(), nulls)
-            .map_err(|e| internal("taking values", e))?
+        let array = PrimitiveArray::<T>::from_iter(self.slots.take(ids)?)
             .with_data_type(self.data_type.clone());
         Ok(Arc::new(array))
     }
 
     fn rollback(&mut self) {
-        for (id, v, ok) in self.undo.drain(..).rev() {
-            if let (Some(cur), Some(valid)) = (self.values.get_mut(id), self.valid.get_mut(id)) {
-                *cur = v;
-                *valid = ok;
-            }
-        }
+        self.slots.rollback();
     }
 
     fn forget(&mut self) {
-        self.undo.clear();
+        self.slots.undo.clear();
     }
 
     fn bytes(&self) -> usize {
-        self.values.capacity() * std::mem::size_of::<T::Native>() + self.valid.capacity()
+        self.slots.bytes()
     }
 }
 
 /// Booleans (`bool_and`, `bool_or`, and `min` / `max` of booleans: false < true).
 struct Bool {
     and: bool,
-    values: Vec<bool>,
-    valid: Vec<bool>,
-    undo: Vec<(usize, bool, bool)>,
-}
-
-impl Bool {
-    fn new(merge: Merge) -> Self {
-        Bool {
-            and: matches!(merge, Merge::And | Merge::Min),
-            values: Vec::new(),
-            valid: Vec::new(),
-            undo: Vec::new(),
-        }
-    }
+    slots: Slots<bool>,
 }
 
 impl StateColumn for Bool {
     fn grow(&mut self, len: usize) {
-        self.values.resize(len, false);
-        self.valid.resize(len, false);
+        self.slots.grow(len);
     }
 
     fn clear(&mut self, id: usize) -> Result<()> {
-        *self.valid.get_mut(id).ok_or_else(|| missing(id))? = false;
-        Ok(())
+        self.slots.clear(id)
     }
 
     fn remember(&mut self, id: usize) -> Result<()> {
-        let (Some(&v), Some(&ok)) = (self.values.get(id), self.valid.get(id)) else {
-            return Err(missing(id));
-        };
-        self.undo.push((id, v, ok));
-        Ok(())
+        self.slots.remember(id)
     }
 
     fn merge(&mut self, partial: &dyn Array, ids: &[usize]) -> Result<()> {
         let partial = partial
             .as_boolean_opt()
             .ok_or_else(|| internal("a partial column", "is not boolean"))?;
-        for (r, &id) in ids.iter().enumerate() {
-            if partial.is_null(r) {
-                continue;
-            }
-            let v = partial.value(r);
-            let (Some(cur), Some(valid)) = (self.values.get_mut(id), self.valid.get_mut(id)) else {
-                return Err(missing(id));
-            };
-            *cur = match (*valid, self.and) {
-                (false, _) => v,
-                (true, true) => *cur && v,
-                (true, false) => *cur || v,
-            };
-            *valid = true;
+        let value = |r: usize| partial.is_valid(r).then(|| partial.value(r));
+        match self.and {
+            true => self.slots.merge(ids, value, |cur, v| *cur = *cur && v),
+            false => self.slots.merge(ids, value, |cur, v| *cur = *cur || v),
         }
-        Ok(())
     }
 
     fn take(&self, ids: &[usize]) -> Result<ArrayRef> {
-        let mut out = Vec::with_capacity(ids.len());
-        for &id in ids {
-            let (Some(&v), Some(&ok)) = (self.values.get(id), self.valid.get(id)) else {
-                return Err(missing(id));
-            };
-            out.push(ok.then_some(v));
-        }
-        Ok(Arc::new(BooleanArray::from(out)))
+        Ok(Arc::new(BooleanArray::from(self.slots.take(ids)?)))
     }
 
     fn rollback(&mut self) {
-        for (id, v, ok) in self.undo.drain(..).rev() {
-            if let (Some(cur), Some(valid)) = (self.values.get_mut(id), self.valid.get_mut(id)) {
-                *cur = v;
-                *valid = ok;
-            }
-        }
+        self.slots.rollback();
     }
 
     fn forget(&mut self) {
-        self.undo.clear();
+        self.slots.undo.clear();
     }
 
     fn bytes(&self) -> usize {
-        self.values.capacity() + self.valid.capacity()
+        self.slots.bytes()
     }
 }
 
@@ -431,6 +419,15 @@ mod tests {
             .as_primitive::<arrow_array::types::Float64Type>()
             .value(0)
             .is_nan());
+        // bool_and over a null and a value is the value
+        let mut and = column(&DataType::Boolean, Merge::And);
+        and.grow(2);
+        let p = BooleanArray::from(vec![Some(true), Some(false), None, Some(true)]);
+        and.merge(&p, &[0, 0, 1, 1]).unwrap();
+        assert_eq!(
+            and.take(&[0, 1]).unwrap().as_boolean(),
+            &BooleanArray::from(vec![false, true])
+        );
         // a group never given a value is null
         let mut max = column(&DataType::Utf8, Merge::Max);
         max.grow(2);
