@@ -17,7 +17,8 @@
 //! The directory names the checkpoint that writes it (`_owner.json`, see [`owner`]): a second
 //! pipeline pointed at it, or a checkpoint that lost its log, is refused before writing.
 //!
-//! Options: `path` (required), `compression` (`zstd` default, `snappy`, `none`).
+//! Options: `path` (required), `compression` (`snappy` default, as Spark's
+//! `spark.sql.parquet.compression.codec`; `zstd`, `none`).
 
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -57,11 +58,11 @@ pub struct ParquetSink {
 }
 
 impl ParquetSink {
-    /// A sink writing into `dir` (created if missing) with zstd compression.
+    /// A sink writing into `dir` (created if missing) with snappy compression (Spark's default).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         ParquetSink {
             dir: dir.into(),
-            compression: Compression::ZSTD(ZstdLevel::default()),
+            compression: Compression::SNAPPY,
             schema: None,
             batch: None,
             staged: None,
@@ -349,10 +350,10 @@ impl SinkConnector for ParquetSinkFactory {
             OptionSpec::string("path", "Directory the Parquet files are written to.").required(),
             OptionSpec::one_of(
                 "compression",
-                &["zstd", "snappy", "none"],
-                "Compression codec of the Parquet pages.",
+                &["snappy", "zstd", "none"],
+                "Compression codec of the Parquet pages (snappy by default, as Spark's spark.sql.parquet.compression.codec).",
             )
-            .default_value("zstd"),
+            .default_value("snappy"),
         ]
     }
 
@@ -360,9 +361,9 @@ impl SinkConnector for ParquetSinkFactory {
         Ok(ParquetConfig {
             path: PathBuf::from(p.required_string("path")?),
             compression: match p.word("compression")?.as_deref() {
-                Some("snappy") => Compression::SNAPPY,
+                Some("zstd") => Compression::ZSTD(ZstdLevel::default()),
                 Some("none") => Compression::UNCOMPRESSED,
-                _ => Compression::ZSTD(ZstdLevel::default()),
+                _ => Compression::SNAPPY,
             },
         })
     }
