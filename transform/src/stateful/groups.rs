@@ -65,7 +65,6 @@ pub(crate) struct Touched {
 /// An aggregation's groups in memory (see the module docs).
 pub(crate) struct GroupTable {
     state_schema: SchemaRef,
-    key_schema: SchemaRef,
     n_keys: usize,
     merges: Vec<Merge>,
     /// The key → group id table (in a mutex only to be `Sync`; reached through `&mut`).
@@ -125,11 +124,10 @@ impl GroupTable {
             .collect();
         Ok(GroupTable {
             table: std::sync::Mutex::new(
-                new_group_values(Arc::clone(&key_schema), &GroupOrdering::None)
+                new_group_values(key_schema, &GroupOrdering::None)
                     .map_err(|e| internal("the key table", e))?,
             ),
             state_schema: Arc::clone(state_schema),
-            key_schema,
             n_keys,
             merges,
             keys: Vec::new(),
@@ -285,9 +283,10 @@ impl GroupTable {
         }
         if self.keys.is_empty() {
             return Ok(self
-                .key_schema
+                .state_schema
                 .fields()
                 .iter()
+                .take(self.n_keys)
                 .map(|f| arrow_array::new_empty_array(f.data_type()))
                 .collect());
         }

@@ -25,6 +25,17 @@ use crate::error::SQL_OPTION;
 /// The functions whose partial values merge.
 pub(crate) const SUPPORTED: &str = "count, sum, min, max, avg, bool_and, bool_or";
 
+/// How two partial values of one group merge: the merge plan's function, and the group
+/// table's in-place update.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Merge {
+    Sum,
+    Min,
+    Max,
+    And,
+    Or,
+}
+
 /// How one aggregate function is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -37,8 +48,8 @@ enum Kind {
 #[derive(Debug, Clone)]
 pub(crate) struct SplitAggregate {
     kind: Kind,
-    /// The merge function's name (`sum`, `min`, ...), for each partial column.
-    merge: &'static str,
+    /// How its partial columns merge.
+    merge: Merge,
     /// Partial expressions over the query's input, one per state column (two for `avg`).
     pub(crate) partials: Vec<Expr>,
 }
@@ -193,19 +204,19 @@ fn split_one(e: &Expr) -> Result<SplitAggregate> {
     let name = func.name().to_ascii_lowercase();
     let itself = unalias(e).clone();
     let (kind, merge, partials) = match name.as_str() {
-        "count" => (Kind::Count, "sum", vec![itself]),
-        "sum" => (Kind::Same, "sum", vec![itself]),
-        "min" => (Kind::Same, "min", vec![itself]),
-        "max" => (Kind::Same, "max", vec![itself]),
-        "bool_and" => (Kind::Same, "bool_and", vec![itself]),
-        "bool_or" => (Kind::Same, "bool_or", vec![itself]),
+        "count" => (Kind::Count, Merge::Sum, vec![itself]),
+        "sum" => (Kind::Same, Merge::Sum, vec![itself]),
+        "min" => (Kind::Same, Merge::Min, vec![itself]),
+        "max" => (Kind::Same, Merge::Max, vec![itself]),
+        "bool_and" => (Kind::Same, Merge::And, vec![itself]),
+        "bool_or" => (Kind::Same, Merge::Or, vec![itself]),
         "avg" | "mean" => {
             let [arg] = params.args.as_slice() else {
                 return Err(refused(&format!("{shown}: avg takes one argument")));
             };
             (
                 Kind::Avg,
-                "sum",
+                Merge::Sum,
                 vec![sum(arg.clone()), count(arg.clone())],
             )
         }
@@ -224,14 +235,10 @@ fn split_one(e: &Expr) -> Result<SplitAggregate> {
 
 impl SplitAggregation {
     /// How each partial column merges, in partial-column order.
-    pub(crate) fn merges(&self) -> Vec<super::groups::columns::Merge> {
+    pub(crate) fn merges(&self) -> Vec<Merge> {
         self.aggregates
             .iter()
-            .flat_map(|a| {
-                a.partials
-                    .iter()
-                    .map(|_| super::groups::columns::Merge::of(a.merge))
-            })
+            .flat_map(|a| a.partials.iter().map(|_| a.merge))
             .collect()
     }
 
@@ -265,11 +272,11 @@ impl SplitAggregation {
             for _ in &a.partials {
                 let c = col(partial_column(j));
                 let e = match a.merge {
-                    "min" => min(c),
-                    "max" => max(c),
-                    "bool_and" => bool_and(c),
-                    "bool_or" => bool_or(c),
-                    _ => sum(c),
+                    Merge::Min => min(c),
+                    Merge::Max => max(c),
+                    Merge::And => bool_and(c),
+                    Merge::Or => bool_or(c),
+                    Merge::Sum => sum(c),
                 };
                 let e = match types.get(j) {
                     Some(t) => cast(e, t.clone()),

@@ -19,6 +19,12 @@ impl Aggregation {
             .ok_or_else(|| internal("the group table", "is missing"))
     }
 
+    fn held(&self) -> Result<&GroupTable> {
+        self.groups
+            .as_ref()
+            .ok_or_else(|| internal("the group table", "is missing"))
+    }
+
     /// `rows` (of the state's schema) with every group flagged to be emitted.
     fn flagged(&self, rows: RecordBatch) -> Result<RecordBatch> {
         let mut columns = rows.columns().to_vec();
@@ -44,10 +50,7 @@ impl Aggregation {
             Some(e) if finalises => self.table()?.expired(e),
             _ => Vec::new(),
         };
-        let table = self
-            .groups
-            .as_ref()
-            .ok_or_else(|| internal("the group table", "is missing"))?;
+        let table = self.held()?;
         let touched_rows = table.touched_rows(&delta, &touched)?;
         let emit = match self.mode {
             OutputMode::Update => self.flagged(touched_rows.clone())?,
@@ -70,18 +73,14 @@ impl Aggregation {
         };
         self.changes = Some(changelog::changes(&self.state_schema, &upserts, &deleted)?);
         let out = self.output(emit).await?;
-        let table = self.table()?;
-        table.evict(&expired);
+        self.table()?.evict(&expired);
         self.progress.num_rows_dropped_by_watermark = std::mem::take(&mut self.late);
         self.progress.num_rows_removed = expired.len() as u64;
         self.progress.watermark = wm.map(format_ms);
-        let table = self
-            .groups
-            .as_ref()
-            .ok_or_else(|| internal("the group table", "is missing"))?;
-        self.progress.num_rows_total = table.len() as u64;
+        let (total, memory) = (self.held()?.len() as u64, self.held()?.memory());
+        self.progress.num_rows_total = total;
         self.progress.num_rows_updated = touched.ids.len() as u64;
-        self.progress.memory_used_bytes = table.memory();
+        self.progress.memory_used_bytes = memory;
         self.ended = true;
         Ok((out.num_rows() > 0).then_some(out))
     }

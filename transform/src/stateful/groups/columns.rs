@@ -26,28 +26,7 @@ use arrow_schema::DataType;
 use datafusion::scalar::ScalarValue;
 use tributary_sdk::{Error, ErrorCode, Result};
 
-/// How two partial values of one group merge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Merge {
-    Sum,
-    Min,
-    Max,
-    And,
-    Or,
-}
-
-impl Merge {
-    /// The merge of a partial column whose function is `name` (see `rewrite::SplitAggregate`).
-    pub(crate) fn of(name: &str) -> Self {
-        match name {
-            "min" => Merge::Min,
-            "max" => Merge::Max,
-            "bool_and" => Merge::And,
-            "bool_or" => Merge::Or,
-            _ => Merge::Sum,
-        }
-    }
-}
+pub(crate) use crate::stateful::rewrite::Merge;
 
 fn internal(what: &str, e: impl std::fmt::Display) -> Error {
     Error::new(
