@@ -212,7 +212,7 @@ impl SqlTransform {
 /// One partition (no repartitioning: a re-executed plan must not hold exchange state), joins
 /// broadcast whatever the static table's size, no dynamic filters (the stream's scan has no use
 /// for them, and their state would live across executions), positions on SQL errors.
-fn session_config() -> SessionConfig {
+pub(crate) fn session_config() -> SessionConfig {
     let mut config = SessionConfig::new()
         .with_target_partitions(1)
         .with_repartition_joins(false)

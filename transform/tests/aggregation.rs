@@ -464,3 +464,22 @@ async fn large_parts_aggregated_on_every_core_and_a_batch_ended_again_give_the_s
     seen.extend(more.iter().cloned());
     assert_same(&groups(&out), &touched_truth(&seen, &more));
 }
+
+#[tokio::test]
+async fn plain_aggregations_keep_their_partial_hash_tables_warm_and_others_run_the_plan() {
+    for sql in [
+        SQL,
+        "SELECT window(timestamp, '1 minute') AS w, value.customer AS c, count(*) AS n \
+         FROM source GROUP BY window(timestamp, '1 minute'), value.customer",
+        "SELECT window(timestamp, '1 minute', '10 seconds') AS w, count(*) AS n \
+         FROM source GROUP BY window(timestamp, '1 minute', '10 seconds')",
+    ] {
+        let t = opened(sql, Some(OutputMode::Update)).await;
+        let plan = t.explain().unwrap();
+        assert!(plan.contains("warm hash tables"), "{sql}: {plan}");
+    }
+    // without a grouping key, one row: the plan runs
+    let t = opened("SELECT count(*) AS n FROM source", Some(OutputMode::Update)).await;
+    let plan = t.explain().unwrap();
+    assert!(plan.contains("the plan, executed per part"), "{plan}");
+}

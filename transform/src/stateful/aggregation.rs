@@ -7,6 +7,7 @@
 mod partial;
 mod resident;
 mod spilled;
+mod warm;
 
 pub(crate) use partial::copies as partial_copies;
 
@@ -98,6 +99,10 @@ pub(crate) struct Aggregation {
     compactor: store::Compactor,
     /// The current batch's partial values, one entry per part.
     pending: Vec<RecordBatch>,
+    /// The partial aggregation of each slice (the transform's slot first, then each copy's)
+    /// with its hash table kept across batches; empty when the partial plan is not one it
+    /// takes over. A slot is empty while its slice runs, or after a failure (made anew).
+    warm: Vec<std::sync::Mutex<Option<warm::WarmPartial>>>,
     progress: StateOperatorProgress,
     /// Real-time mode: what the long batch's earlier chunks changed, in order, until saved.
     chunk_changes: Vec<RecordBatch>,
@@ -113,6 +118,13 @@ impl std::fmt::Debug for Aggregation {
             .field("signature", &self.split.signature)
             .field("mode", &self.mode)
             .field("groups", &self.groups())
+            .field(
+                "partial",
+                &match self.warm.is_empty() {
+                    true => "the plan, executed per part",
+                    false => "warm hash tables, one per slice",
+                },
+            )
             .finish()
     }
 }
@@ -176,6 +188,7 @@ impl Aggregation {
         merged_schema: SchemaRef,
         spill: Option<SpilledGroups>,
     ) -> Self {
+        let warm = partial::warm(&plans, &state_schema);
         Aggregation {
             mode: shape.mode,
             output: Arc::new(shape.attach(&plans.output.schema())),
@@ -204,6 +217,7 @@ impl Aggregation {
             changes: None,
             compactor: store::Compactor::default(),
             pending: Vec::new(),
+            warm,
             progress: StateOperatorProgress {
                 operator_name: "stateStoreSave".into(),
                 ..Default::default()

@@ -3,7 +3,9 @@
 //! tasks. Each slice's partial values are merged with the others' like the parts of a batch.
 //!
 //! The plans stay single-partition (a re-executed plan must not hold a `RepartitionExec`'s
-//! state), so DataFusion's own parallelism is not used; this is it, done one level up.
+//! state), so DataFusion's own parallelism is not used; this is it, done one level up. Each
+//! slice's aggregation keeps its hash table across batches ([`WarmPartial`]) when the plan is
+//! one it takes over.
 
 use std::sync::Arc;
 
@@ -11,7 +13,11 @@ use arrow_array::RecordBatch;
 use datafusion::physical_plan::ExecutionPlan;
 use tributary_sdk::Result;
 
-use super::{internal, Aggregation};
+use arrow_schema::SchemaRef;
+use datafusion::execution::TaskContext;
+
+use super::warm::WarmPartial;
+use super::{internal, Aggregation, Plans};
 use crate::source_table::{reading, BatchSlot};
 use crate::transform::collect;
 
@@ -37,16 +43,92 @@ pub(crate) fn copies(
         .collect()
 }
 
+/// One warm partial aggregation per slice (the partial plan's, then each copy's), or none
+/// when the plan is not one [`WarmPartial`] takes over.
+pub(crate) fn warm(
+    plans: &Plans,
+    schema: &SchemaRef,
+) -> Vec<std::sync::Mutex<Option<WarmPartial>>> {
+    if WarmPartial::of(&plans.partial, schema).is_none() {
+        return Vec::new();
+    }
+    (0..=plans.partial_copies.len())
+        .map(|_| std::sync::Mutex::new(None))
+        .collect()
+}
+
 /// Whether tasks spawned now run on other threads.
 fn parallel() -> bool {
     tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
+/// Slice `plan`'s partial values: through its warm aggregation when there is one (given back
+/// unless it failed), else by executing the plan.
+async fn run(
+    warm: Option<WarmPartial>,
+    plan: Arc<dyn ExecutionPlan>,
+    task: Arc<TaskContext>,
+    schema: SchemaRef,
+) -> (Option<WarmPartial>, Result<RecordBatch>) {
+    match warm {
+        Some(mut w) => {
+            let out = w.run(&task).await;
+            (out.is_ok().then_some(w), out)
+        }
+        None => (None, collect(&plan, &task, &schema).await),
+    }
+}
+
 impl Aggregation {
+    /// The partial plan of slice `i` (0: the one reading the transform's slot).
+    fn slice_plan(&self, i: usize) -> Result<&Arc<dyn ExecutionPlan>> {
+        match i {
+            0 => Ok(&self.plans.partial),
+            i => self
+                .plans
+                .partial_copies
+                .get(i - 1)
+                .map(|(p, _)| p)
+                .ok_or_else(|| internal("the partial plans", format!("have no copy {i}"))),
+        }
+    }
+
+    /// Slice `i`'s warm aggregation, taken out to run (made anew when the last one failed);
+    /// none when the plan is not taken over.
+    fn take_warm(&mut self, i: usize) -> Result<Option<WarmPartial>> {
+        let Some(held) = self.warm.get_mut(i) else {
+            return Ok(None);
+        };
+        let held = held.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        match held {
+            Some(w) => Ok(Some(w)),
+            None => Ok(WarmPartial::of(self.slice_plan(i)?, &self.state_schema)),
+        }
+    }
+
+    fn give_back(&mut self, i: usize, w: Option<WarmPartial>) {
+        if let Some(held) = self.warm.get_mut(i) {
+            *held.get_mut().unwrap_or_else(|p| p.into_inner()) = w;
+        }
+    }
+
+    /// Slice `i`'s partial values, its input already in its slot.
+    async fn slice(&mut self, i: usize) -> Result<RecordBatch> {
+        let warm = self.take_warm(i)?;
+        let (plan, task, schema) = (
+            Arc::clone(self.slice_plan(i)?),
+            Arc::clone(&self.plans.task),
+            Arc::clone(&self.state_schema),
+        );
+        let (w, out) = run(warm, plan, task, schema).await;
+        self.give_back(i, w);
+        out
+    }
+
     /// The partial values of `part` (read through the transform's `slot`): one batch per slice.
     pub(super) async fn partials(
-        &self,
+        &mut self,
         slot: &BatchSlot,
         part: RecordBatch,
     ) -> Result<Vec<RecordBatch>> {
@@ -56,32 +138,26 @@ impl Aggregation {
             .max(1);
         if slices == 1 || !parallel() {
             slot.set(part);
-            let p = collect(&self.plans.partial, &self.plans.task, &self.state_schema).await;
+            let p = self.slice(0).await;
             slot.clear();
             return Ok(vec![p?]);
         }
         let each = rows.div_ceil(slices);
         let mut tasks = Vec::with_capacity(slices - 1);
-        for (i, (plan, own)) in self
-            .plans
-            .partial_copies
-            .iter()
-            .take(slices - 1)
-            .enumerate()
-        {
-            let from = (i + 1) * each;
+        for i in 1..slices {
+            let from = i * each;
+            let own = self.plans.partial_copies[i - 1].1.clone();
             own.set(part.slice(from, each.min(rows - from)));
+            let warm = self.take_warm(i)?;
             let (plan, task, schema) = (
-                Arc::clone(plan),
+                Arc::clone(self.slice_plan(i)?),
                 Arc::clone(&self.plans.task),
                 Arc::clone(&self.state_schema),
             );
-            tasks.push(tokio::spawn(
-                async move { collect(&plan, &task, &schema).await },
-            ));
+            tasks.push((i, tokio::spawn(run(warm, plan, task, schema))));
         }
         slot.set(part.slice(0, each));
-        let first = collect(&self.plans.partial, &self.plans.task, &self.state_schema).await;
+        let first = self.slice(0).await;
         slot.clear();
         let mut out = Vec::with_capacity(slices);
         let mut failed = None;
@@ -89,10 +165,13 @@ impl Aggregation {
             Ok(p) => out.push(p),
             Err(e) => failed = Some(e),
         }
-        for t in tasks {
+        for (i, t) in tasks {
             match t.await {
-                Ok(Ok(p)) => out.push(p),
-                Ok(Err(e)) => {
+                Ok((w, Ok(p))) => {
+                    self.give_back(i, w);
+                    out.push(p);
+                }
+                Ok((_, Err(e))) => {
                     failed.get_or_insert(e);
                 }
                 Err(e) => {

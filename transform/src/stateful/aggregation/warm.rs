@@ -1,0 +1,308 @@
+//! [`WarmPartial`]: the partial aggregation of one slice of a batch into a hash table kept
+//! from batch to batch.
+//!
+//! DataFusion's `AggregateExec` builds its hash table, its group-id vector and its
+//! accumulators afresh on every execution, and a stream executes the partial plan once per
+//! part: every batch paid for a cold table growing from empty, and for page-faulting the
+//! buffers the allocator had just returned to the kernel. This runs the same aggregation —
+//! the plan's own input, grouping expressions, argument expressions and DataFusion's own
+//! [`GroupValues`] and [`GroupsAccumulator`]s, the loop of DataFusion's grouped hash stream —
+//! but keeps them: emitting the groups at the end of the slice (`EmitTo::All`) clears the
+//! hash table and keeps its capacity, so the next batch's keys land in a warm table.
+//!
+//! Only a plain aggregation is taken over ([`WarmPartial::of`]): one partition, raw input, one
+//! grouping set with at least one key, no `FILTER`, no ordered or `DISTINCT` aggregate, every
+//! function with a groups accumulator. Anything else runs the plan as before.
+
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::SchemaRef;
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::aggregates::group_values::{new_group_values, GroupValues};
+use datafusion::physical_plan::aggregates::order::GroupOrdering;
+use datafusion::physical_plan::aggregates::{
+    aggregate_expressions, evaluate_group_by, evaluate_many, AggregateExec, AggregateMode,
+    PhysicalGroupBy,
+};
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
+use futures::StreamExt;
+use tributary_sdk::Result;
+
+use super::internal;
+
+/// A partial aggregation whose hash table outlives the batch (see the module docs).
+pub(crate) struct WarmPartial {
+    /// What the aggregation reads (its `source` scan reading this copy's slot).
+    input: Arc<dyn ExecutionPlan>,
+    group_by: PhysicalGroupBy,
+    /// Each function's argument expressions.
+    arguments: Vec<Vec<Arc<dyn PhysicalExpr>>>,
+    /// Whether the plan emits final values (`Single`) rather than states (`Partial`).
+    emits_final: bool,
+    /// The rows emitted: the state's schema.
+    schema: SchemaRef,
+    /// The aggregation's columns in emitted order, when a projection renames or reorders them.
+    order: Option<Vec<usize>>,
+    values: Box<dyn GroupValues>,
+    accumulators: Vec<Box<dyn GroupsAccumulator>>,
+    /// The group id of each row of the batch being aggregated (reused).
+    ids: Vec<usize>,
+    /// The most rows interned at once this run: the size the table's buffers are kept at.
+    widest: usize,
+}
+
+impl std::fmt::Debug for WarmPartial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WarmPartial")
+            .field("functions", &self.accumulators.len())
+            .finish()
+    }
+}
+
+impl WarmPartial {
+    /// The aggregation of `plan` (a partial plan) kept warm, emitting rows of `schema`; none
+    /// when the plan is not a plain aggregation (see the module docs).
+    pub(crate) fn of(plan: &Arc<dyn ExecutionPlan>, schema: &SchemaRef) -> Option<Self> {
+        // a projection of plain columns on top (names, order) is applied at emit
+        let (plan, order) = match plan.downcast_ref::<ProjectionExec>() {
+            Some(p) => {
+                let order = p
+                    .expr()
+                    .iter()
+                    .map(|e| e.expr.downcast_ref::<Column>().map(Column::index))
+                    .collect::<Option<Vec<_>>>()?;
+                (p.input(), Some(order))
+            }
+            None => (plan, None),
+        };
+        let agg = plan.downcast_ref::<AggregateExec>()?;
+        let emits_final = match agg.mode() {
+            AggregateMode::Single | AggregateMode::SinglePartitioned => true,
+            AggregateMode::Partial => false,
+            _ => return None,
+        };
+        let plain = agg.group_expr().is_single()
+            && !agg.group_expr().is_empty()
+            && agg.filter_expr().iter().all(Option::is_none)
+            && agg.limit_options().is_none()
+            && agg.input().output_partitioning().partition_count() == 1
+            && agg.aggr_expr().iter().all(|f| {
+                f.groups_accumulator_supported() && f.order_bys().is_empty() && !f.is_distinct()
+            });
+        if !plain {
+            return None;
+        }
+        let group_schema = agg.group_expr().group_schema(&agg.input().schema()).ok()?;
+        let accumulators = agg
+            .aggr_expr()
+            .iter()
+            .map(|f| f.create_groups_accumulator())
+            .collect::<datafusion::error::Result<Vec<_>>>()
+            .ok()?;
+        Some(WarmPartial {
+            input: Arc::clone(agg.input()),
+            group_by: agg.group_expr().clone(),
+            arguments: aggregate_expressions(agg.aggr_expr(), agg.mode(), 0).ok()?,
+            emits_final,
+            schema: Arc::clone(schema),
+            order,
+            values: new_group_values(group_schema, &GroupOrdering::None).ok()?,
+            accumulators,
+            ids: Vec::new(),
+            widest: 0,
+        })
+    }
+
+    /// Aggregates what the input plan reads now: one row per group, of the state's schema.
+    /// After an error the table holds part of the slice; the caller drops it.
+    pub(crate) async fn run(&mut self, task: &Arc<TaskContext>) -> Result<RecordBatch> {
+        let mut stream = self
+            .input
+            .execute(0, Arc::clone(task))
+            .map_err(|e| internal("the partial aggregation's input", e))?;
+        while let Some(batch) = stream.next().await {
+            let batch = batch.map_err(|e| internal("the partial aggregation's input", e))?;
+            self.update(&batch)
+                .map_err(|e| internal("the partial aggregation", e))?;
+        }
+        self.emit()
+            .map_err(|e| internal("the partial aggregation's groups", e))
+    }
+
+    fn update(&mut self, batch: &RecordBatch) -> datafusion::error::Result<()> {
+        let keys = evaluate_group_by(&self.group_by, batch)?;
+        let arguments = evaluate_many(&self.arguments, batch)?;
+        self.widest = self.widest.max(batch.num_rows());
+        for keys in &keys {
+            self.values.intern(keys, &mut self.ids)?;
+            let groups = self.values.len();
+            for (acc, args) in self.accumulators.iter_mut().zip(&arguments) {
+                acc.update_batch(args, &self.ids, None, groups)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every group, emitted: the hash table is left empty with its capacity.
+    fn emit(&mut self) -> datafusion::error::Result<RecordBatch> {
+        let mut columns: Vec<ArrayRef> = self.values.emit(EmitTo::All)?;
+        // `EmitTo::All` does not empty every kind of table (the multi-column one keeps its
+        // map); this does, as DataFusion's own stream does after emitting to spill, and
+        // `shrink_to` never grows: the capacity the groups and rows needed is kept.
+        self.values.clear_shrink(std::mem::take(&mut self.widest));
+        for acc in &mut self.accumulators {
+            match self.emits_final {
+                true => columns.push(acc.evaluate(EmitTo::All)?),
+                false => columns.extend(acc.state(EmitTo::All)?),
+            }
+        }
+        if let Some(order) = &self.order {
+            columns = order
+                .iter()
+                .map(|&i| {
+                    columns.get(i).cloned().ok_or_else(|| {
+                        datafusion::error::DataFusionError::Internal(format!(
+                            "the projection names column {i} of {}",
+                            columns.len()
+                        ))
+                    })
+                })
+                .collect::<datafusion::error::Result<_>>()?;
+        }
+        Ok(RecordBatch::try_new(Arc::clone(&self.schema), columns)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::{Float64Array, Int64Array, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    use datafusion::datasource::MemTable;
+    use datafusion::prelude::SessionContext;
+
+    use crate::transform::{collect, session_config};
+
+    fn input() -> Vec<RecordBatch> {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+            Field::new("v", DataType::Float64, true),
+        ]));
+        (0..3)
+            .map(|b| {
+                let ids = (b * 1000)..(b * 1000 + 1000);
+                RecordBatch::try_new(
+                    Arc::clone(&schema),
+                    vec![
+                        Arc::new(Int64Array::from_iter(
+                            ids.clone().map(|i| (i % 7 != 3).then_some(i % 37)),
+                        )),
+                        Arc::new(StringArray::from_iter(
+                            ids.clone()
+                                .map(|i| (i % 11 != 5).then(|| format!("s{}", i % 5))),
+                        )),
+                        Arc::new(Float64Array::from_iter(
+                            ids.map(|i| (i % 13 != 0).then_some(i as f64 / 3.0)),
+                        )),
+                    ],
+                )
+                .unwrap()
+            })
+            .collect()
+    }
+
+    /// Rows as sorted strings, to compare results whatever their order.
+    fn sorted(b: &RecordBatch) -> Vec<String> {
+        let shown = datafusion::arrow::util::pretty::pretty_format_batches(std::slice::from_ref(b))
+            .unwrap()
+            .to_string();
+        let mut lines: Vec<String> = shown.lines().map(str::to_string).collect();
+        lines.sort();
+        lines
+    }
+
+    /// Every plain aggregation the stream keeps is taken over, and gives DataFusion's own
+    /// result, run after run (the table emptied between runs, its capacity kept).
+    #[tokio::test]
+    async fn a_warm_partial_gives_what_the_plan_gives_run_after_run() {
+        let ctx = SessionContext::new_with_config(session_config());
+        let batches = input();
+        let table = MemTable::try_new(batches[0].schema(), vec![batches]).unwrap();
+        ctx.register_table("source", Arc::new(table)).unwrap();
+        for sql in [
+            "SELECT k AS __g0, count(*) AS __p0, sum(v) AS __p1 FROM source GROUP BY k",
+            "SELECT k AS __g0, s AS __g1, min(v) AS __p0, max(v) AS __p1, count(v) AS __p2 FROM source GROUP BY k, s",
+            "SELECT s AS __g0, sum(k) AS __p0, bool_and(v > 10) AS __p1, bool_or(k IS NULL) AS __p2 FROM source GROUP BY s",
+            "SELECT k % 5 AS __g0, max(s) AS __p0, count(k) AS __p1 FROM source WHERE v > 1 GROUP BY k % 5",
+        ] {
+            let plan = ctx
+                .sql(sql)
+                .await
+                .unwrap()
+                .create_physical_plan()
+                .await
+                .unwrap();
+            let schema = plan.schema();
+            let mut warm = WarmPartial::of(&plan, &schema)
+                .unwrap_or_else(|| panic!("{sql}: not taken over: {}", datafusion::physical_plan::displayable(plan.as_ref()).indent(true)));
+            let theirs = collect(&plan, &ctx.task_ctx(), &schema).await.unwrap();
+            for run in 0..3 {
+                let ours = warm.run(&ctx.task_ctx()).await.unwrap();
+                assert_eq!(ours.num_rows(), theirs.num_rows(), "{sql}, run {run}");
+                assert_eq!(sorted(&ours), sorted(&theirs), "{sql}, run {run}");
+            }
+        }
+    }
+
+    /// A query that is not a plain aggregation is left to the plan.
+    #[tokio::test]
+    async fn only_a_plain_aggregation_is_taken_over() {
+        let ctx = SessionContext::new_with_config(session_config());
+        let batches = input();
+        let table = MemTable::try_new(batches[0].schema(), vec![batches]).unwrap();
+        ctx.register_table("source", Arc::new(table)).unwrap();
+        for sql in [
+            "SELECT count(*) FROM source",
+            "SELECT k, count(*) FILTER (WHERE v > 2) FROM source GROUP BY k",
+            "SELECT k, s, count(*) FROM source GROUP BY ROLLUP (k, s)",
+            "SELECT k FROM source",
+        ] {
+            let plan = ctx
+                .sql(sql)
+                .await
+                .unwrap()
+                .create_physical_plan()
+                .await
+                .unwrap();
+            assert!(
+                WarmPartial::of(&plan, &plan.schema()).is_none(),
+                "{sql} is left to the plan"
+            );
+        }
+        // and the count of a taken-over one is right
+        let plan = ctx
+            .sql("SELECT k, count(*) AS n FROM source GROUP BY k")
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        let mut warm = WarmPartial::of(&plan, &plan.schema()).unwrap();
+        let out = warm.run(&ctx.task_ctx()).await.unwrap();
+        let total: i64 = out
+            .column(1)
+            .as_primitive::<Int64Type>()
+            .iter()
+            .flatten()
+            .sum();
+        assert_eq!(total, 3000);
+    }
+}
