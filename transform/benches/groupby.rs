@@ -9,10 +9,12 @@
 //!    its state saved to disk (the changelog), against DataFusion's own `GROUP BY` over the
 //!    same 100 batches in a `MemTable`, collected once; then the same over 1,000,000 keys (each
 //!    batch touching 100,000 groups of a state that grows to 1,000,000); then both again in 10
-//!    batches of 1,000,000 rows. The stream runs three ways: merging into its group table with
+//!    batches of 1,000,000 rows. The stream runs four ways: merging into its group table with
 //!    the state saved every batch, the same with the state kept in memory only (as between a
-//!    real-time batch's chunks), and regrouping the whole state every batch through the merge
-//!    plan (as before the group table; `bench_regroup`). Each runs three times in turn; medians
+//!    real-time batch's chunks), regrouping the whole state every batch through the merge
+//!    plan (as before the group table; `bench_regroup`), and in memory with the partial plan
+//!    executed cold for every part (as before the warm partial tables; `bench_cold_partial`).
+//!    Each runs three times in turn; medians
 //!    and ratios are printed. Outside the timing the stream's last emitted value of every group
 //!    is checked against DataFusion's result.
 //! 2. **plateau**: 10,000,000 rows whose event time advances 1 s every 1,000 rows over 1,000
@@ -155,29 +157,27 @@ async fn throughput(keys: i64, batch_rows: usize) {
     let batches: Vec<RecordBatch> = (0..ROWS / batch_rows)
         .map(|i| sized(i * batch_rows, batch_rows, keys))
         .collect();
-    let (mut tabled, mut regrouped, mut unsaved, mut theirs) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut tabled, mut regrouped, mut unsaved, mut cold, mut theirs) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..RUNS {
         let (d, got) = datafusion_run(&batches).await;
         theirs.push(d);
         assert_eq!(got.len(), keys as usize);
-        for (regroup, save, times) in [
-            (false, true, &mut tabled),
-            (true, true, &mut regrouped),
-            (false, false, &mut unsaved),
+        for (name, times) in [
+            ("saved", &mut tabled),
+            ("regroup", &mut regrouped),
+            ("unsaved", &mut unsaved),
+            ("cold", &mut cold),
         ] {
-            // `GROUPBY_ONLY=unsaved` (or `saved`, `regroup`) runs one way, to profile it
+            // `GROUPBY_ONLY=unsaved` (or `saved`, `regroup`, `cold`) runs one way, to profile it
             let only = std::env::var("GROUPBY_ONLY").unwrap_or_default();
-            let name = match (regroup, save) {
-                (true, _) => "regroup",
-                (false, true) => "saved",
-                (false, false) => "unsaved",
-            };
             if !only.is_empty() && only != name {
                 times.push(Duration::from_nanos(1));
                 continue;
             }
-            tributary_transform::bench_regroup(regroup);
+            tributary_transform::bench_regroup(name == "regroup");
+            tributary_transform::bench_cold_partial(name == "cold");
+            let save = name == "saved" || name == "regroup";
             let (s, last) = stream_run(&batches, save).await;
             times.push(s);
             assert!(
@@ -187,23 +187,28 @@ async fn throughput(keys: i64, batch_rows: usize) {
         }
     }
     tributary_transform::bench_regroup(false);
-    let (tabled, regrouped, unsaved, theirs) = (
+    tributary_transform::bench_cold_partial(false);
+    let (tabled, regrouped, unsaved, cold, theirs) = (
         median(tabled),
         median(regrouped),
         median(unsaved),
+        median(cold),
         median(theirs),
     );
     let rate = |d: Duration| ROWS as f64 / d.as_secs_f64() / 1e6;
     println!(
-        "throughput, {keys} keys, {} batches of {batch_rows}: stream GROUP BY (state saved each batch) {:.2} M rows/s ({tabled:?}), regrouping the whole state {:.2} M rows/s ({regrouped:?}), state kept in memory, not saved {:.2} M rows/s ({unsaved:?}); DataFusion once {:.2} M rows/s ({theirs:?}); stream/DataFusion {:.2}x (unsaved {:.2}x), table/regroup {:.2}x",
+        "throughput, {keys} keys, {} batches of {batch_rows}: stream GROUP BY (state saved each batch) {:.2} M rows/s ({tabled:?}), regrouping the whole state {:.2} M rows/s ({regrouped:?}), state kept in memory, not saved {:.2} M rows/s ({unsaved:?}), the same with the partial plan executed cold per part {:.2} M rows/s ({cold:?}); DataFusion once {:.2} M rows/s ({theirs:?}); stream/DataFusion {:.2}x (unsaved {:.2}x, cold partial {:.2}x), table/regroup {:.2}x, warm/cold partial {:.2}x",
         ROWS / batch_rows,
         rate(tabled),
         rate(regrouped),
         rate(unsaved),
+        rate(cold),
         rate(theirs),
         theirs.as_secs_f64() / tabled.as_secs_f64(),
         theirs.as_secs_f64() / unsaved.as_secs_f64(),
-        regrouped.as_secs_f64() / tabled.as_secs_f64()
+        theirs.as_secs_f64() / cold.as_secs_f64(),
+        regrouped.as_secs_f64() / tabled.as_secs_f64(),
+        cold.as_secs_f64() / unsaved.as_secs_f64()
     );
 }
 

@@ -50,7 +50,7 @@ pub use spec::{
 };
 #[cfg(feature = "bench")]
 #[doc(hidden)]
-pub use stateful::aggregation::bench_regroup;
+pub use stateful::aggregation::{bench_cold_partial, bench_regroup};
 pub use stateful::store::{describe as describe_state, OperatorState};
 pub use transform::SqlTransform;
 

@@ -141,6 +141,25 @@ pub fn bench_regroup(on: bool) {
     REGROUP.store(on, std::sync::atomic::Ordering::SeqCst);
 }
 
+/// `cargo bench --features bench` only: aggregations made after `bench_cold_partial(true)`
+/// execute the partial plan afresh for every part, as before [`warm::WarmPartial`].
+#[cfg(feature = "bench")]
+static COLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Switches the per-part partial plan on or off (benchmarks only).
+#[cfg(feature = "bench")]
+#[doc(hidden)]
+pub fn bench_cold_partial(on: bool) {
+    COLD.store(on, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn cold_partial() -> bool {
+    #[cfg(feature = "bench")]
+    return COLD.load(std::sync::atomic::Ordering::SeqCst);
+    #[cfg(not(feature = "bench"))]
+    false
+}
+
 fn regroup_whole_state() -> bool {
     #[cfg(feature = "bench")]
     return REGROUP.load(std::sync::atomic::Ordering::SeqCst);

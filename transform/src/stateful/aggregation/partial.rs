@@ -49,7 +49,7 @@ pub(crate) fn warm(
     plans: &Plans,
     schema: &SchemaRef,
 ) -> Vec<std::sync::Mutex<Option<WarmPartial>>> {
-    if WarmPartial::of(&plans.partial, schema).is_none() {
+    if super::cold_partial() || WarmPartial::of(&plans.partial, schema).is_none() {
         return Vec::new();
     }
     (0..=plans.partial_copies.len())
