@@ -19,17 +19,17 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use datafusion::execution::TaskContext;
-use datafusion::logical_expr::{EmitTo, GroupsAccumulator};
+use datafusion::logical_expr::{ColumnarValue, EmitTo, GroupsAccumulator};
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::aggregates::group_values::{new_group_values, GroupValues};
 use datafusion::physical_plan::aggregates::order::GroupOrdering;
 use datafusion::physical_plan::aggregates::{
-    aggregate_expressions, evaluate_group_by, evaluate_many, AggregateExec, AggregateMode,
-    PhysicalGroupBy,
+    aggregate_expressions, evaluate_group_by, AggregateExec, AggregateMode, PhysicalGroupBy,
 };
 use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
+use datafusion::scalar::ScalarValue;
 use futures::StreamExt;
 use tributary_sdk::Result;
 
@@ -54,6 +54,9 @@ pub(crate) struct WarmPartial {
     ids: Vec<usize>,
     /// The most rows interned at once this run: the size the table's buffers are kept at.
     widest: usize,
+    /// Each argument that is a constant (`count(*)` counts `1`), as an array kept to be sliced
+    /// for every batch instead of filled anew: same values, no allocation.
+    constants: Vec<Vec<Option<ArrayRef>>>,
 }
 
 impl std::fmt::Debug for WarmPartial {
@@ -115,6 +118,7 @@ impl WarmPartial {
             accumulators,
             ids: Vec::new(),
             widest: 0,
+            constants: Vec::new(),
         })
     }
 
@@ -136,7 +140,7 @@ impl WarmPartial {
 
     fn update(&mut self, batch: &RecordBatch) -> datafusion::error::Result<()> {
         let keys = evaluate_group_by(&self.group_by, batch)?;
-        let arguments = evaluate_many(&self.arguments, batch)?;
+        let arguments = self.evaluate_arguments(batch)?;
         self.widest = self.widest.max(batch.num_rows());
         for keys in &keys {
             self.values.intern(keys, &mut self.ids)?;
@@ -146,6 +150,43 @@ impl WarmPartial {
             }
         }
         Ok(())
+    }
+
+    /// Each function's arguments over `batch`, as `evaluate_many` gives them, but a constant
+    /// is a slice of the array kept for it (made again only when a batch is longer, or the
+    /// constant differs).
+    fn evaluate_arguments(
+        &mut self,
+        batch: &RecordBatch,
+    ) -> datafusion::error::Result<Vec<Vec<ArrayRef>>> {
+        let rows = batch.num_rows();
+        self.constants.resize_with(self.arguments.len(), Vec::new);
+        let mut out = Vec::with_capacity(self.arguments.len());
+        for (exprs, kept) in self.arguments.iter().zip(&mut self.constants) {
+            kept.resize(exprs.len(), None);
+            let mut args = Vec::with_capacity(exprs.len());
+            for (e, kept) in exprs.iter().zip(kept.iter_mut()) {
+                let value = match e.evaluate(batch)? {
+                    ColumnarValue::Array(a) => a,
+                    ColumnarValue::Scalar(s) => {
+                        let fits = kept.as_ref().is_some_and(|k| {
+                            k.len() >= rows
+                                && ScalarValue::try_from_array(k.as_ref(), 0).is_ok_and(|v| v == s)
+                        });
+                        if !fits {
+                            *kept = Some(s.to_array_of_size(rows.max(1))?);
+                        }
+                        match kept {
+                            Some(k) => k.slice(0, rows),
+                            None => s.to_array_of_size(rows)?,
+                        }
+                    }
+                };
+                args.push(value);
+            }
+            out.push(args);
+        }
+        Ok(out)
     }
 
     /// Every group, emitted: the hash table is left empty with its capacity.
@@ -196,9 +237,11 @@ mod tests {
             Field::new("s", DataType::Utf8, true),
             Field::new("v", DataType::Float64, true),
         ]));
-        (0..3)
-            .map(|b| {
-                let ids = (b * 1000)..(b * 1000 + 1000);
+        // batches of other lengths: a constant argument's kept array is sliced, and grown
+        [(0, 1000), (1000, 1500), (2500, 500)]
+            .into_iter()
+            .map(|(from, n)| {
+                let ids = from..from + n;
                 RecordBatch::try_new(
                     Arc::clone(&schema),
                     vec![
@@ -304,5 +347,19 @@ mod tests {
             .flatten()
             .sum();
         assert_eq!(total, 3000);
+        let plan = ctx
+            .sql("SELECT k, count(*) AS n, sum(2) AS two FROM source GROUP BY k")
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        let mut warm = WarmPartial::of(&plan, &plan.schema()).unwrap();
+        for _ in 0..2 {
+            let out = warm.run(&ctx.task_ctx()).await.unwrap();
+            let n: i64 = out.column(1).as_primitive::<Int64Type>().iter().flatten().sum();
+            let two: i64 = out.column(2).as_primitive::<Int64Type>().iter().flatten().sum();
+            assert_eq!((n, two), (3000, 6000));
+        }
     }
 }
