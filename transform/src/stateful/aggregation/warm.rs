@@ -262,6 +262,24 @@ mod tests {
             .collect()
     }
 
+    /// A session with `source` holding [`input`], as the transform plans.
+    fn context() -> SessionContext {
+        let ctx = SessionContext::new_with_config(session_config());
+        let batches = input();
+        let table = MemTable::try_new(batches[0].schema(), vec![batches]).unwrap();
+        ctx.register_table("source", Arc::new(table)).unwrap();
+        ctx
+    }
+
+    async fn planned(ctx: &SessionContext, sql: &str) -> Arc<dyn ExecutionPlan> {
+        ctx.sql(sql)
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap()
+    }
+
     /// Rows as sorted strings, to compare results whatever their order.
     fn sorted(b: &RecordBatch) -> Vec<String> {
         let shown = datafusion::arrow::util::pretty::pretty_format_batches(std::slice::from_ref(b))
@@ -276,23 +294,14 @@ mod tests {
     /// result, run after run (the table emptied between runs, its capacity kept).
     #[tokio::test]
     async fn a_warm_partial_gives_what_the_plan_gives_run_after_run() {
-        let ctx = SessionContext::new_with_config(session_config());
-        let batches = input();
-        let table = MemTable::try_new(batches[0].schema(), vec![batches]).unwrap();
-        ctx.register_table("source", Arc::new(table)).unwrap();
+        let ctx = context();
         for sql in [
             "SELECT k AS __g0, count(*) AS __p0, sum(v) AS __p1 FROM source GROUP BY k",
             "SELECT k AS __g0, s AS __g1, min(v) AS __p0, max(v) AS __p1, count(v) AS __p2 FROM source GROUP BY k, s",
             "SELECT s AS __g0, sum(k) AS __p0, bool_and(v > 10) AS __p1, bool_or(k IS NULL) AS __p2 FROM source GROUP BY s",
             "SELECT k % 5 AS __g0, max(s) AS __p0, count(k) AS __p1 FROM source WHERE v > 1 GROUP BY k % 5",
         ] {
-            let plan = ctx
-                .sql(sql)
-                .await
-                .unwrap()
-                .create_physical_plan()
-                .await
-                .unwrap();
+            let plan = planned(&ctx, sql).await;
             let schema = plan.schema();
             let mut warm = WarmPartial::of(&plan, &schema)
                 .unwrap_or_else(|| panic!("{sql}: not taken over: {}", datafusion::physical_plan::displayable(plan.as_ref()).indent(true)));
@@ -308,36 +317,21 @@ mod tests {
     /// A query that is not a plain aggregation is left to the plan.
     #[tokio::test]
     async fn only_a_plain_aggregation_is_taken_over() {
-        let ctx = SessionContext::new_with_config(session_config());
-        let batches = input();
-        let table = MemTable::try_new(batches[0].schema(), vec![batches]).unwrap();
-        ctx.register_table("source", Arc::new(table)).unwrap();
+        let ctx = context();
         for sql in [
             "SELECT count(*) FROM source",
             "SELECT k, count(*) FILTER (WHERE v > 2) FROM source GROUP BY k",
             "SELECT k, s, count(*) FROM source GROUP BY ROLLUP (k, s)",
             "SELECT k FROM source",
         ] {
-            let plan = ctx
-                .sql(sql)
-                .await
-                .unwrap()
-                .create_physical_plan()
-                .await
-                .unwrap();
+            let plan = planned(&ctx, sql).await;
             assert!(
                 WarmPartial::of(&plan, &plan.schema()).is_none(),
                 "{sql} is left to the plan"
             );
         }
         // and the count of a taken-over one is right
-        let plan = ctx
-            .sql("SELECT k, count(*) AS n FROM source GROUP BY k")
-            .await
-            .unwrap()
-            .create_physical_plan()
-            .await
-            .unwrap();
+        let plan = planned(&ctx, "SELECT k, count(*) AS n FROM source GROUP BY k").await;
         let mut warm = WarmPartial::of(&plan, &plan.schema()).unwrap();
         let out = warm.run(&ctx.task_ctx()).await.unwrap();
         let total: i64 = out
@@ -347,18 +341,26 @@ mod tests {
             .flatten()
             .sum();
         assert_eq!(total, 3000);
-        let plan = ctx
-            .sql("SELECT k, count(*) AS n, sum(2) AS two FROM source GROUP BY k")
-            .await
-            .unwrap()
-            .create_physical_plan()
-            .await
-            .unwrap();
+        let plan = planned(
+            &ctx,
+            "SELECT k, count(*) AS n, sum(2) AS two FROM source GROUP BY k",
+        )
+        .await;
         let mut warm = WarmPartial::of(&plan, &plan.schema()).unwrap();
         for _ in 0..2 {
             let out = warm.run(&ctx.task_ctx()).await.unwrap();
-            let n: i64 = out.column(1).as_primitive::<Int64Type>().iter().flatten().sum();
-            let two: i64 = out.column(2).as_primitive::<Int64Type>().iter().flatten().sum();
+            let n: i64 = out
+                .column(1)
+                .as_primitive::<Int64Type>()
+                .iter()
+                .flatten()
+                .sum();
+            let two: i64 = out
+                .column(2)
+                .as_primitive::<Int64Type>()
+                .iter()
+                .flatten()
+                .sum();
             assert_eq!((n, two), (3000, 6000));
         }
     }
