@@ -562,7 +562,8 @@ impl StageState for Aggregation {
             .columns()
             .iter()
             .map(|c| c.get_array_memory_size() as u64)
-            .sum::<u64>();
+            .sum::<u64>()
+            + self.warm_memory();
         self.next = Some(next);
         Ok((out.num_rows() > 0).then_some(out))
     }

@@ -113,6 +113,20 @@ impl Aggregation {
         }
     }
 
+    /// Bytes the warm partial aggregations hold between batches (counted in the operator's
+    /// `memoryUsedBytes`, as Spark counts its state store's memory).
+    pub(super) fn warm_memory(&mut self) -> u64 {
+        self.warm
+            .iter_mut()
+            .filter_map(|w| {
+                w.get_mut()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .as_ref()
+                    .map(WarmPartial::size)
+            })
+            .sum::<usize>() as u64
+    }
+
     /// Slice `i`'s partial values, its input already in its slot.
     async fn slice(&mut self, i: usize) -> Result<RecordBatch> {
         let warm = self.take_warm(i)?;

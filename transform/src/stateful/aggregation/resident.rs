@@ -80,7 +80,7 @@ impl Aggregation {
         let (total, memory) = (self.held()?.len() as u64, self.held()?.memory());
         self.progress.num_rows_total = total;
         self.progress.num_rows_updated = touched.ids.len() as u64;
-        self.progress.memory_used_bytes = memory;
+        self.progress.memory_used_bytes = memory + self.warm_memory();
         self.ended = true;
         Ok((out.num_rows() > 0).then_some(out))
     }

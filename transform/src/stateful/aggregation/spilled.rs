@@ -147,7 +147,7 @@ impl Aggregation {
         self.progress.watermark = wm.map(format_ms);
         self.progress.num_rows_total = rows;
         self.progress.num_rows_updated = updated;
-        self.progress.memory_used_bytes = self.spilled()?.memory();
+        self.progress.memory_used_bytes = self.spilled()?.memory() + self.warm_memory();
         Ok((out.num_rows() > 0).then_some(out))
     }
 }

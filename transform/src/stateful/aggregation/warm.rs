@@ -122,6 +122,21 @@ impl WarmPartial {
         })
     }
 
+    /// Bytes it holds between batches: the emptied table's capacity, the accumulators, the
+    /// group-id vector and the kept constants.
+    pub(crate) fn size(&self) -> usize {
+        self.values.size()
+            + self.accumulators.iter().map(|a| a.size()).sum::<usize>()
+            + self.ids.capacity() * std::mem::size_of::<usize>()
+            + self
+                .constants
+                .iter()
+                .flatten()
+                .flatten()
+                .map(|a| a.get_array_memory_size())
+                .sum::<usize>()
+    }
+
     /// Aggregates what the input plan reads now: one row per group, of the state's schema.
     /// After an error the table holds part of the slice; the caller drops it.
     pub(crate) async fn run(&mut self, task: &Arc<TaskContext>) -> Result<RecordBatch> {
@@ -311,6 +326,8 @@ mod tests {
                 assert_eq!(ours.num_rows(), theirs.num_rows(), "{sql}, run {run}");
                 assert_eq!(sorted(&ours), sorted(&theirs), "{sql}, run {run}");
             }
+            // what it keeps between batches is counted: at least the ids of the longest batch
+            assert!(warm.size() >= 1500 * std::mem::size_of::<usize>(), "{sql}");
         }
     }
 
