@@ -483,3 +483,44 @@ async fn plain_aggregations_keep_their_partial_hash_tables_warm_and_others_run_t
     let plan = t.explain().unwrap();
     assert!(plan.contains("the plan, executed per part"), "{plan}");
 }
+
+/// Parts whose slices hold nearly as many keys as rows: after the first, the slices hand
+/// their rows on as groups of one (as DataFusion stops pre-aggregating), every 17th is
+/// aggregated again to look at the ratio; the values stay exact, batch after batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slices_of_nearly_distinct_keys_hand_their_rows_on_and_stay_exact() {
+    let sql = "SELECT value.id % 90000 AS k, count(*) AS n, sum(value.id) AS s, \
+               max(value.amount) AS hi FROM source GROUP BY value.id % 90000";
+    let mut t = opened(sql, Some(OutputMode::Update)).await;
+    let dir = tempfile::tempdir().unwrap();
+    t.state().unwrap().restore(dir.path(), None).await.unwrap();
+    let mut truth: BTreeMap<i64, (i64, i64, f64)> = BTreeMap::new();
+    for b in 0..20i64 {
+        let part = orders(b * 40_000, 40_000);
+        for o in &part {
+            let e = truth.entry(o.id % 90_000).or_insert((0, 0, f64::MIN));
+            e.0 += 1;
+            e.1 += o.id;
+            e.2 = e.2.max(o.amount);
+        }
+        let out = batch(&mut t, &part, 1).await;
+        assert_eq!(out.num_rows(), 40_000, "batch {b}: each key once");
+        let col = |i: usize| out.column(i).as_any().downcast_ref::<Int64Array>().unwrap();
+        let (k, n, s) = (col(0), col(1), col(2));
+        let hi = out
+            .column(3)
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .unwrap();
+        for r in 0..out.num_rows() {
+            let want = truth[&k.value(r)];
+            assert_eq!(
+                (n.value(r), s.value(r), hi.value(r)),
+                want,
+                "batch {b}, key {}",
+                k.value(r)
+            );
+        }
+        t.state().unwrap().save(dir.path(), b as u64).await.unwrap();
+    }
+}

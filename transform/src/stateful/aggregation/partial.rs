@@ -94,6 +94,13 @@ impl Aggregation {
         }
     }
 
+    /// Whether a slice's rows may be handed on as groups of one: into the group table, and
+    /// unless late partial groups are dropped and counted (Spark counts the rows after its
+    /// partial aggregation), which would then count rows.
+    fn may_pass(&self) -> bool {
+        self.groups.is_some() && self.watermark.as_ref().is_none_or(|w| w.expiry.is_none())
+    }
+
     /// Slice `i`'s warm aggregation, taken out to run (made anew when the last one failed);
     /// none when the plan is not taken over.
     fn take_warm(&mut self, i: usize) -> Result<Option<WarmPartial>> {
@@ -103,7 +110,8 @@ impl Aggregation {
         let held = held.get_mut().unwrap_or_else(|p| p.into_inner()).take();
         match held {
             Some(w) => Ok(Some(w)),
-            None => Ok(WarmPartial::of(self.slice_plan(i)?, &self.state_schema)),
+            None => Ok(WarmPartial::of(self.slice_plan(i)?, &self.state_schema)
+                .map(|w| w.passing(self.may_pass()))),
         }
     }
 

@@ -10,6 +10,12 @@
 //! but keeps them: emitting the groups at the end of the slice (`EmitTo::All`) clears the
 //! hash table and keeps its capacity, so the next batch's keys land in a warm table.
 //!
+//! A slice whose groups are nearly as many as its rows (see [`PASS_RATIO`]) was aggregated for
+//! nothing: the following slices hand their rows on as groups of one (each function's
+//! `convert_to_state`, as DataFusion's partial aggregation does once it stops aggregating),
+//! and the group table merges them as it merges any partial rows; every [`PASS_RUNS`] + 1-th
+//! slice is aggregated again to look at the ratio.
+//!
 //! Only a plain aggregation is taken over ([`WarmPartial::of`]): one partition, raw input, one
 //! grouping set with at least one key, no `FILTER`, no ordered or `DISTINCT` aggregate, every
 //! function with a groups accumulator. Anything else runs the plan as before.
@@ -57,7 +63,25 @@ pub(crate) struct WarmPartial {
     /// Each argument that is a constant (`count(*)` counts `1`), as an array kept to be sliced
     /// for every batch instead of filled anew: same values, no allocation.
     constants: Vec<Vec<Option<ArrayRef>>>,
+    /// Whether every function can hand its rows on as their own groups
+    /// (`convert_to_state`, its one state column of the type it emits).
+    can_pass: bool,
+    /// Runs left that hand the rows on without aggregating them (see [`PASS_RATIO`]); 0:
+    /// aggregate, and look again.
+    passing: u32,
 }
+
+/// When a slice's groups are at least this share of its rows, aggregating it reduces nothing:
+/// the next slices hand their rows on as groups of one (`convert_to_state`) to the table
+/// that merges them anyway, as DataFusion's partial aggregation stops aggregating at its
+/// `skip_partial_aggregation_probe_ratio_threshold` (0.8).
+const PASS_RATIO: (usize, usize) = (4, 5);
+
+/// Slices of fewer rows are always aggregated (DataFusion's probe waits for 100,000 rows).
+const PASS_MIN_ROWS: usize = 10_000;
+
+/// Slices handed on before the next one is aggregated to look at the ratio again.
+const PASS_RUNS: u32 = 16;
 
 impl std::fmt::Debug for WarmPartial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -105,8 +129,15 @@ impl WarmPartial {
             .aggr_expr()
             .iter()
             .map(|f| f.create_groups_accumulator())
-            .collect::<datafusion::error::Result<Vec<_>>>()
+            .collect::<datafusion::error::Result<Vec<Box<dyn GroupsAccumulator>>>>()
             .ok()?;
+        // a row as its own group is its state; a `Single` plan emits final values, which
+        // must then be that same one column
+        let can_pass = !emits_final
+            || agg.aggr_expr().iter().all(|f| {
+                f.state_fields()
+                    .is_ok_and(|s| s.len() == 1 && s[0].data_type() == f.field().data_type())
+            });
         Some(WarmPartial {
             input: Arc::clone(agg.input()),
             group_by: agg.group_expr().clone(),
@@ -119,7 +150,16 @@ impl WarmPartial {
             ids: Vec::new(),
             widest: 0,
             constants: Vec::new(),
+            can_pass,
+            passing: 0,
         })
+    }
+
+    /// The same, never handing rows on (`allowed` false): where the rows after the partial
+    /// aggregation are counted (late partial groups) or are sessions to merge.
+    pub(crate) fn passing(mut self, allowed: bool) -> Self {
+        self.can_pass &= allowed;
+        self
     }
 
     /// Bytes it holds between batches: the emptied table's capacity, the accumulators, the
@@ -144,13 +184,60 @@ impl WarmPartial {
             .input
             .execute(0, Arc::clone(task))
             .map_err(|e| internal("the partial aggregation's input", e))?;
+        let mut passing = self.can_pass && self.passing > 0;
+        let (mut rows, mut passed) = (0, Vec::new());
         while let Some(batch) = stream.next().await {
             let batch = batch.map_err(|e| internal("the partial aggregation's input", e))?;
+            rows += batch.num_rows();
+            if passing {
+                match self.pass(&batch) {
+                    Ok(p) => {
+                        passed.push(p);
+                        continue;
+                    }
+                    // a function that cannot hand a row on: aggregated from here on (the
+                    // rows already handed on merge with the groups like any other)
+                    Err(_) => (self.can_pass, passing) = (false, false),
+                }
+            }
             self.update(&batch)
                 .map_err(|e| internal("the partial aggregation", e))?;
         }
-        self.emit()
-            .map_err(|e| internal("the partial aggregation's groups", e))
+        let schema = Arc::clone(&self.schema);
+        let concat = |parts: &[RecordBatch]| {
+            datafusion::arrow::compute::concat_batches(&schema, parts)
+                .map_err(|e| internal("the partial aggregation's rows", e))
+        };
+        if passing {
+            self.passing -= 1;
+            return concat(&passed);
+        }
+        let out = self
+            .emit()
+            .map_err(|e| internal("the partial aggregation's groups", e))?;
+        if !passed.is_empty() {
+            passed.push(out);
+            return concat(&passed);
+        }
+        if self.can_pass
+            && rows >= PASS_MIN_ROWS
+            && out.num_rows() * PASS_RATIO.1 >= rows * PASS_RATIO.0
+        {
+            self.passing = PASS_RUNS;
+        }
+        Ok(out)
+    }
+
+    /// `batch`'s rows handed on as groups of one: their keys and each function's state of
+    /// the row alone.
+    fn pass(&mut self, batch: &RecordBatch) -> datafusion::error::Result<RecordBatch> {
+        let keys = evaluate_group_by(&self.group_by, batch)?;
+        let arguments = self.evaluate_arguments(batch)?;
+        let mut columns = keys.into_iter().next().unwrap_or_default();
+        for (acc, args) in self.accumulators.iter().zip(&arguments) {
+            columns.extend(acc.convert_to_state(args, None)?);
+        }
+        self.ordered(columns)
     }
 
     fn update(&mut self, batch: &RecordBatch) -> datafusion::error::Result<()> {
@@ -217,6 +304,11 @@ impl WarmPartial {
                 false => columns.extend(acc.state(EmitTo::All)?),
             }
         }
+        self.ordered(columns)
+    }
+
+    /// The aggregation's columns as the plan emits them (its projection applied).
+    fn ordered(&self, mut columns: Vec<ArrayRef>) -> datafusion::error::Result<RecordBatch> {
         if let Some(order) = &self.order {
             columns = order
                 .iter()
@@ -239,6 +331,7 @@ mod tests {
     use super::*;
     use arrow_array::cast::AsArray;
     use arrow_array::types::Int64Type;
+    use arrow_array::Array;
     use arrow_array::{Float64Array, Int64Array, StringArray};
     use arrow_schema::{DataType, Field, Schema};
     use datafusion::datasource::MemTable;
@@ -380,5 +473,74 @@ mod tests {
                 .sum();
             assert_eq!((n, two), (3000, 6000));
         }
+    }
+
+    /// A slice with nearly as many keys as rows is aggregated once, then handed on as groups
+    /// of one for the next runs (the same totals once merged), then aggregated again.
+    #[tokio::test]
+    async fn a_slice_that_reduces_nothing_is_handed_on_row_by_row_then_looked_at_again() {
+        let ctx = SessionContext::new_with_config(session_config());
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, true),
+            Field::new("v", DataType::Int64, true),
+        ]));
+        let rows = 12_000i64;
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![
+                Arc::new(Int64Array::from_iter_values((0..rows).map(|i| i % 11_000))),
+                Arc::new(Int64Array::from_iter(
+                    (0..rows).map(|i| (i % 9 != 0).then_some(i)),
+                )),
+            ],
+        )
+        .unwrap();
+        let table = MemTable::try_new(schema, vec![vec![batch]]).unwrap();
+        ctx.register_table("source", Arc::new(table)).unwrap();
+        let plan = planned(
+            &ctx,
+            "SELECT k, count(*) AS n, sum(v) AS s, min(v) AS lo, count(v) AS c FROM source GROUP BY k",
+        )
+        .await;
+        let mut warm = WarmPartial::of(&plan, &plan.schema()).unwrap();
+        assert!(warm.can_pass);
+        // key → (n, s, lo, c), folded as the group table merges
+        let fold = |b: &RecordBatch| {
+            let c = |i: usize| b.column(i).as_primitive::<Int64Type>().clone();
+            let (k, n, s, lo, cv) = (c(0), c(1), c(2), c(3), c(4));
+            let mut out = std::collections::BTreeMap::new();
+            for r in 0..b.num_rows() {
+                let e = out
+                    .entry(k.value(r))
+                    .or_insert((0i64, None::<i64>, None::<i64>, 0i64));
+                e.0 += n.value(r);
+                if s.is_valid(r) {
+                    e.1 = Some(e.1.unwrap_or(0) + s.value(r));
+                }
+                if lo.is_valid(r) {
+                    e.2 = Some(e.2.map_or(lo.value(r), |x: i64| x.min(lo.value(r))));
+                }
+                e.3 += cv.value(r);
+            }
+            out
+        };
+        let first = warm.run(&ctx.task_ctx()).await.unwrap();
+        assert_eq!(first.num_rows(), 11_000, "aggregated");
+        for run in 1..=PASS_RUNS {
+            let out = warm.run(&ctx.task_ctx()).await.unwrap();
+            assert_eq!(
+                out.num_rows(),
+                rows as usize,
+                "run {run}: handed on row by row"
+            );
+            assert_eq!(fold(&out), fold(&first), "run {run}");
+        }
+        let again = warm.run(&ctx.task_ctx()).await.unwrap();
+        assert_eq!(
+            again.num_rows(),
+            11_000,
+            "aggregated again, to look at the ratio"
+        );
+        assert_eq!(fold(&again), fold(&first));
     }
 }
