@@ -131,8 +131,11 @@ impl std::fmt::Debug for Aggregation {
 
 /// `cargo bench --features bench` only: aggregations made after `bench_regroup(true)` merge
 /// by regrouping the whole state, as before the [`GroupTable`], for the side-by-side benchmark.
-#[cfg(feature = "bench")]
 static REGROUP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `cargo bench --features bench` only: aggregations made after `bench_cold_partial(true)`
+/// execute the partial plan afresh for every part, as before [`warm::WarmPartial`].
+static COLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Switches the whole-state regrouping on or off (benchmarks only).
 #[cfg(feature = "bench")]
@@ -141,11 +144,6 @@ pub fn bench_regroup(on: bool) {
     REGROUP.store(on, std::sync::atomic::Ordering::SeqCst);
 }
 
-/// `cargo bench --features bench` only: aggregations made after `bench_cold_partial(true)`
-/// execute the partial plan afresh for every part, as before [`warm::WarmPartial`].
-#[cfg(feature = "bench")]
-static COLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
 /// Switches the per-part partial plan on or off (benchmarks only).
 #[cfg(feature = "bench")]
 #[doc(hidden)]
@@ -153,18 +151,17 @@ pub fn bench_cold_partial(on: bool) {
     COLD.store(on, std::sync::atomic::Ordering::SeqCst);
 }
 
+/// A benchmark switch: off unless a `--features bench` build turned it on.
+fn switched(flag: &std::sync::atomic::AtomicBool) -> bool {
+    cfg!(feature = "bench") && flag.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 fn cold_partial() -> bool {
-    #[cfg(feature = "bench")]
-    return COLD.load(std::sync::atomic::Ordering::SeqCst);
-    #[cfg(not(feature = "bench"))]
-    false
+    switched(&COLD)
 }
 
 fn regroup_whole_state() -> bool {
-    #[cfg(feature = "bench")]
-    return REGROUP.load(std::sync::atomic::Ordering::SeqCst);
-    #[cfg(not(feature = "bench"))]
-    false
+    switched(&REGROUP)
 }
 
 fn internal(what: &str, e: impl std::fmt::Display) -> Error {
@@ -207,8 +204,7 @@ impl Aggregation {
         merged_schema: SchemaRef,
         spill: Option<SpilledGroups>,
     ) -> Self {
-        let warm = partial::warm(&plans, &state_schema);
-        Aggregation {
+        let mut aggregation = Aggregation {
             mode: shape.mode,
             output: Arc::new(shape.attach(&plans.output.schema())),
             state: RecordBatch::new_empty(Arc::clone(&state_schema)),
@@ -236,7 +232,7 @@ impl Aggregation {
             changes: None,
             compactor: store::Compactor::default(),
             pending: Vec::new(),
-            warm,
+            warm: Vec::new(),
             progress: StateOperatorProgress {
                 operator_name: "stateStoreSave".into(),
                 ..Default::default()
@@ -244,7 +240,9 @@ impl Aggregation {
             chunk_changes: Vec::new(),
             chunks: None,
             spill,
-        }
+        };
+        aggregation.warm = aggregation.warm_slots();
+        aggregation
     }
 
     /// Groups held as of the last kept batch.

@@ -17,7 +17,7 @@ use arrow_schema::SchemaRef;
 use datafusion::execution::TaskContext;
 
 use super::warm::WarmPartial;
-use super::{internal, Aggregation, Plans};
+use super::{internal, Aggregation};
 use crate::source_table::{reading, BatchSlot};
 use crate::transform::collect;
 
@@ -40,20 +40,6 @@ pub(crate) fn copies(
                 .map(|p| (p, slot))
                 .map_err(|e| internal("copying the partial plan", e))
         })
-        .collect()
-}
-
-/// One warm partial aggregation per slice (the partial plan's, then each copy's), or none
-/// when the plan is not one [`WarmPartial`] takes over.
-pub(crate) fn warm(
-    plans: &Plans,
-    schema: &SchemaRef,
-) -> Vec<std::sync::Mutex<Option<WarmPartial>>> {
-    if super::cold_partial() || WarmPartial::of(&plans.partial, schema).is_none() {
-        return Vec::new();
-    }
-    (0..=plans.partial_copies.len())
-        .map(|_| std::sync::Mutex::new(None))
         .collect()
 }
 
@@ -101,6 +87,27 @@ impl Aggregation {
         self.groups.is_some() && self.watermark.as_ref().is_none_or(|w| w.expiry.is_none())
     }
 
+    /// One slot per slice (the partial plan's, then each copy's) for its warm aggregation, the
+    /// first holding the one made to see whether the plan is taken over; none when it is not.
+    pub(super) fn warm_slots(&self) -> Vec<std::sync::Mutex<Option<WarmPartial>>> {
+        if super::cold_partial() {
+            return Vec::new();
+        }
+        let Some(first) = WarmPartial::of(&self.plans.partial, &self.state_schema) else {
+            return Vec::new();
+        };
+        let mut slots = vec![std::sync::Mutex::new(Some(
+            first.allow_passing(self.may_pass()),
+        ))];
+        slots.extend(
+            self.plans
+                .partial_copies
+                .iter()
+                .map(|_| std::sync::Mutex::new(None)),
+        );
+        slots
+    }
+
     /// Slice `i`'s warm aggregation, taken out to run (made anew when the last one failed);
     /// none when the plan is not taken over.
     fn take_warm(&mut self, i: usize) -> Result<Option<WarmPartial>> {
@@ -111,7 +118,7 @@ impl Aggregation {
         match held {
             Some(w) => Ok(Some(w)),
             None => Ok(WarmPartial::of(self.slice_plan(i)?, &self.state_schema)
-                .map(|w| w.passing(self.may_pass()))),
+                .map(|w| w.allow_passing(self.may_pass()))),
         }
     }
 
@@ -135,15 +142,26 @@ impl Aggregation {
             .sum::<usize>() as u64
     }
 
-    /// Slice `i`'s partial values, its input already in its slot.
-    async fn slice(&mut self, i: usize) -> Result<RecordBatch> {
+    /// Slice `i`'s partial aggregation, its input already in its slot, ready to run here or on
+    /// another thread; what it gives back goes to [`Self::give_back`].
+    fn start(
+        &mut self,
+        i: usize,
+    ) -> Result<
+        impl std::future::Future<Output = (Option<WarmPartial>, Result<RecordBatch>)> + Send + 'static,
+    > {
         let warm = self.take_warm(i)?;
-        let (plan, task, schema) = (
+        Ok(run(
+            warm,
             Arc::clone(self.slice_plan(i)?),
             Arc::clone(&self.plans.task),
             Arc::clone(&self.state_schema),
-        );
-        let (w, out) = run(warm, plan, task, schema).await;
+        ))
+    }
+
+    /// Slice `i`'s partial values, run here.
+    async fn slice(&mut self, i: usize) -> Result<RecordBatch> {
+        let (w, out) = self.start(i)?.await;
         self.give_back(i, w);
         out
     }
@@ -170,13 +188,7 @@ impl Aggregation {
             let from = i * each;
             let own = self.plans.partial_copies[i - 1].1.clone();
             own.set(part.slice(from, each.min(rows - from)));
-            let warm = self.take_warm(i)?;
-            let (plan, task, schema) = (
-                Arc::clone(self.slice_plan(i)?),
-                Arc::clone(&self.plans.task),
-                Arc::clone(&self.state_schema),
-            );
-            tasks.push((i, tokio::spawn(run(warm, plan, task, schema))));
+            tasks.push((i, tokio::spawn(self.start(i)?)));
         }
         slot.set(part.slice(0, each));
         let first = self.slice(0).await;

@@ -157,7 +157,7 @@ impl WarmPartial {
 
     /// The same, never handing rows on (`allowed` false): where the rows after the partial
     /// aggregation are counted (late partial groups) or are sessions to merge.
-    pub(crate) fn passing(mut self, allowed: bool) -> Self {
+    pub(crate) fn allow_passing(mut self, allowed: bool) -> Self {
         self.can_pass &= allowed;
         self
     }
@@ -275,13 +275,11 @@ impl WarmPartial {
                             k.len() >= rows
                                 && ScalarValue::try_from_array(k.as_ref(), 0).is_ok_and(|v| v == s)
                         });
-                        if !fits {
-                            *kept = Some(s.to_array_of_size(rows.max(1))?);
-                        }
-                        match kept {
-                            Some(k) => k.slice(0, rows),
-                            None => s.to_array_of_size(rows)?,
-                        }
+                        let k = match kept {
+                            Some(k) if fits => k,
+                            _ => kept.insert(s.to_array_of_size(rows.max(1))?),
+                        };
+                        k.slice(0, rows)
                     }
                 };
                 args.push(value);
