@@ -170,7 +170,9 @@ async fn update_mode_emits_each_batch_s_changed_groups_with_their_running_values
         assert_eq!(progress.num_rows_updated, want.len() as u64);
         assert_eq!(progress.operator_name, "stateStoreSave");
     }
-    // versions n-1 and n are kept, older ones removed
+    // versions n-1 and n are kept, older ones removed (in the background, waited for as the
+    // operator goes)
+    drop(t);
     let mut kept: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

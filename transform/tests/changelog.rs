@@ -150,6 +150,8 @@ async fn an_aggregation_restored_from_snapshot_and_deltas_continues_exactly() {
         absorb(fresh.state().unwrap().end_batch().await.unwrap(), &mut p);
         predicted = Some(p);
     }
+    // old files are removed in the background: the operator waits for that as it goes
+    drop(live);
     let (snaps, deltas) = files(dir.path());
     // version 0 was a snapshot, 10 and 20 deltas snapshotted in the background; what restoring
     // 23 and 24 needs is the snapshot of 20 and the deltas after it
@@ -198,6 +200,7 @@ async fn a_deduplication_restored_from_snapshot_and_deltas_knows_every_key() {
         let p = fresh.state().unwrap().progress().remove(0);
         assert_eq!(p.num_rows_total, 1000 + 50 * b + 1);
     }
+    drop(live);
     let (snaps, deltas) = files(&dir.path().join("dedup"));
     assert_eq!(snaps, vec![10]);
     assert_eq!(deltas, vec![10, 11, 12, 13]);

@@ -190,6 +190,9 @@ impl GroupTable {
         }
         let mut touched = Touched::default();
         let mut new_rows = Vec::new();
+        // groups held before the batch (their values are noted for a rollback), and groups
+        // new or held again after they left (their values start afresh)
+        let (mut held, mut came) = (Vec::new(), Vec::new());
         for (r, &id) in ids.iter().enumerate() {
             if self.stamp[id] == self.generation {
                 continue;
@@ -201,15 +204,10 @@ impl GroupTable {
                 new_rows.push(r as u32);
             }
             if self.held[id] {
-                for c in &mut self.columns {
-                    c.remember(id)?;
-                }
+                held.push(id);
                 continue;
             }
-            // new, or held again after it left
-            for c in &mut self.columns {
-                c.clear(id)?;
-            }
+            came.push(id);
             self.held[id] = true;
             self.n_held += 1;
             self.undo.push(Step::Came(id));
@@ -220,6 +218,10 @@ impl GroupTable {
                     *low = (*low).min(t);
                 }
             }
+        }
+        for c in &mut self.columns {
+            c.remember(&held)?;
+            c.clear(&came)?;
         }
         if !new_rows.is_empty() {
             let rows = UInt32Array::from(new_rows);

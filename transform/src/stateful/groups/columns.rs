@@ -23,6 +23,7 @@ use arrow_array::{
     PrimitiveArray,
 };
 use arrow_schema::DataType;
+use datafusion::arrow::buffer::{BooleanBuffer, NullBuffer, ScalarBuffer};
 use datafusion::scalar::ScalarValue;
 use tributary_sdk::{Error, ErrorCode, Result};
 
@@ -43,10 +44,10 @@ fn missing(id: usize) -> Error {
 pub(crate) trait StateColumn: Send + Sync {
     /// Makes room for `len` groups (the new ones without a value).
     fn grow(&mut self, len: usize);
-    /// Forgets group `id`'s value (a group held again after it left the state).
-    fn clear(&mut self, id: usize) -> Result<()>;
-    /// Notes group `id`'s value, which [`Self::rollback`] restores.
-    fn remember(&mut self, id: usize) -> Result<()>;
+    /// Forgets groups `ids`' values (groups held again after they left the state).
+    fn clear(&mut self, ids: &[usize]) -> Result<()>;
+    /// Notes groups `ids`' values, which [`Self::rollback`] restores.
+    fn remember(&mut self, ids: &[usize]) -> Result<()>;
     /// Merges row `r` of `partial` into group `ids[r]`, for every row.
     fn merge(&mut self, partial: &dyn Array, ids: &[usize]) -> Result<()>;
     /// The values of groups `ids`, in order.
@@ -101,16 +102,41 @@ impl<V: Copy + Default> Slots<V> {
         self.valid.resize(len, false);
     }
 
-    fn clear(&mut self, id: usize) -> Result<()> {
-        *self.valid.get_mut(id).ok_or_else(|| missing(id))? = false;
+    fn clear(&mut self, ids: &[usize]) -> Result<()> {
+        for &id in ids {
+            *self.valid.get_mut(id).ok_or_else(|| missing(id))? = false;
+        }
         Ok(())
     }
 
-    fn remember(&mut self, id: usize) -> Result<()> {
-        let (Some(&v), Some(&ok)) = (self.values.get(id), self.valid.get(id)) else {
-            return Err(missing(id));
-        };
-        self.undo.push((id, v, ok));
+    fn remember(&mut self, ids: &[usize]) -> Result<()> {
+        self.undo.reserve(ids.len());
+        for &id in ids {
+            let (Some(&v), Some(&ok)) = (self.values.get(id), self.valid.get(id)) else {
+                return Err(missing(id));
+            };
+            self.undo.push((id, v, ok));
+        }
+        Ok(())
+    }
+
+    /// Merges `values[r]` into group `ids[r]` with `op`, for every row (a partial column
+    /// without nulls).
+    fn merge_all(&mut self, ids: &[usize], values: &[V], op: impl Fn(&mut V, V)) -> Result<()> {
+        if ids.len() != values.len() {
+            return Err(internal("a partial column", "is not as long as its keys"));
+        }
+        for (&id, &v) in ids.iter().zip(values) {
+            let (Some(cur), Some(valid)) = (self.values.get_mut(id), self.valid.get_mut(id)) else {
+                return Err(missing(id));
+            };
+            if *valid {
+                op(cur, v);
+            } else {
+                *cur = v;
+                *valid = true;
+            }
+        }
         Ok(())
     }
 
@@ -138,14 +164,25 @@ impl<V: Copy + Default> Slots<V> {
         Ok(())
     }
 
-    /// Groups `ids`' values (none: null).
-    fn take(&self, ids: &[usize]) -> Result<Vec<Option<V>>> {
-        ids.iter()
-            .map(|&id| match (self.values.get(id), self.valid.get(id)) {
-                (Some(&v), Some(&ok)) => Ok(ok.then_some(v)),
-                _ => Err(missing(id)),
-            })
-            .collect()
+    /// Groups `ids`' values and, when one is null, their validity.
+    fn take(&self, ids: &[usize]) -> Result<(Vec<V>, Option<NullBuffer>)> {
+        let mut values = Vec::with_capacity(ids.len());
+        let mut all_valid = true;
+        for &id in ids {
+            let (Some(&v), Some(&ok)) = (self.values.get(id), self.valid.get(id)) else {
+                return Err(missing(id));
+            };
+            values.push(if ok { v } else { V::default() });
+            all_valid &= ok;
+        }
+        let nulls = match all_valid {
+            true => None,
+            false => Some(NullBuffer::from_iter(
+                ids.iter()
+                    .map(|&id| self.valid.get(id).copied().unwrap_or(false)),
+            )),
+        };
+        Ok((values, nulls))
     }
 
     fn rollback(&mut self) {
@@ -169,43 +206,67 @@ struct Primitive<T: ArrowPrimitiveType> {
     slots: Slots<T::Native>,
 }
 
+/// `cur` after merging `v` into it with `merge`.
+fn merged<V: ArrowNativeTypeOp>(merge: Merge, cur: &mut V, v: V) {
+    match merge {
+        Merge::Sum => *cur = cur.add_wrapping(v),
+        Merge::Min | Merge::And => {
+            if matches!(v.partial_cmp(cur), Some(Ordering::Less) | None) {
+                *cur = v
+            }
+        }
+        Merge::Max | Merge::Or => {
+            if matches!(v.partial_cmp(cur), Some(Ordering::Greater) | None) {
+                *cur = v
+            }
+        }
+    }
+}
+
 impl<T: ArrowPrimitiveType> StateColumn for Primitive<T> {
     fn grow(&mut self, len: usize) {
         self.slots.grow(len);
     }
 
-    fn clear(&mut self, id: usize) -> Result<()> {
-        self.slots.clear(id)
+    fn clear(&mut self, ids: &[usize]) -> Result<()> {
+        self.slots.clear(ids)
     }
 
-    fn remember(&mut self, id: usize) -> Result<()> {
-        self.slots.remember(id)
+    fn remember(&mut self, ids: &[usize]) -> Result<()> {
+        self.slots.remember(ids)
     }
 
     fn merge(&mut self, partial: &dyn Array, ids: &[usize]) -> Result<()> {
         let partial = partial
             .as_primitive_opt::<T>()
             .ok_or_else(|| internal("a partial column", "is not of the state's type"))?;
-        let value = |r: usize| partial.is_valid(r).then(|| partial.value(r));
+        // one monomorphic loop per merge function
+        macro_rules! each {
+            ($m:expr) => {{
+                let op = |cur: &mut T::Native, v: T::Native| merged($m, cur, v);
+                match partial.null_count() {
+                    0 => self.slots.merge_all(ids, partial.values(), op),
+                    _ => self.slots.merge(
+                        ids,
+                        |r: usize| partial.is_valid(r).then(|| partial.value(r)),
+                        op,
+                    ),
+                }
+            }};
+        }
         match self.merge {
-            Merge::Sum => self
-                .slots
-                .merge(ids, value, |cur, v| *cur = cur.add_wrapping(v)),
-            Merge::Min | Merge::And => self.slots.merge(ids, value, |cur, v| {
-                if matches!(v.partial_cmp(cur), Some(Ordering::Less) | None) {
-                    *cur = v
-                }
-            }),
-            Merge::Max | Merge::Or => self.slots.merge(ids, value, |cur, v| {
-                if matches!(v.partial_cmp(cur), Some(Ordering::Greater) | None) {
-                    *cur = v
-                }
-            }),
+            Merge::Sum => each!(Merge::Sum),
+            Merge::Min => each!(Merge::Min),
+            Merge::And => each!(Merge::And),
+            Merge::Max => each!(Merge::Max),
+            Merge::Or => each!(Merge::Or),
         }
     }
 
     fn take(&self, ids: &[usize]) -> Result<ArrayRef> {
-        let array = PrimitiveArray::<T>::from_iter(self.slots.take(ids)?)
+        let (values, nulls) = self.slots.take(ids)?;
+        let array = PrimitiveArray::<T>::try_new(ScalarBuffer::from(values), nulls)
+            .map_err(|e| internal("taking values", e))?
             .with_data_type(self.data_type.clone());
         Ok(Arc::new(array))
     }
@@ -234,12 +295,12 @@ impl StateColumn for Bool {
         self.slots.grow(len);
     }
 
-    fn clear(&mut self, id: usize) -> Result<()> {
-        self.slots.clear(id)
+    fn clear(&mut self, ids: &[usize]) -> Result<()> {
+        self.slots.clear(ids)
     }
 
-    fn remember(&mut self, id: usize) -> Result<()> {
-        self.slots.remember(id)
+    fn remember(&mut self, ids: &[usize]) -> Result<()> {
+        self.slots.remember(ids)
     }
 
     fn merge(&mut self, partial: &dyn Array, ids: &[usize]) -> Result<()> {
@@ -254,7 +315,11 @@ impl StateColumn for Bool {
     }
 
     fn take(&self, ids: &[usize]) -> Result<ArrayRef> {
-        Ok(Arc::new(BooleanArray::from(self.slots.take(ids)?)))
+        let (values, nulls) = self.slots.take(ids)?;
+        Ok(Arc::new(BooleanArray::new(
+            BooleanBuffer::from(values),
+            nulls,
+        )))
     }
 
     fn rollback(&mut self) {
@@ -296,14 +361,18 @@ impl StateColumn for Scalars {
         self.values.resize(len, self.null.clone());
     }
 
-    fn clear(&mut self, id: usize) -> Result<()> {
-        *self.values.get_mut(id).ok_or_else(|| missing(id))? = self.null.clone();
+    fn clear(&mut self, ids: &[usize]) -> Result<()> {
+        for &id in ids {
+            *self.values.get_mut(id).ok_or_else(|| missing(id))? = self.null.clone();
+        }
         Ok(())
     }
 
-    fn remember(&mut self, id: usize) -> Result<()> {
-        let v = self.values.get(id).ok_or_else(|| missing(id))?.clone();
-        self.undo.push((id, v));
+    fn remember(&mut self, ids: &[usize]) -> Result<()> {
+        for &id in ids {
+            let v = self.values.get(id).ok_or_else(|| missing(id))?.clone();
+            self.undo.push((id, v));
+        }
         Ok(())
     }
 
@@ -435,7 +504,7 @@ mod tests {
             };
             c.merge(one.as_ref(), &[0]).unwrap();
             c.forget();
-            c.remember(0).unwrap();
+            c.remember(&[0]).unwrap();
             c.merge(two.as_ref(), &[0]).unwrap();
             assert_eq!(c.take(&[0]).unwrap().as_ref(), two.as_ref());
             c.rollback();

@@ -14,7 +14,10 @@
 //! operator's signature, its number of key columns and the watermarks in their schema metadata,
 //! so that a changed query is refused instead of reading state of another shape. Version `n` is
 //! written before `commits/<n>`; what restoring `n - 1` or `n` needs is kept (a crash before
-//! `commits/<n>` replays batch `n` from `n - 1`), older files are removed.
+//! `commits/<n>` replays batch `n` from `n - 1`), older files are removed by a background
+//! thread ([`Compactor::sweep`], as Spark's maintenance task deletes them), off the commit
+//! path: on a file system mounted with `discard` one unlink of a snapshot cost ~0.5 ms, a
+//! third of a small batch's save.
 
 pub(crate) mod changelog;
 mod describe;
@@ -80,27 +83,66 @@ pub(crate) struct Header<'a> {
     pub(crate) marks: Marks,
 }
 
-/// Background snapshots of one operator's state, one at a time.
+/// Background maintenance of one operator's state files: snapshots, one at a time, and the
+/// removal of files no version still restorable needs.
 #[derive(Debug, Default)]
 pub(crate) struct Compactor {
     running: Option<std::thread::JoinHandle<()>>,
+    sweeping: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Compactor {
+    /// Files being removed are removed before the operator goes (a few unlinks); a snapshot
+    /// being written is not waited for (restoring never needs it).
+    fn drop(&mut self) {
+        self.swept();
+    }
 }
 
 impl Compactor {
+    /// Removes `files` on a background thread (after the removal started before, if any).
+    fn sweep(&mut self, files: Vec<PathBuf>) {
+        if files.is_empty() {
+            return;
+        }
+        self.swept();
+        self.sweeping = Some(std::thread::spawn(move || {
+            for f in files {
+                if let Err(e) = remove_if_present(&f) {
+                    // left for the next save's sweep, which lists the directory again
+                    tracing::warn!("[transform] old state file not removed: {e}");
+                }
+            }
+        }));
+    }
+
+    /// Waits for the files being removed, if any.
+    fn swept(&mut self) {
+        if let Some(h) = self.sweeping.take() {
+            let _ = h.join();
+        }
+    }
+
     /// Whether a snapshot is being written (a finished one is reaped).
     fn busy(&mut self) -> bool {
         if self.running.as_ref().is_some_and(|h| !h.is_finished()) {
             return true;
         }
-        self.wait();
+        self.snapshot_written();
         false
     }
 
     /// Waits for the snapshot being written, if any.
-    pub(crate) fn wait(&mut self) {
+    fn snapshot_written(&mut self) {
         if let Some(h) = self.running.take() {
             let _ = h.join();
         }
+    }
+
+    /// Waits for the snapshot being written and the files being removed, if any.
+    pub(crate) fn wait(&mut self) {
+        self.snapshot_written();
+        self.swept();
     }
 
     /// Writes a snapshot of `version` (already on disk as a delta) from `scan`, a consistent
@@ -194,7 +236,7 @@ pub(crate) fn save(
             Stored::Delta
         }
         None => {
-            compactor.wait();
+            compactor.snapshot_written();
             match full {
                 Full::Memory(full) => write(dir, version, Stored::Snapshot, metadata, &full()?)?,
                 Full::Scan(schema, scan) => {
@@ -209,18 +251,20 @@ pub(crate) fn save(
     if kind == Stored::Delta && !compactor.busy() {
         remove_if_present(&path(dir, version, Stored::Snapshot))?;
     }
-    // keep what restoring version - 1 and version needs
+    // keep what restoring version - 1 and version needs; the rest goes in the background
     let on_disk = versions(dir)?;
     let keep_from = version
         .checked_sub(1)
         .and_then(|prev| chain_base(&on_disk, prev))
         .or_else(|| chain_base(&on_disk, version))
         .unwrap_or(version);
-    for (v, kind) in on_disk {
-        if v < keep_from {
-            remove_if_present(&path(dir, v, kind))?;
-        }
-    }
+    compactor.sweep(
+        on_disk
+            .into_iter()
+            .filter(|&(v, _)| v < keep_from)
+            .map(|(v, kind)| path(dir, v, kind))
+            .collect(),
+    );
     Ok(kind)
 }
 
