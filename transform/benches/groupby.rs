@@ -14,7 +14,7 @@
 //!    real-time batch's chunks), regrouping the whole state every batch through the merge
 //!    plan (as before the group table; `bench_regroup`), and in memory with the partial plan
 //!    executed cold for every part (as before the warm partial tables; `bench_cold_partial`).
-//!    Each runs three times in turn; medians
+//!    Each runs three times in turn (`GROUPBY_RUNS` sets how many); medians
 //!    and ratios are printed. Outside the timing the stream's last emitted value of every group
 //!    is checked against DataFusion's result.
 //! 2. **plateau**: 10,000,000 rows whose event time advances 1 s every 1,000 rows over 1,000
@@ -45,7 +45,17 @@ use tributary_transform::{SqlTransform, TransformSpec};
 const ROWS: usize = 10_000_000;
 const BATCH: usize = 100_000;
 const KEYS: i64 = 10_000;
+/// Runs of each way, in turn (`GROUPBY_RUNS` overrides it: on a noisy machine more runs
+/// steady the medians).
 const RUNS: usize = 3;
+
+fn runs() -> usize {
+    std::env::var("GROUPBY_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(RUNS)
+}
 
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -159,7 +169,7 @@ async fn throughput(keys: i64, batch_rows: usize) {
         .collect();
     let (mut tabled, mut regrouped, mut unsaved, mut cold, mut theirs) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..RUNS {
+    for _ in 0..runs() {
         let (d, got) = datafusion_run(&batches).await;
         theirs.push(d);
         assert_eq!(got.len(), keys as usize);
