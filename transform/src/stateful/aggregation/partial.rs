@@ -87,18 +87,21 @@ impl Aggregation {
         self.groups.is_some() && self.watermark.as_ref().is_none_or(|w| w.expiry.is_none())
     }
 
+    /// A warm aggregation of `plan` (a slice's partial plan), when it is one taken over.
+    fn warm_of(&self, plan: &Arc<dyn ExecutionPlan>) -> Option<WarmPartial> {
+        WarmPartial::of(plan, &self.state_schema).map(|w| w.allow_passing(self.may_pass()))
+    }
+
     /// One slot per slice (the partial plan's, then each copy's) for its warm aggregation, the
     /// first holding the one made to see whether the plan is taken over; none when it is not.
     pub(super) fn warm_slots(&self) -> Vec<std::sync::Mutex<Option<WarmPartial>>> {
         if super::cold_partial() {
             return Vec::new();
         }
-        let Some(first) = WarmPartial::of(&self.plans.partial, &self.state_schema) else {
+        let Some(first) = self.warm_of(&self.plans.partial) else {
             return Vec::new();
         };
-        let mut slots = vec![std::sync::Mutex::new(Some(
-            first.allow_passing(self.may_pass()),
-        ))];
+        let mut slots = vec![std::sync::Mutex::new(Some(first))];
         slots.extend(
             self.plans
                 .partial_copies
@@ -117,8 +120,7 @@ impl Aggregation {
         let held = held.get_mut().unwrap_or_else(|p| p.into_inner()).take();
         match held {
             Some(w) => Ok(Some(w)),
-            None => Ok(WarmPartial::of(self.slice_plan(i)?, &self.state_schema)
-                .map(|w| w.allow_passing(self.may_pass()))),
+            None => Ok(self.warm_of(self.slice_plan(i)?)),
         }
     }
 

@@ -127,15 +127,22 @@ impl<V: Copy + Default> Slots<V> {
             return Err(internal("a partial column", "is not as long as its keys"));
         }
         for (&id, &v) in ids.iter().zip(values) {
-            let (Some(cur), Some(valid)) = (self.values.get_mut(id), self.valid.get_mut(id)) else {
-                return Err(missing(id));
-            };
-            if *valid {
-                op(cur, v);
-            } else {
-                *cur = v;
-                *valid = true;
-            }
+            self.fold(id, v, &op)?;
+        }
+        Ok(())
+    }
+
+    /// Merges `v` into group `id` with `op` (a group without a value takes it).
+    #[inline]
+    fn fold(&mut self, id: usize, v: V, op: &impl Fn(&mut V, V)) -> Result<()> {
+        let (Some(cur), Some(valid)) = (self.values.get_mut(id), self.valid.get_mut(id)) else {
+            return Err(missing(id));
+        };
+        if *valid {
+            op(cur, v);
+        } else {
+            *cur = v;
+            *valid = true;
         }
         Ok(())
     }
@@ -148,17 +155,8 @@ impl<V: Copy + Default> Slots<V> {
         op: impl Fn(&mut V, V),
     ) -> Result<()> {
         for (r, &id) in ids.iter().enumerate() {
-            let Some(v) = value(r) else {
-                continue;
-            };
-            let (Some(cur), Some(valid)) = (self.values.get_mut(id), self.valid.get_mut(id)) else {
-                return Err(missing(id));
-            };
-            if *valid {
-                op(cur, v);
-            } else {
-                *cur = v;
-                *valid = true;
+            if let Some(v) = value(r) {
+                self.fold(id, v, &op)?;
             }
         }
         Ok(())
