@@ -51,7 +51,9 @@ pub use spec::{
 #[cfg(feature = "bench")]
 #[doc(hidden)]
 pub use stateful::aggregation::{bench_cold_partial, bench_regroup};
-pub use stateful::store::{describe as describe_state, OperatorState};
+pub use stateful::store::{
+    describe as describe_state, stored_versions, OperatorState, StoredVersion,
+};
 pub use transform::SqlTransform;
 
 /// The name of the stream in the query.

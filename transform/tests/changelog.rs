@@ -50,7 +50,19 @@ fn settle(dir: &Path, v: u64) {
     }
 }
 
-/// The files under `dir`, by kind: (snapshot versions, delta versions).
+/// The versions stored under `dir` from `from` on, each as it serves a restore: (version,
+/// snapshot).
+fn stored_from(dir: &Path, from: u64) -> Vec<(u64, bool)> {
+    tributary_transform::stored_versions(dir)
+        .unwrap()
+        .iter()
+        .filter(|v| v.version >= from)
+        .map(|v| (v.version, v.snapshot))
+        .collect()
+}
+
+/// The version files under `dir` (not the state log), by kind: (snapshot versions, delta
+/// versions).
 fn files(dir: &Path) -> (Vec<u64>, Vec<u64>) {
     let (mut snaps, mut deltas) = (Vec::new(), Vec::new());
     for e in std::fs::read_dir(dir).unwrap() {
@@ -153,10 +165,24 @@ async fn an_aggregation_restored_from_snapshot_and_deltas_continues_exactly() {
     // old files are removed in the background: the operator waits for that as it goes
     drop(live);
     let (snaps, deltas) = files(dir.path());
-    // version 0 was a snapshot, 10 and 20 deltas snapshotted in the background; what restoring
-    // 23 and 24 needs is the snapshot of 20 and the deltas after it
+    // version 0 was a snapshot, 10 and 20 deltas snapshotted in the background into files of
+    // their own; what restoring 23 and 24 needs is the snapshot of 20 and the deltas after it,
+    // which are in the state log (the older snapshot file is removed)
     assert_eq!(snaps, vec![20]);
-    assert_eq!(deltas, vec![20, 21, 22, 23, 24]);
+    assert!(
+        deltas.is_empty(),
+        "deltas are appended to the log: {deltas:?}"
+    );
+    assert_eq!(
+        stored_from(dir.path(), 20),
+        vec![
+            (20, true),
+            (21, false),
+            (22, false),
+            (23, false),
+            (24, false)
+        ]
+    );
 }
 
 #[tokio::test]
@@ -203,5 +229,76 @@ async fn a_deduplication_restored_from_snapshot_and_deltas_knows_every_key() {
     drop(live);
     let (snaps, deltas) = files(&dir.path().join("dedup"));
     assert_eq!(snaps, vec![10]);
-    assert_eq!(deltas, vec![10, 11, 12, 13]);
+    assert!(
+        deltas.is_empty(),
+        "deltas are appended to the log: {deltas:?}"
+    );
+    assert_eq!(
+        stored_from(&dir.path().join("dedup"), 10),
+        vec![(10, true), (11, false), (12, false), (13, false)]
+    );
+}
+
+/// Versions that fill the state log: each batch changes every one of 10 k groups, so every
+/// version is a snapshot of ~300 KB appended to the log; full segments move on to the next,
+/// those holding only versions no restore needs are removed, and a fresh operator restores the
+/// newest version exactly.
+#[tokio::test]
+async fn the_state_log_moves_on_and_drops_what_no_restore_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec =
+        TransformSpec::new("SELECT k, count(*) AS n, sum(v) AS total FROM source GROUP BY k")
+            .with_output_mode(OutputMode::Update);
+    let mut live = opened(spec.clone()).await;
+    live.state()
+        .unwrap()
+        .restore(dir.path(), None)
+        .await
+        .unwrap();
+    let keys: Vec<String> = (0..10_000).map(|i| format!("key-{i:08}")).collect();
+    let batches = 24u64;
+    for b in 0..batches {
+        live.apply(&rows(&keys, b as i64)).await.unwrap();
+        live.state().unwrap().end_batch().await.unwrap();
+        live.state().unwrap().save(dir.path(), b).await.unwrap();
+    }
+    drop(live);
+    let stored = tributary_transform::stored_versions(dir.path()).unwrap();
+    assert!(
+        stored.iter().all(|v| v.snapshot && v.in_log),
+        "every version a snapshot in the log: {stored:?}"
+    );
+    assert_eq!(
+        stored.last().map(|v| v.version),
+        Some(batches - 1),
+        "{stored:?}"
+    );
+    let segments: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("log-"))
+        .collect();
+    // 24 versions of ~300 KB are ~7 MB, 4 segments' worth; the ones before the newest (which
+    // holds what restoring the last two versions needs) and the spare are gone
+    assert!(segments.len() <= 3, "{segments:?}");
+    assert!(
+        stored.len() < batches as usize,
+        "versions in removed segments are gone: {stored:?}"
+    );
+    let mut fresh = opened(spec).await;
+    fresh
+        .state()
+        .unwrap()
+        .restore(dir.path(), Some(batches - 1))
+        .await
+        .unwrap();
+    fresh.apply(&rows(&keys[..1], 100)).await.unwrap();
+    let mut out = BTreeMap::new();
+    absorb(fresh.state().unwrap().end_batch().await.unwrap(), &mut out);
+    let sum: i64 = (0..batches as i64).sum::<i64>() + 100;
+    assert_eq!(
+        out.get(&keys[0]),
+        Some(&(batches as i64 + 1, sum)),
+        "restored from the log"
+    );
 }

@@ -184,15 +184,10 @@ async fn a_restored_operator_holds_the_merged_sessions_only() {
             restored.push(without_z(run_batch(&mut fresh, next).await));
         }
     }
-    let deltas = std::fs::read_dir(dir.path())
+    let deltas = tributary_transform::stored_versions(dir.path())
         .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".delta.arrow")
-        })
+        .iter()
+        .filter(|v| !v.snapshot)
         .count();
     assert!(deltas > 0, "versions saved as deltas");
     assert_eq!(

@@ -127,25 +127,28 @@ async fn step(
     (out, counts)
 }
 
-/// The files under `dir` and its subdirectories whose names end with `suffix`, and the
-/// directories named `name`.
-fn found(dir: &Path, suffix: &str, name: &str) -> (usize, Vec<std::path::PathBuf>) {
-    let (mut files, mut dirs) = (0, Vec::new());
+/// The state versions stored as deltas under `dir` and its subdirectories (one per
+/// operator), and the directories named `name`.
+fn found(dir: &Path, name: &str) -> (usize, Vec<std::path::PathBuf>) {
+    let mut deltas = tributary_transform::stored_versions(dir)
+        .unwrap()
+        .iter()
+        .filter(|v| !v.snapshot)
+        .count();
+    let mut dirs = Vec::new();
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         if p.is_dir() {
             if p.file_name().is_some_and(|n| n == name) {
                 dirs.push(p);
             } else {
-                let (f, d) = found(&p, suffix, name);
-                files += f;
+                let (f, d) = found(&p, name);
+                deltas += f;
                 dirs.extend(d);
             }
-        } else if p.to_string_lossy().ends_with(suffix) {
-            files += 1;
         }
     }
-    (files, dirs)
+    (deltas, dirs)
 }
 
 /// Runs `spec` with its groups in memory and on disk side by side for 32 batches: every
@@ -197,8 +200,8 @@ async fn same_over(spec: TransformSpec, deltas: bool, rows: fn(u64) -> RecordBat
         }
     }
     assert!(emitted > 100, "the query emitted rows ({emitted})");
-    let (delta_files, stores) = found(disk_dir.path(), ".delta.arrow", ".spill");
-    assert_eq!(delta_files > 0, deltas, "versions were saved as deltas");
+    let (delta_versions, stores) = found(disk_dir.path(), ".spill");
+    assert_eq!(delta_versions > 0, deltas, "versions were saved as deltas");
     let operators = disk.state().unwrap().progress().len();
     assert_eq!(stores.len(), operators, "one store per operator");
     for s in &stores {

@@ -62,7 +62,7 @@ pub struct ProcessorStage {
     changed: BTreeSet<Box<[u8]>>,
     /// The current batch's rows, one entry per part.
     pending: Vec<RecordBatch>,
-    compactor: store::Compactor,
+    store: store::Store,
     progress: StateOperatorProgress,
 }
 
@@ -106,7 +106,7 @@ impl ProcessorStage {
             held_bytes: 0,
             changed: BTreeSet::new(),
             pending: Vec::new(),
-            compactor: store::Compactor::default(),
+            store: store::Store::default(),
             progress: StateOperatorProgress {
                 operator_name: "transformWithStateExec".into(),
                 ..Default::default()
@@ -351,7 +351,7 @@ impl Stage for ProcessorStage {
 #[async_trait]
 impl StageState for ProcessorStage {
     async fn restore(&mut self, dir: &Path, version: Option<u64>) -> Result<()> {
-        self.compactor.wait();
+        self.store.reset(dir)?;
         self.pending.clear();
         self.changed.clear();
         self.held.clear();
@@ -415,17 +415,17 @@ impl StageState for ProcessorStage {
             marks: (None, None),
         };
         let held = self.held.len();
-        let mut compactor = std::mem::take(&mut self.compactor);
+        let mut disk = std::mem::take(&mut self.store);
         let saved = store::save(
             dir,
             version,
             &header,
             Some(changes),
             held,
-            &mut compactor,
+            &mut disk,
             store::Full::Memory(Box::new(|| self.snapshot())),
         );
-        self.compactor = compactor;
+        self.store = disk;
         saved?;
         self.progress.commit_time_ms = t.elapsed().as_millis() as u64;
         self.progress.num_rows_removed = 0;

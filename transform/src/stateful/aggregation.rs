@@ -96,7 +96,7 @@ pub(crate) struct Aggregation {
     /// What the current batch changed in the state, until it is saved.
     changes: Option<RecordBatch>,
     /// Writes snapshots in the background.
-    compactor: store::Compactor,
+    store: store::Store,
     /// The current batch's partial values, one entry per part.
     pending: Vec<RecordBatch>,
     /// The partial aggregation of each slice (the transform's slot first, then each copy's)
@@ -230,7 +230,7 @@ impl Aggregation {
             merged_schema,
             next: None,
             changes: None,
-            compactor: store::Compactor::default(),
+            store: store::Store::default(),
             pending: Vec::new(),
             warm: Vec::new(),
             progress: StateOperatorProgress {
@@ -413,7 +413,7 @@ impl Aggregation {
 #[async_trait]
 impl StageState for Aggregation {
     async fn restore(&mut self, dir: &Path, version: Option<u64>) -> Result<()> {
-        self.compactor.wait();
+        self.store.reset(dir)?;
         self.pending.clear();
         self.next = None;
         self.changes = None;
@@ -610,7 +610,7 @@ impl StageState for Aggregation {
             &header,
             changes,
             self.groups() as usize,
-            &mut self.compactor,
+            &mut self.store,
             full,
         )?;
         self.progress.commit_time_ms = t.elapsed().as_millis() as u64;

@@ -79,7 +79,7 @@ pub(crate) struct Dedup {
     added: Vec<Box<[u8]>>,
     removed: Vec<Box<[u8]>>,
     /// Writes snapshots in the background.
-    compactor: store::Compactor,
+    store: store::Store,
     late: u64,
     duplicates: u64,
     progress: StateOperatorProgress,
@@ -219,7 +219,7 @@ pub(crate) fn plan(input: &SchemaRef, spec: &TransformSpec) -> Result<Option<Ded
         ),
         added: Vec::new(),
         removed: Vec::new(),
-        compactor: store::Compactor::default(),
+        store: store::Store::default(),
         late: 0,
         duplicates: 0,
         progress: StateOperatorProgress {
@@ -355,7 +355,7 @@ impl Dedup {
 
     /// Starts from the state saved as `version` under `dir` (`None`: empty).
     pub(crate) fn restore(&mut self, dir: &Path, version: Option<u64>) -> Result<()> {
-        self.compactor.wait();
+        self.store.reset(dir)?;
         self.seen.clear(dir)?;
         self.added.clear();
         self.removed.clear();
@@ -409,7 +409,7 @@ impl Dedup {
             keys: self.keys.len(),
             marks: self.clock.marks(),
         };
-        let mut compactor = std::mem::take(&mut self.compactor);
+        let mut disk = std::mem::take(&mut self.store);
         let this = &*self;
         let full = match (this.seen.scan(&this.state_schema)?, this.seen.in_memory()) {
             (Some(scan), _) => store::Full::Scan(Arc::clone(&this.state_schema), scan),
@@ -429,10 +429,10 @@ impl Dedup {
             &header,
             Some(changes),
             self.seen.len() as usize,
-            &mut compactor,
+            &mut disk,
             full,
         );
-        self.compactor = compactor;
+        self.store = disk;
         saved?;
         self.progress.commit_time_ms = t.elapsed().as_millis() as u64;
         Ok(())

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use tributary_sdk::Result;
 
-use super::{io, load_chain, versions, SIGNATURE, WATERMARK};
+use super::catalog::Catalog;
+use super::{io, load_chain, SIGNATURE, WATERMARK};
 
 /// What the newest saved version of one stateful operator holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +53,7 @@ pub fn describe(dir: &Path) -> Result<Vec<OperatorState>> {
         .into_iter()
         .flat_map(|(i, path)| [(i, path.join("dedup")), (i, path)]);
     for (i, path) in operators {
-        let Some(&(version, _)) = versions(&path)?.last() else {
+        let Some(version) = Catalog::scan(&path)?.newest() else {
             continue;
         };
         let (state, metadata) = load_chain(&path, version, &|_| Ok(()))?;
@@ -75,4 +76,33 @@ pub fn describe(dir: &Path) -> Result<Vec<OperatorState>> {
         });
     }
     Ok(out)
+}
+
+/// One version of one operator's state on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredVersion {
+    /// The batch id.
+    pub version: u64,
+    /// Every row (`true`), or the rows the batch changed.
+    pub snapshot: bool,
+    /// In the state log (`true`), or a file of its own.
+    pub in_log: bool,
+}
+
+/// The versions of one operator's state under `dir` (a stage's directory, or its `dedup`
+/// one), ascending, each as the one that serves a restore is stored.
+pub fn stored_versions(dir: &Path) -> Result<Vec<StoredVersion>> {
+    let catalog = Catalog::scan(dir)?;
+    Ok(catalog
+        .kinds()
+        .into_iter()
+        .filter_map(|(version, kind)| {
+            let (_, place) = catalog.place(dir, version)?;
+            Some(StoredVersion {
+                version,
+                snapshot: kind == super::Stored::Snapshot,
+                in_log: matches!(place, super::catalog::Place::Log(_)),
+            })
+        })
+        .collect())
 }

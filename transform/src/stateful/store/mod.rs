@@ -1,42 +1,47 @@
 //! State versions on disk, as a changelog with periodic snapshots (Spark's changelog
-//! checkpointing): version `n` of an operator's state is the rows batch `n` changed,
-//! `<dir>/<n>.delta.arrow` (rows upserted by key, keys deleted; [`changelog`]), or a snapshot
-//! of every row, `<dir>/<n>.arrow`. Saving writes the delta, so it costs what the batch
-//! changed; every [`SNAPSHOT_EVERY`] versions a background thread ([`Compactor`]) replays the
-//! newest snapshot and the deltas after it from disk into a new snapshot, off the commit path
-//! (Spark's state maintenance task), so restoring reads one snapshot and a few deltas. A
-//! snapshot is written on the commit path instead when there is no chain behind the new version
-//! on disk (the first version, a lost file), when the changes are half the state or more, for a
-//! state without keys (one row), and when background snapshots fell [`SNAPSHOT_EVERY`] × 4
-//! versions behind.
+//! checkpointing): version `n` of an operator's state is the rows batch `n` changed (rows
+//! upserted by key, keys deleted; [`changelog`]), or a snapshot of every row. Saving writes the
+//! delta, so it costs what the batch changed; every [`SNAPSHOT_EVERY`] versions a background
+//! thread ([`Store`]) replays the newest snapshot and the deltas after it into a new snapshot
+//! file, `<dir>/<n>.arrow`, off the commit path (Spark's state maintenance task), so restoring
+//! reads one snapshot and a few deltas. A snapshot is written on the commit path instead when
+//! there is no chain behind the new version on disk (the first version, a lost file), when the
+//! changes are half the state or more, for a state without keys (one row), and when background
+//! snapshots fell [`SNAPSHOT_EVERY`] × 4 versions behind.
 //!
-//! Files are written atomically (temporary file, fsync, rename, directory fsync) and carry the
-//! operator's signature, its number of key columns and the watermarks in their schema metadata,
-//! so that a changed query is refused instead of reading state of another shape. Version `n` is
-//! written before `commits/<n>`; what restoring `n - 1` or `n` needs is kept (a crash before
-//! `commits/<n>` replays batch `n` from `n - 1`), older files are removed by a background
-//! thread ([`Compactor::sweep`], as Spark's maintenance task deletes them), off the commit
-//! path: on a file system mounted with `discard` one unlink of a snapshot cost ~0.5 ms, a
-//! third of a small batch's save.
+//! A version written on the commit path is appended to the operator's state [`log`] (one
+//! `fdatasync` into a segment zero-filled ahead of time) when it is small, else written as a
+//! file of its own (`<n>.arrow`, `<n>.delta.arrow`: temporary file, fsync, rename, directory
+//! fsync). Every version carries the operator's signature, its number of key columns and the
+//! watermarks in its schema metadata, so that a changed query is refused instead of reading
+//! state of another shape. Version `n` is written before `commits/<n>`; what restoring `n - 1`
+//! or `n` needs is kept (a crash before `commits/<n>` replays batch `n` from `n - 1`); older
+//! files and log segments holding only older versions are removed by a background thread
+//! ([`Store::sweep`], as Spark's maintenance task deletes them), off the commit path: on a file
+//! system mounted with `discard` one unlink of a snapshot cost ~0.5 ms. Where each version is
+//! is the [`catalog`]'s.
 
+mod catalog;
 pub(crate) mod changelog;
 mod describe;
+mod log;
 mod replay;
 
-pub use describe::{describe, OperatorState};
+pub use describe::{describe, stored_versions, OperatorState, StoredVersion};
 pub(crate) use replay::{replay, Replayed};
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{Schema, SchemaRef};
-use datafusion::arrow::ipc::reader::FileReader;
 use datafusion::arrow::ipc::writer::FileWriter;
 use tributary_sdk::{Error, ErrorCode, Result};
+
+use catalog::{file_path, Catalog, Place};
 
 /// The schema-metadata key holding the operator's signature.
 const SIGNATURE: &str = "tributary.state.signature";
@@ -61,13 +66,6 @@ pub(crate) enum Stored {
     Delta,
 }
 
-fn path(dir: &Path, version: u64, kind: Stored) -> PathBuf {
-    match kind {
-        Stored::Snapshot => dir.join(format!("{version}.arrow")),
-        Stored::Delta => dir.join(format!("{version}.delta.arrow")),
-    }
-}
-
 fn io(what: &str, path: &Path, e: impl std::fmt::Display) -> Error {
     Error::new(
         ErrorCode::Checkpoint,
@@ -83,15 +81,26 @@ pub(crate) struct Header<'a> {
     pub(crate) marks: Marks,
 }
 
-/// Background maintenance of one operator's state files: snapshots, one at a time, and the
-/// removal of files no version still restorable needs.
+/// One operator's state on disk: the [`Catalog`] of its versions, the [`log::Writer`] it
+/// appends versions to, and background maintenance (Spark's maintenance task): a snapshot, one
+/// at a time, and the removal of files no version still restorable needs.
 #[derive(Debug, Default)]
-pub(crate) struct Compactor {
-    running: Option<std::thread::JoinHandle<()>>,
+pub(crate) struct Store {
+    /// The snapshot being written; it returns the version written.
+    running: Option<std::thread::JoinHandle<Option<u64>>>,
     sweeping: Option<std::thread::JoinHandle<()>>,
+    open: Option<Opened>,
 }
 
-impl Drop for Compactor {
+/// The directory a [`Store`] saves to, as it knows it.
+#[derive(Debug)]
+struct Opened {
+    dir: PathBuf,
+    catalog: Catalog,
+    log: Option<log::Writer>,
+}
+
+impl Drop for Store {
     /// Files being removed are removed before the operator goes (a few unlinks); a snapshot
     /// being written is not waited for (restoring never needs it).
     fn drop(&mut self) {
@@ -99,7 +108,24 @@ impl Drop for Compactor {
     }
 }
 
-impl Compactor {
+impl Store {
+    /// The catalog and writer of `dir`, listed and scanned the first time.
+    fn opened(&mut self, dir: &Path) -> Result<&mut Opened> {
+        if self.open.as_ref().is_none_or(|o| o.dir != dir) {
+            self.open = None;
+            fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
+            self.open = Some(Opened {
+                dir: dir.to_path_buf(),
+                catalog: Catalog::scan(dir)?,
+                log: None,
+            });
+        }
+        match self.open.as_mut() {
+            Some(o) => Ok(o),
+            None => Err(io("open", dir, "the state directory is not open")),
+        }
+    }
+
     /// Removes `files` on a background thread (after the removal started before, if any).
     fn sweep(&mut self, files: Vec<PathBuf>) {
         if files.is_empty() {
@@ -109,7 +135,7 @@ impl Compactor {
         self.sweeping = Some(std::thread::spawn(move || {
             for f in files {
                 if let Err(e) = remove_if_present(&f) {
-                    // left for the next save's sweep, which lists the directory again
+                    // left on disk: the next scan finds it and a later save removes it
                     tracing::warn!("[transform] old state file not removed: {e}");
                 }
             }
@@ -123,7 +149,7 @@ impl Compactor {
         }
     }
 
-    /// Whether a snapshot is being written (a finished one is reaped).
+    /// Whether a snapshot is being written (a finished one is reaped into the catalog).
     fn busy(&mut self) -> bool {
         if self.running.as_ref().is_some_and(|h| !h.is_finished()) {
             return true;
@@ -132,17 +158,26 @@ impl Compactor {
         false
     }
 
-    /// Waits for the snapshot being written, if any.
+    /// Waits for the snapshot being written, if any, and notes it in the catalog.
     fn snapshot_written(&mut self) {
         if let Some(h) = self.running.take() {
-            let _ = h.join();
+            if let (Ok(Some(v)), Some(o)) = (h.join(), self.open.as_mut()) {
+                o.catalog.filed(v, Stored::Snapshot);
+            }
         }
     }
 
-    /// Waits for the snapshot being written and the files being removed, if any.
-    pub(crate) fn wait(&mut self) {
+    /// Waits for the snapshot being written and the files being removed, forgets what it
+    /// knew of the directory, and opens `dir` again (at a restore): its catalog, and the log
+    /// writer, whose segment is made ready in the background while the first batch runs.
+    pub(crate) fn reset(&mut self, dir: &Path) -> Result<()> {
         self.snapshot_written();
         self.swept();
+        self.open = None;
+        let opened = self.opened(dir)?;
+        let last = opened.catalog.take_last();
+        opened.log = Some(log::Writer::open(dir, last.as_ref())?);
+        Ok(())
     }
 
     /// Writes a snapshot of `version` (already on disk as a delta) from `scan`, a consistent
@@ -157,8 +192,14 @@ impl Compactor {
     ) {
         let dir = dir.to_path_buf();
         self.running = Some(std::thread::spawn(move || {
-            if let Err(e) = write_with(&dir, version, Stored::Snapshot, metadata, &schema, scan) {
-                tracing::warn!("[transform] state snapshot of version {version} not written: {e}");
+            match write_with(&dir, version, Stored::Snapshot, metadata, &schema, scan) {
+                Ok(()) => Some(version),
+                Err(e) => {
+                    tracing::warn!(
+                        "[transform] state snapshot of version {version} not written: {e}"
+                    );
+                    None
+                }
             }
         }));
     }
@@ -170,9 +211,15 @@ impl Compactor {
             let written = load_chain(&dir, version, &|_| Ok(())).and_then(|(state, metadata)| {
                 write(&dir, version, Stored::Snapshot, metadata, &state)
             });
-            if let Err(e) = written {
-                // a snapshot only shortens restoring; the deltas stay the truth
-                tracing::warn!("[transform] state snapshot of version {version} not written: {e}");
+            match written {
+                Ok(()) => Some(version),
+                Err(e) => {
+                    // a snapshot only shortens restoring; the deltas stay the truth
+                    tracing::warn!(
+                        "[transform] state snapshot of version {version} not written: {e}"
+                    );
+                    None
+                }
             }
         }));
     }
@@ -202,11 +249,12 @@ pub(crate) fn save(
     header: &Header<'_>,
     changes: Option<RecordBatch>,
     rows_held: usize,
-    compactor: &mut Compactor,
+    store: &mut Store,
     full: Full<'_>,
 ) -> Result<Stored> {
-    fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
-    let on_disk = versions(dir)?;
+    // a background snapshot that finished is in the catalog before the chain is looked at
+    store.busy();
+    let on_disk = store.opened(dir)?.catalog.kinds();
     let base = version
         .checked_sub(1)
         .and_then(|prev| chain_base(&on_disk, prev));
@@ -221,51 +269,103 @@ pub(crate) fn save(
         }
         _ => None,
     };
+    // a replayed batch's first attempt may have left files of this version, which would serve
+    // before the new one: removed first, and durably, so that a crash cannot bring them back
+    let stale = store.opened(dir)?.catalog.take_files(dir, version);
+    if !stale.is_empty() {
+        store.snapshot_written();
+        for f in &stale {
+            remove_if_present(f)?;
+        }
+        sync_dir(dir)?;
+    }
     let metadata = header.metadata();
     let kind = match delta {
         Some((c, base)) => {
-            write(dir, version, Stored::Delta, metadata.clone(), &c)?;
-            if version - base >= SNAPSHOT_EVERY && !compactor.busy() {
+            put(store, dir, version, Stored::Delta, metadata.clone(), &c)?;
+            if version - base >= SNAPSHOT_EVERY && !store.busy() {
                 match full {
-                    Full::Memory(_) => compactor.start(dir, version),
+                    Full::Memory(_) => store.start(dir, version),
                     Full::Scan(schema, scan) => {
-                        compactor.start_scan(dir, version, metadata, schema, scan)
+                        store.start_scan(dir, version, metadata, schema, scan)
                     }
                 }
             }
             Stored::Delta
         }
         None => {
-            compactor.snapshot_written();
+            store.snapshot_written();
             match full {
-                Full::Memory(full) => write(dir, version, Stored::Snapshot, metadata, &full()?)?,
+                Full::Memory(full) => {
+                    put(store, dir, version, Stored::Snapshot, metadata, &full()?)?
+                }
                 Full::Scan(schema, scan) => {
-                    write_with(dir, version, Stored::Snapshot, metadata, &schema, scan)?
+                    write_with(dir, version, Stored::Snapshot, metadata, &schema, scan)?;
+                    store.opened(dir)?.catalog.filed(version, Stored::Snapshot);
                 }
             }
             Stored::Snapshot
         }
     };
-    // a replay may have left a snapshot of this version's first attempt, which would serve
-    // before the new delta
-    if kind == Stored::Delta && !compactor.busy() {
-        remove_if_present(&path(dir, version, Stored::Snapshot))?;
-    }
     // keep what restoring version - 1 and version needs; the rest goes in the background
-    let on_disk = versions(dir)?;
+    let opened = store.opened(dir)?;
+    let on_disk = opened.catalog.kinds();
     let keep_from = version
         .checked_sub(1)
         .and_then(|prev| chain_base(&on_disk, prev))
         .or_else(|| chain_base(&on_disk, version))
         .unwrap_or(version);
-    compactor.sweep(
-        on_disk
-            .into_iter()
-            .filter(|&(v, _)| v < keep_from)
-            .map(|(v, kind)| path(dir, v, kind))
-            .collect(),
-    );
+    let writing = opened.log.as_ref().and_then(log::Writer::seq);
+    let old = opened.catalog.take_before(dir, keep_from, writing);
+    store.sweep(old);
     Ok(kind)
+}
+
+/// Writes `rows` as version `version`: appended to the log when small (or when the log already
+/// has a record of this version, which a file would not replace), else as a file.
+fn put(
+    store: &mut Store,
+    dir: &Path,
+    version: u64,
+    kind: Stored,
+    metadata: HashMap<String, String>,
+    rows: &RecordBatch,
+) -> Result<()> {
+    let schema = Arc::new(Schema::new_with_metadata(
+        rows.schema().fields().clone(),
+        metadata,
+    ));
+    let rows = RecordBatch::try_new(Arc::clone(&schema), rows.columns().to_vec())
+        .map_err(|e| io("encode the state for", dir, e))?;
+    // room for the log record's header before the Arrow IPC file
+    let mut writer = FileWriter::try_new(vec![0u8; log::HEADER], &schema)
+        .map_err(|e| io("encode the state for", dir, e))?;
+    writer
+        .write(&rows)
+        .and_then(|()| writer.finish())
+        .map_err(|e| io("encode the state for", dir, e))?;
+    let buf = writer
+        .into_inner()
+        .map_err(|e| io("encode the state for", dir, e))?;
+    let opened = store.opened(dir)?;
+    if buf.len() - log::HEADER <= log::MAX_RECORD || opened.catalog.in_log(version) {
+        let w = match opened.log.as_mut() {
+            Some(w) => w,
+            None => {
+                let last = opened.catalog.take_last();
+                opened.log.insert(log::Writer::open(dir, last.as_ref())?)
+            }
+        };
+        let rec = w.append(version, kind, buf)?;
+        opened.catalog.logged(version, kind, rec);
+    } else {
+        atomically(dir, &file_path(dir, version, kind), |w| {
+            w.write_all(&buf[log::HEADER..])
+                .map_err(|e| io("write", &file_path(dir, version, kind), e))
+        })?;
+        opened.catalog.filed(version, kind);
+    }
+    Ok(())
 }
 
 fn remove_if_present(p: &Path) -> Result<()> {
@@ -274,6 +374,12 @@ fn remove_if_present(p: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(io("remove", p, e)),
     }
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io("sync", dir, e))
 }
 
 /// The snapshot version restoring `version` starts from, when every version from it to
@@ -329,8 +435,8 @@ fn write(
     )
 }
 
-/// Writes one file atomically (temporary file, fsync, rename, directory fsync) with the rows
-/// `fill` hands over in chunks, each of `schema`'s columns.
+/// Writes one version's file with the rows `fill` hands over in chunks, each of `schema`'s
+/// columns.
 fn write_with(
     dir: &Path,
     version: u64,
@@ -340,7 +446,25 @@ fn write_with(
     fill: Scan,
 ) -> Result<()> {
     let schema = Arc::new(Schema::new_with_metadata(schema.fields().clone(), metadata));
-    let target = path(dir, version, kind);
+    let target = file_path(dir, version, kind);
+    atomically(dir, &target, |out| {
+        let mut writer = FileWriter::try_new(out, &schema).map_err(|e| io("write", &target, e))?;
+        fill(&mut |rows: RecordBatch| {
+            let batch = RecordBatch::try_new(Arc::clone(&schema), rows.columns().to_vec())
+                .map_err(|e| io("encode the state for", dir, e))?;
+            writer.write(&batch).map_err(|e| io("write", &target, e))
+        })?;
+        writer.finish().map_err(|e| io("write", &target, e))
+    })
+}
+
+/// Writes `target` atomically (temporary file, fsync, rename, directory fsync) with what
+/// `fill` writes.
+fn atomically(
+    dir: &Path,
+    target: &Path,
+    fill: impl FnOnce(&mut BufWriter<File>) -> Result<()>,
+) -> Result<()> {
     let tmp = dir.join(format!(
         ".{}.tmp",
         target
@@ -350,84 +474,18 @@ fn write_with(
     ));
     {
         let file = File::create(&tmp).map_err(|e| io("create", &tmp, e))?;
-        let mut writer =
-            FileWriter::try_new(BufWriter::new(file), &schema).map_err(|e| io("write", &tmp, e))?;
-        fill(&mut |rows: RecordBatch| {
-            let batch = RecordBatch::try_new(Arc::clone(&schema), rows.columns().to_vec())
-                .map_err(|e| io("encode the state for", dir, e))?;
-            writer.write(&batch).map_err(|e| io("write", &tmp, e))
-        })?;
-        writer.finish().map_err(|e| io("write", &tmp, e))?;
-        let file = writer
-            .into_inner()
-            .map_err(|e| io("write", &tmp, e))?
-            .into_inner()
-            .map_err(|e| io("write", &tmp, e.error()))?;
+        let mut out = BufWriter::new(file);
+        fill(&mut out)?;
+        let file = out.into_inner().map_err(|e| io("write", &tmp, e.error()))?;
         file.sync_all().map_err(|e| io("sync", &tmp, e))?;
     }
-    fs::rename(&tmp, &target).map_err(|e| io("rename", &target, e))?;
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
-
-/// The versions present under `dir`, ascending (a snapshot before a delta of the same
-/// version, which a crash between writing one and removing the other can leave).
-pub(crate) fn versions(dir: &Path) -> Result<Vec<(u64, Stored)>> {
-    let mut out = Vec::new();
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(io("list", dir, e)),
-    };
-    for entry in entries {
-        let entry = entry.map_err(|e| io("list", dir, e))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(v) = name.strip_suffix(".delta.arrow") {
-            if let Ok(v) = v.parse::<u64>() {
-                out.push((v, Stored::Delta));
-            }
-        } else if let Some(v) = name.strip_suffix(".arrow") {
-            if let Ok(v) = v.parse::<u64>() {
-                out.push((v, Stored::Snapshot));
-            }
-        }
-    }
-    out.sort_unstable_by_key(|&(v, kind)| (v, kind == Stored::Delta));
-    // of two files for one version, the snapshot serves
-    out.dedup_by_key(|&mut (v, _)| v);
-    Ok(out)
-}
-
-/// One file's rows and metadata.
-struct Read {
-    rows: RecordBatch,
-    metadata: HashMap<String, String>,
-}
-
-fn read(p: &Path) -> Result<Read> {
-    let file = File::open(p).map_err(|e| io("open", p, e))?;
-    let reader = FileReader::try_new(file, None).map_err(|e| io("read", p, e))?;
-    let schema = reader.schema();
-    let metadata = schema.metadata().clone();
-    let plain = Arc::new(Schema::new(schema.fields().clone()));
-    let mut batches = Vec::new();
-    for b in reader {
-        let b = b.map_err(|e| io("read", p, e))?;
-        batches.push(
-            RecordBatch::try_new(Arc::clone(&plain), b.columns().to_vec())
-                .map_err(|e| io("decode", p, e))?,
-        );
-    }
-    let rows = datafusion::arrow::compute::concat_batches(&plain, &batches)
-        .map_err(|e| io("decode", p, e))?;
-    Ok(Read { rows, metadata })
+    fs::rename(&tmp, target).map_err(|e| io("rename", target, e))?;
+    sync_dir(dir)
 }
 
 /// The error for a committed version whose files are not all there.
 fn missing(dir: &Path, version: u64) -> Error {
-    let p = path(dir, version, Stored::Snapshot);
+    let p = file_path(dir, version, Stored::Snapshot);
     Error::new(
         ErrorCode::CheckpointDamaged,
         format!(
@@ -438,6 +496,21 @@ fn missing(dir: &Path, version: u64) -> Error {
     .with_context("path", p.display())
 }
 
+/// Where the rows of version `version` under `dir` are: its snapshot's place, then each
+/// delta's after it, oldest first.
+fn chain(dir: &Path, version: u64) -> Result<Vec<Place>> {
+    let catalog = Catalog::scan(dir)?;
+    let base = chain_base(&catalog.kinds(), version).ok_or_else(|| missing(dir, version))?;
+    (base..=version)
+        .map(|v| {
+            catalog
+                .place(dir, v)
+                .map(|(_, place)| place)
+                .ok_or_else(|| missing(dir, version))
+        })
+        .collect()
+}
+
 /// The state as of `version` from the files under `dir` (its snapshot and the deltas after
 /// it) and the metadata of `version`'s file; `check` sees each file's signature first.
 fn load_chain(
@@ -445,9 +518,9 @@ fn load_chain(
     version: u64,
     check: &dyn Fn(&str) -> Result<()>,
 ) -> Result<(RecordBatch, HashMap<String, String>)> {
-    let on_disk = versions(dir)?;
-    let base = chain_base(&on_disk, version).ok_or_else(|| missing(dir, version))?;
-    let snapshot = read(&path(dir, base, Stored::Snapshot))?;
+    let mut chain = chain(dir, version)?.into_iter();
+    let first = chain.next().ok_or_else(|| missing(dir, version))?;
+    let snapshot = catalog::read(dir, &first)?;
     let signature = |m: &HashMap<String, String>| m.get(SIGNATURE).cloned().unwrap_or_default();
     check(&signature(&snapshot.metadata))?;
     let keys: usize = snapshot
@@ -457,8 +530,8 @@ fn load_chain(
         .unwrap_or(0);
     let mut deltas = Vec::new();
     let mut metadata = snapshot.metadata;
-    for v in base + 1..=version {
-        let d = read(&path(dir, v, Stored::Delta))?;
+    for place in chain {
+        let d = catalog::read(dir, &place)?;
         check(&signature(&d.metadata))?;
         deltas.push(d.rows);
         metadata = d.metadata;

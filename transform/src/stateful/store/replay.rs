@@ -3,16 +3,15 @@
 //! spilled one) is rebuilt without holding it whole.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::Schema;
-use datafusion::arrow::ipc::reader::FileReader;
 use tributary_sdk::Result;
 
-use super::{chain_base, io, marks, missing, path, same_query, versions, Marks, Stored, SIGNATURE};
+use super::catalog::{reader, Place};
+use super::{chain, io, marks, missing, same_query, Marks, SIGNATURE};
 
 /// A chunk of one of the files a version is restored from.
 pub(crate) enum Replayed {
@@ -32,13 +31,13 @@ pub(crate) fn replay(
     signature: &str,
     apply: &mut dyn FnMut(Replayed) -> Result<()>,
 ) -> Result<Marks> {
-    let on_disk = versions(dir)?;
-    let base = chain_base(&on_disk, version).ok_or_else(|| missing(dir, version))?;
-    let mut metadata = each(&path(dir, base, Stored::Snapshot), signature, &mut |rows| {
+    let mut chain = chain(dir, version)?.into_iter();
+    let first = chain.next().ok_or_else(|| missing(dir, version))?;
+    let mut metadata = each(dir, &first, signature, &mut |rows| {
         apply(Replayed::Snapshot(rows))
     })?;
-    for v in base + 1..=version {
-        metadata = each(&path(dir, v, Stored::Delta), signature, &mut |rows| {
+    for place in chain {
+        metadata = each(dir, &place, signature, &mut |rows| {
             apply(Replayed::Delta(rows))
         })?;
     }
@@ -48,12 +47,13 @@ pub(crate) fn replay(
 /// Reads one file's record batches into `f`, after checking its signature; returns its
 /// metadata.
 fn each(
-    p: &Path,
+    dir: &Path,
+    place: &Place,
     signature: &str,
     f: &mut dyn FnMut(RecordBatch) -> Result<()>,
 ) -> Result<HashMap<String, String>> {
-    let file = File::open(p).map_err(|e| io("open", p, e))?;
-    let reader = FileReader::try_new(file, None).map_err(|e| io("read", p, e))?;
+    let (reader, p) = reader(dir, place)?;
+    let p = p.as_path();
     let schema = reader.schema();
     let metadata = schema.metadata().clone();
     same_query(
