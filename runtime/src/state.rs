@@ -60,10 +60,16 @@ pub fn offsets_log(batches: &[LoggedBatch]) -> StateReport {
 }
 
 /// The stateful operators of a checkpoint (`tributary state --operators`): per stage, the
-/// newest saved version, its groups, bytes, watermark and the query it belongs to.
+/// version a restart resumes from (the last committed batch's), its groups, bytes, watermark
+/// and the query it belongs to.
 #[cfg(feature = "sql")]
 pub fn operators_report(checkpoint: &Checkpoint) -> Result<StateReport> {
-    let operators = tributary_transform::describe_state(&checkpoint.stage_state_dir())?;
+    // a version saved by a batch whose commit never came is not what a restart resumes from;
+    // with no batch committed, a restart starts every operator empty
+    let operators = match checkpoint.committed_ids()?.into_iter().max() {
+        Some(c) => tributary_transform::describe_state(&checkpoint.stage_state_dir(), Some(c))?,
+        None => Vec::new(),
+    };
     let columns = [
         "stage",
         "operator",

@@ -317,6 +317,23 @@ fn windowed_counts_in_append_mode_reach_parquet_once_per_window_across_a_replay(
             .contains("AGGREGATE [count(1), sum(source.v)]"),
         "{ops}"
     );
+
+    // without commits/4 a restart resumes from version 3, and that is what it shows, though
+    // version 4 is on disk
+    std::fs::remove_file(l.checkpoint().join("commits/4")).unwrap();
+    let o = tributary()
+        .args([
+            "state",
+            l.checkpoint().to_str().unwrap(),
+            "--operators",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ops: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(ops[0]["version"], 3, "{ops}");
 }
 
 /// The rows `scripts/spark/window_oracle.py` printed when Spark 4.3.0 (pyspark from PyPI,

@@ -137,6 +137,15 @@ impl Catalog {
         self.kinds().last().map(|&(v, _)| v)
     }
 
+    /// The newest version on disk at or before `version`.
+    pub(crate) fn newest_at_or_before(&self, version: u64) -> Option<u64> {
+        self.kinds()
+            .iter()
+            .rev()
+            .map(|&(v, _)| v)
+            .find(|&v| v <= version)
+    }
+
     /// Whether the log holds a record of `version`.
     pub(crate) fn in_log(&self, version: u64) -> bool {
         self.versions.get(&version).is_some_and(|h| h.log.is_some())

@@ -1,5 +1,6 @@
-//! [`describe`]: what the newest saved version of each stateful operator holds (`tributary
-//! state --operators`).
+//! [`describe`]: what the version a restart resumes from (the last committed batch's) of each
+//! stateful operator holds (`tributary state --operators`), and [`stored_versions`]: which
+//! versions are on disk.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use tributary_sdk::Result;
 use super::catalog::Catalog;
 use super::{io, load_chain, SIGNATURE, WATERMARK};
 
-/// What the newest saved version of one stateful operator holds.
+/// What one version of one stateful operator's state holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OperatorState {
     /// The stage's position in the pipeline's stage list (its directory name).
@@ -17,7 +18,7 @@ pub struct OperatorState {
     /// The operator, as progress events name it (`dedupe`, `dedupeWithinWatermark`,
     /// `stateStoreSave`).
     pub operator: String,
-    /// The newest version (batch id) saved.
+    /// The version (batch id) described: the one a restart resumes from.
     pub version: u64,
     /// Rows held (groups of an aggregation, keys of a deduplication).
     pub rows: u64,
@@ -30,10 +31,12 @@ pub struct OperatorState {
     pub signature: String,
 }
 
-/// The newest saved version of every stateful operator under `dir` (`checkpoint/state`), in
-/// stage order and, within a stage, in the order rows meet them; empty when the pipeline
-/// keeps no state.
-pub fn describe(dir: &Path) -> Result<Vec<OperatorState>> {
+/// Every stateful operator under `dir` (`checkpoint/state`) as of `committed`, the last
+/// committed batch (a version saved after it, by a batch whose commit never came, is not what
+/// a restart resumes from), or as of the newest version on disk when `committed` is `None`; in
+/// stage order and, within a stage, in the order rows meet them. An operator with no version
+/// at or before `committed` is left out; empty when the pipeline keeps no state.
+pub fn describe(dir: &Path, committed: Option<u64>) -> Result<Vec<OperatorState>> {
     let mut stages: Vec<(u64, PathBuf)> = Vec::new();
     match fs::read_dir(dir) {
         Ok(entries) => {
@@ -53,7 +56,12 @@ pub fn describe(dir: &Path) -> Result<Vec<OperatorState>> {
         .into_iter()
         .flat_map(|(i, path)| [(i, path.join("dedup")), (i, path)]);
     for (i, path) in operators {
-        let Some(version) = Catalog::scan(&path)?.newest() else {
+        let catalog = Catalog::scan(&path)?;
+        let version = match committed {
+            Some(c) => catalog.newest_at_or_before(c),
+            None => catalog.newest(),
+        };
+        let Some(version) = version else {
             continue;
         };
         let (state, metadata) = load_chain(&path, version, &|_| Ok(()))?;
