@@ -84,6 +84,16 @@ async fn opened(spec: TransformSpec) -> SqlTransform {
     t
 }
 
+/// `count` and `sum` per key in update mode, and an operator of it started empty on `dir`.
+async fn counting(dir: &Path) -> (TransformSpec, SqlTransform) {
+    let spec =
+        TransformSpec::new("SELECT k, count(*) AS n, sum(v) AS total FROM source GROUP BY k")
+            .with_output_mode(OutputMode::Update);
+    let mut live = opened(spec.clone()).await;
+    live.state().unwrap().restore(dir, None).await.unwrap();
+    (spec, live)
+}
+
 /// k → (n, total) of every row an update-mode batch emitted.
 fn absorb(out: Option<RecordBatch>, into: &mut BTreeMap<String, (i64, i64)>) {
     let Some(out) = out else { return };
@@ -102,15 +112,7 @@ fn absorb(out: Option<RecordBatch>, into: &mut BTreeMap<String, (i64, i64)>) {
 #[tokio::test]
 async fn an_aggregation_restored_from_snapshot_and_deltas_continues_exactly() {
     let dir = tempfile::tempdir().unwrap();
-    let spec =
-        TransformSpec::new("SELECT k, count(*) AS n, sum(v) AS total FROM source GROUP BY k")
-            .with_output_mode(OutputMode::Update);
-    let mut live = opened(spec.clone()).await;
-    live.state()
-        .unwrap()
-        .restore(dir.path(), None)
-        .await
-        .unwrap();
+    let (spec, mut live) = counting(dir.path()).await;
     let all: Vec<String> = (0..2000).map(|i| format!("k{i}")).collect();
     let mut seen = BTreeMap::new();
     let batch_keys = |b: u64| -> Vec<String> {
@@ -246,15 +248,7 @@ async fn a_deduplication_restored_from_snapshot_and_deltas_knows_every_key() {
 #[tokio::test]
 async fn the_state_log_moves_on_and_drops_what_no_restore_needs() {
     let dir = tempfile::tempdir().unwrap();
-    let spec =
-        TransformSpec::new("SELECT k, count(*) AS n, sum(v) AS total FROM source GROUP BY k")
-            .with_output_mode(OutputMode::Update);
-    let mut live = opened(spec.clone()).await;
-    live.state()
-        .unwrap()
-        .restore(dir.path(), None)
-        .await
-        .unwrap();
+    let (spec, mut live) = counting(dir.path()).await;
     let keys: Vec<String> = (0..10_000).map(|i| format!("key-{i:08}")).collect();
     let batches = 24u64;
     for b in 0..batches {

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_schema::Schema;
+use arrow_schema::{Schema, SchemaRef};
 use datafusion::arrow::ipc::reader::FileReader;
 use tributary_sdk::Result;
 
@@ -227,11 +227,11 @@ pub(crate) struct Read {
 }
 
 /// A source of an Arrow IPC file: a file of its own, or a log record's bytes.
-pub(crate) trait Source: std::io::Read + Seek {}
+trait Source: std::io::Read + Seek {}
 impl<T: std::io::Read + Seek> Source for T {}
 
 /// An Arrow IPC reader of the version at `place`, and the path to name in errors.
-pub(crate) fn reader(dir: &Path, place: &Place) -> Result<(FileReader<Box<dyn Source>>, PathBuf)> {
+fn reader(dir: &Path, place: &Place) -> Result<(FileReader<Box<dyn Source>>, PathBuf)> {
     let (source, p): (Box<dyn Source>, PathBuf) = match place {
         Place::File(p) => (
             Box::new(File::open(p).map_err(|e| io("open", p, e))?),
@@ -246,21 +246,37 @@ pub(crate) fn reader(dir: &Path, place: &Place) -> Result<(FileReader<Box<dyn So
     Ok((reader, p))
 }
 
-/// The rows and metadata of the version at `place`.
-pub(crate) fn read(dir: &Path, place: &Place) -> Result<Read> {
+/// Hands the record batches of the version at `place` to `f` (without the schema metadata),
+/// after `check` saw the metadata; returns the metadata and the schema the batches have.
+pub(crate) fn each(
+    dir: &Path,
+    place: &Place,
+    check: &dyn Fn(&HashMap<String, String>) -> Result<()>,
+    f: &mut dyn FnMut(RecordBatch) -> Result<()>,
+) -> Result<(HashMap<String, String>, SchemaRef)> {
     let (reader, p) = reader(dir, place)?;
     let schema = reader.schema();
     let metadata = schema.metadata().clone();
+    check(&metadata)?;
     let plain = Arc::new(Schema::new(schema.fields().clone()));
-    let mut batches = Vec::new();
     for b in reader {
         let b = b.map_err(|e| io("read", &p, e))?;
-        batches.push(
+        f(
             RecordBatch::try_new(Arc::clone(&plain), b.columns().to_vec())
                 .map_err(|e| io("decode", &p, e))?,
-        );
+        )?;
     }
+    Ok((metadata, plain))
+}
+
+/// The rows and metadata of the version at `place`.
+pub(crate) fn read(dir: &Path, place: &Place) -> Result<Read> {
+    let mut batches = Vec::new();
+    let (metadata, plain) = each(dir, place, &|_| Ok(()), &mut |b| {
+        batches.push(b);
+        Ok(())
+    })?;
     let rows = datafusion::arrow::compute::concat_batches(&plain, &batches)
-        .map_err(|e| io("decode", &p, e))?;
+        .map_err(|e| io("decode", dir, e))?;
     Ok(Read { rows, metadata })
 }

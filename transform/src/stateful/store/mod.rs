@@ -100,6 +100,33 @@ struct Opened {
     log: Option<log::Writer>,
 }
 
+impl Opened {
+    /// The log writer, opened after the newest segment the catalog found the first time.
+    fn writer(&mut self) -> Result<&mut log::Writer> {
+        match self.log {
+            Some(ref mut w) => Ok(w),
+            None => {
+                let last = self.catalog.take_last();
+                Ok(self
+                    .log
+                    .insert(log::Writer::open(&self.dir, last.as_ref())?))
+            }
+        }
+    }
+}
+
+/// The version a background snapshot wrote, or `None` (warned: a snapshot only shortens
+/// restoring; the deltas stay the truth).
+fn snapshot_of(version: u64, written: Result<()>) -> Option<u64> {
+    match written {
+        Ok(()) => Some(version),
+        Err(e) => {
+            tracing::warn!("[transform] state snapshot of version {version} not written: {e}");
+            None
+        }
+    }
+}
+
 impl Drop for Store {
     /// Files being removed are removed before the operator goes (a few unlinks); a snapshot
     /// being written is not waited for (restoring never needs it).
@@ -174,9 +201,7 @@ impl Store {
         self.snapshot_written();
         self.swept();
         self.open = None;
-        let opened = self.opened(dir)?;
-        let last = opened.catalog.take_last();
-        opened.log = Some(log::Writer::open(dir, last.as_ref())?);
+        self.opened(dir)?.writer()?;
         Ok(())
     }
 
@@ -192,15 +217,10 @@ impl Store {
     ) {
         let dir = dir.to_path_buf();
         self.running = Some(std::thread::spawn(move || {
-            match write_with(&dir, version, Stored::Snapshot, metadata, &schema, scan) {
-                Ok(()) => Some(version),
-                Err(e) => {
-                    tracing::warn!(
-                        "[transform] state snapshot of version {version} not written: {e}"
-                    );
-                    None
-                }
-            }
+            snapshot_of(
+                version,
+                write_with(&dir, version, Stored::Snapshot, metadata, &schema, scan),
+            )
         }));
     }
 
@@ -211,16 +231,7 @@ impl Store {
             let written = load_chain(&dir, version, &|_| Ok(())).and_then(|(state, metadata)| {
                 write(&dir, version, Stored::Snapshot, metadata, &state)
             });
-            match written {
-                Ok(()) => Some(version),
-                Err(e) => {
-                    // a snapshot only shortens restoring; the deltas stay the truth
-                    tracing::warn!(
-                        "[transform] state snapshot of version {version} not written: {e}"
-                    );
-                    None
-                }
-            }
+            snapshot_of(version, written)
         }));
     }
 }
@@ -349,19 +360,13 @@ fn put(
         .map_err(|e| io("encode the state for", dir, e))?;
     let opened = store.opened(dir)?;
     if buf.len() - log::HEADER <= log::MAX_RECORD || opened.catalog.in_log(version) {
-        let w = match opened.log.as_mut() {
-            Some(w) => w,
-            None => {
-                let last = opened.catalog.take_last();
-                opened.log.insert(log::Writer::open(dir, last.as_ref())?)
-            }
-        };
-        let rec = w.append(version, kind, buf)?;
+        let rec = opened.writer()?.append(version, kind, buf)?;
         opened.catalog.logged(version, kind, rec);
     } else {
-        atomically(dir, &file_path(dir, version, kind), |w| {
+        let target = file_path(dir, version, kind);
+        atomically(dir, &target, |w| {
             w.write_all(&buf[log::HEADER..])
-                .map_err(|e| io("write", &file_path(dir, version, kind), e))
+                .map_err(|e| io("write", &target, e))
         })?;
         opened.catalog.filed(version, kind);
     }

@@ -4,14 +4,12 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_schema::Schema;
 use tributary_sdk::Result;
 
-use super::catalog::{reader, Place};
-use super::{chain, io, marks, missing, same_query, Marks, SIGNATURE};
+use super::catalog::{self, Place};
+use super::{chain, marks, missing, same_query, Marks, SIGNATURE};
 
 /// A chunk of one of the files a version is restored from.
 pub(crate) enum Replayed {
@@ -44,7 +42,7 @@ pub(crate) fn replay(
     Ok(marks(&metadata))
 }
 
-/// Reads one file's record batches into `f`, after checking its signature; returns its
+/// Reads one version's record batches into `f`, after checking its signature; returns its
 /// metadata.
 fn each(
     dir: &Path,
@@ -52,24 +50,14 @@ fn each(
     signature: &str,
     f: &mut dyn FnMut(RecordBatch) -> Result<()>,
 ) -> Result<HashMap<String, String>> {
-    let (reader, p) = reader(dir, place)?;
-    let p = p.as_path();
-    let schema = reader.schema();
-    let metadata = schema.metadata().clone();
-    same_query(
-        metadata
-            .get(SIGNATURE)
-            .map(String::as_str)
-            .unwrap_or_default(),
-        signature,
-    )?;
-    let plain = Arc::new(Schema::new(schema.fields().clone()));
-    for b in reader {
-        let b = b.map_err(|e| io("read", p, e))?;
-        f(
-            RecordBatch::try_new(Arc::clone(&plain), b.columns().to_vec())
-                .map_err(|e| io("decode", p, e))?,
-        )?;
-    }
-    Ok(metadata)
+    let check = |metadata: &HashMap<String, String>| {
+        same_query(
+            metadata
+                .get(SIGNATURE)
+                .map(String::as_str)
+                .unwrap_or_default(),
+            signature,
+        )
+    };
+    catalog::each(dir, place, &check, f).map(|(metadata, _)| metadata)
 }
