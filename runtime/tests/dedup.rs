@@ -186,18 +186,7 @@ dropDuplicatesWithinWatermark = ["id"]
 watermark = { eventTime = "ts", delayThreshold = "30 seconds" }"#,
     );
     // both operators of the stage, as `tributary state --operators` shows them
-    let o = tributary()
-        .args([
-            "state",
-            l.checkpoint().to_str().unwrap(),
-            "--operators",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let ops: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ops = state_operators(&l.checkpoint());
     let names: Vec<&str> = ops
         .as_array()
         .unwrap()

@@ -294,18 +294,7 @@ fn windowed_counts_in_append_mode_reach_parquet_once_per_window_across_a_replay(
     assert_eq!(windows_written(&l.output()), want);
 
     // the operator's state as `tributary state --operators` shows it: [360,420) is left
-    let o = tributary()
-        .args([
-            "state",
-            l.checkpoint().to_str().unwrap(),
-            "--operators",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let ops: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ops = state_operators(&l.checkpoint());
     assert_eq!(ops[0]["stage"], "0");
     assert_eq!(ops[0]["version"], 4);
     assert_eq!(ops[0]["rows"], 1);
@@ -321,18 +310,7 @@ fn windowed_counts_in_append_mode_reach_parquet_once_per_window_across_a_replay(
     // without commits/4 a restart resumes from version 3, and that is what it shows, though
     // version 4 is on disk
     std::fs::remove_file(l.checkpoint().join("commits/4")).unwrap();
-    let o = tributary()
-        .args([
-            "state",
-            l.checkpoint().to_str().unwrap(),
-            "--operators",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let ops: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ops = state_operators(&l.checkpoint());
     assert_eq!(ops[0]["version"], 3, "{ops}");
 }
 

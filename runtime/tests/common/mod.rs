@@ -115,6 +115,23 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The stateful operators of `checkpoint` as `tributary state --operators --format json`
+/// shows them (the command must succeed).
+pub fn state_operators(checkpoint: &Path) -> serde_json::Value {
+    let o = tributary()
+        .args([
+            "state",
+            checkpoint.to_str().unwrap(),
+            "--operators",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 /// Asserts a failed run: non-zero exit, exactly one `error:` line, no panic.
 pub fn assert_one_clear_error(o: &Output) -> String {
     let err = stderr(o);
