@@ -58,8 +58,8 @@ enum Step {
 pub(crate) struct Touched {
     /// Group ids, each once, in the order the batch's rows first name them.
     pub(crate) ids: Vec<usize>,
-    /// The row of the batch's partials that first named each.
-    pub(crate) rows: Vec<usize>,
+    /// The part of the batch's partials and the row in it that first named each.
+    pub(crate) rows: Vec<(usize, usize)>,
 }
 
 /// An aggregation's groups in memory (see the module docs).
@@ -150,7 +150,7 @@ impl GroupTable {
     pub(crate) fn rebuild(&mut self, state: &RecordBatch) -> Result<()> {
         let expiry = self.expiry.as_ref().map(|(e, _, _)| *e);
         *self = GroupTable::new(&self.state_schema, self.n_keys, self.merges.clone(), expiry)?;
-        let touched = self.merge(state)?;
+        let touched = self.merge(std::slice::from_ref(state))?;
         if touched.ids.len() != state.num_rows() {
             return Err(internal("restoring", "the state holds a key twice"));
         }
@@ -158,23 +158,41 @@ impl GroupTable {
         Ok(())
     }
 
-    /// Merges a batch's partial values (rows of the state's schema; a key may come more than
-    /// once) into the table: the groups touched.
-    pub(crate) fn merge(&mut self, delta: &RecordBatch) -> Result<Touched> {
-        let before = self.held.len();
-        let mut ids = Vec::with_capacity(delta.num_rows());
-        let table = self.table.get_mut().unwrap_or_else(|p| p.into_inner());
-        table
-            .intern(&delta.columns()[..self.n_keys], &mut ids)
-            .map_err(|e| internal("interning keys", e))?;
-        let after = table.len();
-        if after > u32::MAX as usize {
-            return Err(internal("the state", "holds more than 2^32 groups"));
-        }
+    /// Merges a batch's partial values (`parts`, rows of the state's schema; a key may come
+    /// more than once, in one part or several) into the table: the groups touched. The parts
+    /// are merged one after the other, not concatenated first.
+    pub(crate) fn merge(&mut self, parts: &[RecordBatch]) -> Result<Touched> {
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
             self.stamp.iter_mut().for_each(|s| *s = 0);
             self.generation = 1;
+        }
+        let mut touched = Touched::default();
+        let mut ids = Vec::new();
+        for (part, delta) in parts.iter().enumerate() {
+            self.merge_part(part, delta, &mut ids, &mut touched)?;
+        }
+        Ok(touched)
+    }
+
+    /// Merges part `part` of the batch into the table, its group ids left in `ids`, the groups
+    /// it touched first added to `touched`.
+    fn merge_part(
+        &mut self,
+        part: usize,
+        delta: &RecordBatch,
+        ids: &mut Vec<usize>,
+        touched: &mut Touched,
+    ) -> Result<()> {
+        let before = self.held.len();
+        ids.clear();
+        let table = self.table.get_mut().unwrap_or_else(|p| p.into_inner());
+        table
+            .intern(&delta.columns()[..self.n_keys], ids)
+            .map_err(|e| internal("interning keys", e))?;
+        let after = table.len();
+        if after > u32::MAX as usize {
+            return Err(internal("the state", "holds more than 2^32 groups"));
         }
         self.held.resize(after, false);
         self.stamp.resize(after, 0);
@@ -188,7 +206,6 @@ impl GroupTable {
         if let Some((_, times, _)) = &mut self.expiry {
             times.resize(after, None);
         }
-        let mut touched = Touched::default();
         let mut new_rows = Vec::new();
         // groups held before the batch (their values are noted for a rollback), and groups
         // new or held again after they left (their values start afresh)
@@ -199,7 +216,7 @@ impl GroupTable {
             }
             self.stamp[id] = self.generation;
             touched.ids.push(id);
-            touched.rows.push(r);
+            touched.rows.push((part, r));
             if id >= before {
                 new_rows.push(r as u32);
             }
@@ -233,9 +250,9 @@ impl GroupTable {
             self.keys.push((before, keys));
         }
         for (j, c) in self.columns.iter_mut().enumerate() {
-            c.merge(delta.column(self.n_keys + j).as_ref(), &ids)?;
+            c.merge(delta.column(self.n_keys + j).as_ref(), ids)?;
         }
-        Ok(touched)
+        Ok(())
     }
 
     /// The held groups final under watermark `wm` (their expiry time ≤ `wm`), in id order.
@@ -321,14 +338,32 @@ impl GroupTable {
     }
 
     /// Groups `ids` with the partial values they have now, keyed by the batch's own rows
-    /// `rows` of `delta` (the keys the batch brought).
-    pub(crate) fn touched_rows(&self, delta: &RecordBatch, t: &Touched) -> Result<RecordBatch> {
-        let at = UInt32Array::from_iter_values(t.rows.iter().map(|&r| r as u32));
-        let mut columns = delta.columns()[..self.n_keys]
-            .iter()
-            .map(|c| datafusion::arrow::compute::take(c, &at, None))
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| internal("the touched keys", e))?;
+    /// `rows` of `parts` (the keys the batch brought).
+    pub(crate) fn touched_rows(&self, parts: &[RecordBatch], t: &Touched) -> Result<RecordBatch> {
+        let mut columns = match parts {
+            [] => Ok(self
+                .state_schema
+                .fields()
+                .iter()
+                .take(self.n_keys)
+                .map(|f| arrow_array::new_empty_array(f.data_type()))
+                .collect()),
+            [delta] => {
+                let at = UInt32Array::from_iter_values(t.rows.iter().map(|&(_, r)| r as u32));
+                delta.columns()[..self.n_keys]
+                    .iter()
+                    .map(|c| datafusion::arrow::compute::take(c, &at, None))
+                    .collect::<std::result::Result<Vec<_>, _>>()
+            }
+            _ => (0..self.n_keys)
+                .map(|c| {
+                    let keys: Vec<&dyn Array> =
+                        parts.iter().map(|p| p.column(c).as_ref()).collect();
+                    datafusion::arrow::compute::interleave(&keys, &t.rows)
+                })
+                .collect::<std::result::Result<Vec<_>, _>>(),
+        }
+        .map_err(|e| internal("the touched keys", e))?;
         for c in &self.columns {
             columns.push(c.take(&t.ids)?);
         }
@@ -467,10 +502,30 @@ mod tests {
     fn batches_merge_in_place_roll_back_and_evicted_keys_come_back() {
         let mut t = GroupTable::new(&schema(), 1, vec![Merge::Sum], None).unwrap();
         t.rebuild(&rows(&[10, 20], &[1, 2])).unwrap();
-        // a key twice in one batch (two parts) is touched once
-        let delta = rows(&[20, 30, 20], &[5, 7, 1]);
+        // a key twice in one part, and again in another part, is touched once; a key new in
+        // the second part is kept with the others
+        let delta = [
+            rows(&[20, 30, 20], &[5, 7, 1]),
+            rows(&[40, 30, 20], &[3, 1, 1]),
+        ];
         let touched = t.merge(&delta).unwrap();
-        assert_eq!(touched.rows, vec![0, 1]);
+        assert_eq!(touched.rows, vec![(0, 0), (0, 1), (1, 0)]);
+        assert_eq!(
+            values(&t.touched_rows(&delta, &touched).unwrap()),
+            vec![(20, 9), (30, 8), (40, 3)]
+        );
+        // dropped: as before
+        t.rollback();
+        assert_eq!(t.len(), 2);
+        assert_eq!(values(&t.all().unwrap()), vec![(10, 1), (20, 2)]);
+        // no part (a batch without rows) touches nothing
+        let touched = t.merge(&[]).unwrap();
+        assert!(touched.ids.is_empty());
+        assert_eq!(t.touched_rows(&[], &touched).unwrap().num_rows(), 0);
+        // one part
+        let delta = [rows(&[20, 30, 20], &[5, 7, 1])];
+        let touched = t.merge(&delta).unwrap();
+        assert_eq!(touched.rows, vec![(0, 0), (0, 1)]);
         assert_eq!(
             values(&t.touched_rows(&delta, &touched).unwrap()),
             vec![(20, 8), (30, 7)]
@@ -489,7 +544,7 @@ mod tests {
         t.commit();
         assert_eq!(values(&t.all().unwrap()), vec![(20, 8), (30, 7)]);
         // an evicted key that comes back starts afresh
-        let again = rows(&[10], &[4]);
+        let again = [rows(&[10], &[4])];
         let touched = t.merge(&again).unwrap();
         assert_eq!(
             values(&t.touched_rows(&again, &touched).unwrap()),
@@ -503,7 +558,7 @@ mod tests {
         let mut t = GroupTable::new(&schema(), 1, vec![Merge::Sum], None).unwrap();
         for b in 0..100i64 {
             let k: Vec<i64> = (b * 100..b * 100 + 100).collect();
-            t.merge(&rows(&k, &vec![1; 100])).unwrap();
+            t.merge(&[rows(&k, &vec![1; 100])]).unwrap();
             t.commit();
         }
         assert!(t.keys.len() <= MAX_KEY_CHUNKS + 1);
@@ -513,7 +568,7 @@ mod tests {
         assert_eq!(t.held.len(), 1_000, "rebuilt from the held groups");
         let all = t.all().unwrap();
         assert_eq!(values(&all).first(), Some(&(9_000, 1)));
-        let again = rows(&[9_999], &[1]);
+        let again = [rows(&[9_999], &[1])];
         let touched = t.merge(&again).unwrap();
         assert_eq!(
             values(&t.touched_rows(&again, &touched).unwrap()),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow_array::{BooleanArray, RecordBatch};
 use tributary_sdk::{OutputMode, Result};
 
-use super::{concat, internal, Aggregation};
+use super::{internal, Aggregation};
 use crate::stateful::clock::format_ms;
 use crate::stateful::groups::GroupTable;
 use crate::stateful::store::changelog;
@@ -38,8 +38,9 @@ impl Aggregation {
     pub(super) async fn end_batch_resident(&mut self) -> Result<Option<RecordBatch>> {
         // a batch ended but never saved: its state is dropped
         self.table()?.rollback();
-        let delta = concat(&self.state_schema, &std::mem::take(&mut self.pending))?;
-        let touched = self.table()?.merge(&delta)?;
+        // the parts' partials are merged one after the other, not concatenated first
+        let parts = std::mem::take(&mut self.pending);
+        let touched = self.table()?.merge(&parts)?;
         let wm = self
             .watermark
             .is_some()
@@ -51,7 +52,7 @@ impl Aggregation {
             _ => Vec::new(),
         };
         let table = self.held()?;
-        let touched_rows = table.touched_rows(&delta, &touched)?;
+        let touched_rows = table.touched_rows(&parts, &touched)?;
         let emit = match self.mode {
             OutputMode::Update => self.flagged(touched_rows.clone())?,
             OutputMode::Append => self.flagged(table.rows(&expired)?)?,

@@ -310,7 +310,8 @@ impl Writer {
         self.spare = Some(std::thread::spawn(move || create(&dir, seq)));
     }
 
-    /// Moves to the next segment: the spare, or one made now when it failed.
+    /// Moves to the next segment: the spare, or one made now when it failed. The one after
+    /// is started once the append that needed this one is durable ([`Self::append`]).
     fn rotate(&mut self) -> Result<()> {
         let next = self.next;
         let spare = match self.spare.take().map(|h| h.join()) {
@@ -326,7 +327,6 @@ impl Writer {
         self.current = Some(spare);
         self.offset = 0;
         self.next = next + 1;
-        self.prepare();
         Ok(())
     }
 
@@ -367,6 +367,12 @@ impl Writer {
         };
         self.offset += buf.len() as u64;
         current.capacity = current.capacity.max(self.offset);
+        // the next segment's zeros and fsync (~2 ms of writes here) start after this append's
+        // fdatasync, not beside it: beside it, they made the save that moved to a new segment
+        // 1.5 ms slower
+        if self.spare.is_none() {
+            self.prepare();
+        }
         Ok(rec)
     }
 }
