@@ -92,8 +92,9 @@ impl Aggregation {
         WarmPartial::of(plan, &self.state_schema).map(|w| w.allow_passing(self.may_pass()))
     }
 
-    /// One slot per slice (the partial plan's, then each copy's) for its warm aggregation, the
-    /// first holding the one made to see whether the plan is taken over; none when it is not.
+    /// One slot per slice (the partial plan's, then each copy's) for its warm aggregation, each
+    /// made now (at open, so the first batch does not make them); none when the plan is not
+    /// taken over.
     pub(super) fn warm_slots(&self) -> Vec<std::sync::Mutex<Option<WarmPartial>>> {
         if super::cold_partial() {
             return Vec::new();
@@ -106,7 +107,7 @@ impl Aggregation {
             self.plans
                 .partial_copies
                 .iter()
-                .map(|_| std::sync::Mutex::new(None)),
+                .map(|(p, _)| std::sync::Mutex::new(self.warm_of(p))),
         );
         slots
     }

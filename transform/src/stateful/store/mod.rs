@@ -196,7 +196,7 @@ impl Store {
 
     /// Waits for the snapshot being written and the files being removed, forgets what it
     /// knew of the directory, and opens `dir` again (at a restore): its catalog, and the log
-    /// writer, whose segment is made ready in the background while the first batch runs.
+    /// writer, with its segment and the next one made before the first batch.
     pub(crate) fn reset(&mut self, dir: &Path) -> Result<()> {
         self.snapshot_written();
         self.swept();
