@@ -308,10 +308,7 @@ impl Writer {
         }
         w.prepare();
         if let Some(seq) = current {
-            w.current = Some(create(dir, seq).or_else(|_| {
-                remove_partial(dir, seq);
-                create(dir, seq)
-            })?);
+            w.current = Some(create(dir, seq).or_else(|_| remade(dir, seq))?);
         }
         if let Some(Spare::Making(h)) = w.spare.take() {
             w.spare = Some(Spare::Ready(joined(&w.dir, w.next, h)?));
@@ -400,10 +397,15 @@ fn joined(dir: &Path, seq: u64, making: JoinHandle<Result<Segment>>) -> Result<S
             if let Ok(Err(e)) = failed {
                 tracing::warn!("[transform] state log segment not made ahead: {e}");
             }
-            remove_partial(dir, seq);
-            create(dir, seq)
+            remade(dir, seq)
         }
     }
+}
+
+/// Segment `seq` made again, after whatever a failed attempt left of it is removed.
+fn remade(dir: &Path, seq: u64) -> Result<Segment> {
+    remove_partial(dir, seq);
+    create(dir, seq)
 }
 
 /// Removes a segment a failed background thread may have left half made.
