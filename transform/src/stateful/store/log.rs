@@ -23,7 +23,7 @@ use std::thread::JoinHandle;
 
 use tributary_sdk::{Error, ErrorCode, Result};
 
-use super::{io, Stored};
+use super::{io, sync_dir, Stored};
 
 /// A segment's size, written as zeros before it is used.
 pub(crate) const SEGMENT_BYTES: u64 = 2 << 20;
@@ -222,9 +222,7 @@ fn create(dir: &Path, seq: u64) -> Result<Segment> {
         left -= n as u64;
     }
     file.sync_all().map_err(|e| io("sync", &p, e))?;
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| io("sync", dir, e))?;
+    sync_dir(dir)?;
     Ok(Segment {
         seq,
         file,
