@@ -290,6 +290,16 @@ impl GroupTable {
         }
     }
 
+    /// Empty key columns.
+    fn no_keys(&self) -> Vec<ArrayRef> {
+        self.state_schema
+            .fields()
+            .iter()
+            .take(self.n_keys)
+            .map(|f| arrow_array::new_empty_array(f.data_type()))
+            .collect()
+    }
+
     /// The key columns of groups `ids`, in order.
     pub(crate) fn keys(&self, ids: &[usize]) -> Result<Vec<ArrayRef>> {
         if let [(0, only)] = self.keys.as_slice() {
@@ -301,13 +311,7 @@ impl GroupTable {
                 .map_err(|e| internal("taking keys", e));
         }
         if self.keys.is_empty() {
-            return Ok(self
-                .state_schema
-                .fields()
-                .iter()
-                .take(self.n_keys)
-                .map(|f| arrow_array::new_empty_array(f.data_type()))
-                .collect());
+            return Ok(self.no_keys());
         }
         let mut at = Vec::with_capacity(ids.len());
         for &id in ids {
@@ -341,13 +345,7 @@ impl GroupTable {
     /// `rows` of `parts` (the keys the batch brought).
     pub(crate) fn touched_rows(&self, parts: &[RecordBatch], t: &Touched) -> Result<RecordBatch> {
         let mut columns = match parts {
-            [] => Ok(self
-                .state_schema
-                .fields()
-                .iter()
-                .take(self.n_keys)
-                .map(|f| arrow_array::new_empty_array(f.data_type()))
-                .collect()),
+            [] => Ok(self.no_keys()),
             [delta] => {
                 let at = UInt32Array::from_iter_values(t.rows.iter().map(|&(_, r)| r as u32));
                 delta.columns()[..self.n_keys]

@@ -60,7 +60,7 @@ pub(crate) struct WarmPartial {
     ids: Vec<usize>,
     /// Rows aggregated at a time ([`CHUNK_ROWS`]).
     chunk: usize,
-    /// The most rows interned at once this run: the size the table's buffers are kept at.
+    /// The most rows of one input batch this run: the size the table's buffers are kept at.
     widest: usize,
     /// Each argument that is a constant (`count(*)` counts `1`), as an array kept to be sliced
     /// for every batch instead of filled anew: same values, no allocation.
@@ -101,7 +101,7 @@ impl std::fmt::Debug for WarmPartial {
 
 /// An empty group-id vector with room for `rows`, its pages written once: they are faulted in
 /// when the query opens, not in its first batch.
-fn touched_ids(rows: usize) -> Vec<usize> {
+fn prefaulted_ids(rows: usize) -> Vec<usize> {
     let mut ids = Vec::with_capacity(rows);
     ids.extend(std::iter::repeat_n(0, rows));
     ids.clear();
@@ -164,7 +164,7 @@ impl WarmPartial {
             order,
             values: new_group_values(group_schema, &GroupOrdering::None).ok()?,
             accumulators,
-            ids: touched_ids(CHUNK_ROWS),
+            ids: prefaulted_ids(CHUNK_ROWS),
             chunk: CHUNK_ROWS,
             widest: 0,
             constants: Vec::new(),
@@ -445,7 +445,7 @@ mod tests {
             for chunk in [CHUNK_ROWS, 700] {
                 let mut warm = WarmPartial::of(&plan, &schema)
                     .unwrap_or_else(|| panic!("{sql}: not taken over: {}", datafusion::physical_plan::displayable(plan.as_ref()).indent(true)));
-                (warm.chunk, warm.ids) = (chunk, touched_ids(chunk));
+                (warm.chunk, warm.ids) = (chunk, prefaulted_ids(chunk));
                 for run in 0..3 {
                     let ours = warm.run(&ctx.task_ctx()).await.unwrap();
                     assert_eq!(ours.num_rows(), theirs.num_rows(), "{sql}, chunk {chunk}, run {run}");
